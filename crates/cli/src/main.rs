@@ -1,0 +1,3 @@
+//! `scriptorium`: the command-line tool of Scriptorium, long-term memory for LLM agents.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! End-to-end tests of the `scriptorium` binary across crates; the tests live in `tests/it/`.
