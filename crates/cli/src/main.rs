@@ -1,3 +1,53 @@
 //! `scriptorium`: the command-line tool of Scriptorium, long-term memory for LLM agents.
+//!
+//! Exit codes: 0 success; 1 the command ran and found problems (diagnostics, a rejected change);
+//! 2 usage or IO errors; 75 (`EX_TEMPFAIL`) a retryable failure (lock held, concurrent update).
 
-fn main() {}
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod check;
+mod home;
+mod import;
+mod sessions;
+
+/// Long-term memory for LLM agents: conversations become cited, reviewable Markdown.
+#[derive(Debug, Parser)]
+#[command(name = "scriptorium", version, about, long_about = None)]
+struct Cli {
+    /// The Scriptorium home (default: $SCRIPTORIUM_HOME, else $XDG_DATA_HOME/scriptorium).
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate a memory workspace's topics/ and sources/ and print every diagnostic.
+    Check(check::Args),
+    /// Import transcripts (Claude Code, Codex, pi, generic JSONL) into the session store.
+    Import(import::Args),
+    /// Look at imported sessions: list, show, branches.
+    Sessions(sessions::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let home = home::Home::resolve(cli.home);
+    let result = match cli.command {
+        Command::Check(args) => check::run(&home, args),
+        Command::Import(args) => import::run(&home, args),
+        Command::Sessions(args) => sessions::run(&home, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -17,3 +17,6 @@ pub mod catalog;
 pub mod diag;
 
 pub use diag::{Code, Diagnostic};
+pub mod source;
+pub mod tokens;
+pub mod topic;

@@ -1,0 +1,14 @@
+//! `scriptorium sessions` (filled by the sessions issue).
+
+use std::process::ExitCode;
+
+use crate::home::Home;
+
+/// Arguments of `scriptorium sessions`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {}
+
+/// Runs the command.
+pub(crate) fn run(_home: &Home, _args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`scriptorium sessions` is not available yet")
+}

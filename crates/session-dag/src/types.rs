@@ -1,0 +1,178 @@
+//! The session data model: IDs, nodes, sessions, and the [`SessionStore`] trait.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The stable ID of a session (e.g. a Claude Code `sessionId`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(pub String);
+
+/// The stable ID of a node, unique within its session.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeId(pub String);
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl SessionId {
+    /// The ID as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl NodeId {
+    /// The ID as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Milliseconds since the Unix epoch, UTC.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct Timestamp(pub i64);
+
+/// Who produced a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The person (or the runtime speaking as them).
+    User,
+    /// The model.
+    Assistant,
+    /// System or developer instructions and runtime notices.
+    System,
+    /// Tool output.
+    Tool,
+}
+
+/// What a node is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// A conversational message.
+    Message,
+    /// A tool call made by the model.
+    ToolCall,
+    /// The result of a tool call.
+    ToolResult,
+    /// A turn the runtime scheduled for itself (a sub-agent report, a merge prompt, …).
+    Runtime,
+    /// A summary that replaced earlier context at a compaction.
+    CompactionSummary,
+}
+
+/// A trusted speaker identity, set by the runtime or importer, never parsed from content.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Speaker {
+    /// The stable speaker ID (e.g. `owner/local`).
+    pub id: String,
+    /// How the speaker is shown (e.g. `Owner`).
+    pub display: String,
+}
+
+/// One node of a session DAG.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    /// Stable ID, unique within the session.
+    pub id: NodeId,
+    /// The predecessor; `None` for a root.
+    pub parent: Option<NodeId>,
+    /// Who produced it.
+    pub role: Role,
+    /// What it is.
+    pub kind: NodeKind,
+    /// The trusted speaker, if known.
+    pub speaker: Option<Speaker>,
+    /// The text.
+    pub content: String,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// String metadata (e.g. the written marker `memory_written_scriptorium`).
+    pub metadata: BTreeMap<String, String>,
+    /// Whether the node was rewound (abandoned by an edit); rewound nodes are skipped by branches.
+    pub rewound: bool,
+}
+
+/// A session: its head and when it last changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// The session ID.
+    pub id: SessionId,
+    /// The current head node, if any node exists.
+    pub head: Option<NodeId>,
+    /// When a node was last appended or the head last moved. Metadata merges do not move it.
+    pub updated_at: Timestamp,
+    /// A human title, if known.
+    pub title: Option<String>,
+}
+
+/// One page of [`SessionStore::list_sessions`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// How many sessions to skip (newest first).
+    pub offset: usize,
+    /// At most how many to return.
+    pub limit: usize,
+}
+
+/// Metadata patches keyed by node: each patch's keys are set (merged) on that node.
+pub type MetadataBatch = BTreeMap<NodeId, BTreeMap<String, String>>;
+
+/// A store of session DAGs.
+///
+/// Every method that changes state is durable when it returns (the embedded store fsyncs).
+pub trait SessionStore {
+    /// Appends `node` to `session`, creating the session if needed, and makes it the head.
+    /// Appending a node whose ID already exists in the session is an error
+    /// ([`crate::Error::DuplicateNode`]); importers check [`SessionStore::node`] first.
+    fn append(&self, session: &SessionId, node: Node) -> Result<(), crate::Error>;
+
+    /// Appends, in order, every node of `nodes` whose ID is not yet in `session` (creating the
+    /// session if needed), with one fsync for the whole batch, and returns how many were appended.
+    /// Existing nodes are left untouched (their metadata, markers included, is kept), so
+    /// re-importing a transcript is idempotent. The head moves only when the session had none
+    /// (then it is the last appended node); `updated_at` becomes the newest `created_at` seen.
+    fn append_batch(&self, session: &SessionId, nodes: Vec<Node>) -> Result<usize, crate::Error>;
+
+    /// Moves the head of `session` to `node` (moving it to the current head changes nothing).
+    fn set_head(&self, session: &SessionId, node: &NodeId) -> Result<(), crate::Error>;
+
+    /// Marks `node` (and so the branch through it) as rewound.
+    fn rewind(&self, session: &SessionId, node: &NodeId) -> Result<(), crate::Error>;
+
+    /// The nodes from the root to `tip` (default: the head), oldest first, skipping rewound nodes.
+    fn branch(&self, session: &SessionId, tip: Option<&NodeId>) -> Result<Vec<Node>, crate::Error>;
+
+    /// The live branch tips of `session`, the head's tip first, then newest first.
+    fn tips(&self, session: &SessionId) -> Result<Vec<NodeId>, crate::Error>;
+
+    /// One node, if it exists.
+    fn node(&self, session: &SessionId, node: &NodeId) -> Result<Option<Node>, crate::Error>;
+
+    /// Merges metadata patches into nodes. Costs O(batch), appends no node and does not change
+    /// `updated_at`.
+    fn merge_metadata(&self, session: &SessionId, batch: &MetadataBatch) -> Result<(), crate::Error>;
+
+    /// One session, if it exists.
+    fn session(&self, session: &SessionId) -> Result<Option<Session>, crate::Error>;
+
+    /// Sessions ordered by `updated_at`, newest first.
+    fn list_sessions(&self, page: Page) -> Result<Vec<Session>, crate::Error>;
+}

@@ -1,0 +1,2 @@
+//! Criterion: parse + validate a 10 000-block topic tree.
+fn main() {}

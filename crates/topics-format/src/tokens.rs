@@ -1,0 +1,1 @@
+//! Token counting with o200k_base.

@@ -1,0 +1,1 @@
+//! Topic files: segmentation, the strict parse, the lossless document model, normalization and block links.

@@ -1,0 +1,1 @@
+//! Source-archive integration tests: corpus snapshots, scan, append planning, fuzz loop.

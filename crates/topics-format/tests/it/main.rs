@@ -1,0 +1,4 @@
+//! Integration tests of `scriptorium-topics-format` (one binary, one module per area).
+
+mod archive;
+mod topics;

@@ -1,0 +1,1 @@
+//! Topic-file integration tests: corpus snapshots, round trip, normalization, fuzz loop.
