@@ -48,3 +48,5 @@ pub enum Error {
         source: std::io::Error,
     },
 }
+
+pub mod import;

@@ -1,0 +1,2 @@
+//! Criterion: import throughput on the largest real transcript.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Transcript importers: Claude Code, Codex, pi and generic JSONL.

@@ -1,0 +1,1 @@
+//! Importer tests on small hand-written transcripts.

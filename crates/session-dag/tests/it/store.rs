@@ -1,0 +1,1 @@
+//! Store tests: append, branches, tips, metadata, crash recovery.
