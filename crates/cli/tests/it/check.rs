@@ -1,0 +1,1 @@
+//! `scriptorium check` tests.

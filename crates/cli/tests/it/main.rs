@@ -1,0 +1,6 @@
+//! Integration tests of the `scriptorium` binary (one binary, one module per command).
+
+mod check;
+mod import;
+mod sessions;
+mod support;

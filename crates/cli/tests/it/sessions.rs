@@ -1,0 +1,1 @@
+//! `scriptorium sessions` tests.
