@@ -1,2 +1,106 @@
-//! Developer tasks.
-fn main() {}
+//! Developer tasks for the Scriptorium workspace, run as `cargo xtask <task>`.
+//!
+//! - `ci`: the whole gate, in order: test data present → `fmt --check` → `clippy -D warnings`
+//!   (all targets) → tests → `doc -D warnings` → `deps` → `tidy`.
+//! - `deps`: the allowed edges between our crates (SPEC §4); any other edge fails.
+//! - `tidy`: the repository rules of STYLE.md that a compiler cannot check.
+//! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
+//!
+//! `deps` and `tidy` also run as ordinary `#[test]`s, so plain `cargo test` enforces them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, bail};
+
+mod bench;
+mod deps;
+mod tidy;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("deps") => deps::check(&repo_root()).map(|()| println!("deps: ok")),
+        Some("tidy") => tidy::check(&repo_root()).map(|()| println!("tidy: ok")),
+        Some("bench") => bench::run(&repo_root(), &args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask <ci|deps|tidy|bench [criterion filter]>");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The repository root: the parent of this crate's directory.
+pub(crate) fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives directly inside the repository")
+        .to_path_buf()
+}
+
+/// The `cargo` that runs us (`$CARGO`), so toolchain overrides carry through.
+pub(crate) fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(repo_root());
+    cmd
+}
+
+fn run_step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
+    eprintln!("==> {name}");
+    let status = cmd.status().with_context(|| format!("could not start `{name}`"))?;
+    if !status.success() {
+        bail!("`{name}` failed ({status})");
+    }
+    Ok(())
+}
+
+fn ci() -> anyhow::Result<()> {
+    let root = repo_root();
+    let data = match std::env::var_os("SCRIPTORIUM_TEST_DATA") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => root.join("..").join("shared").join("data"),
+    };
+    if !data.is_dir() {
+        bail!(
+            "third-party test data not found at {}: set SCRIPTORIUM_TEST_DATA to the shared data \
+             directory (see README.md, \"Tests\")",
+            data.display()
+        );
+    }
+    let data = data.canonicalize().with_context(|| format!("resolving {}", data.display()))?;
+
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    run_step("cargo fmt --check", fmt)?;
+
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]);
+    run_step("cargo clippy", clippy)?;
+
+    let mut test = cargo();
+    test.args(["test", "--workspace", "--locked"])
+        .env("SCRIPTORIUM_TEST_DATA", &data)
+        .env("SCRIPTORIUM_REQUIRE_TEST_DATA", "1")
+        .env("INSTA_UPDATE", "no")
+        .env("CI", "true");
+    run_step("cargo test", test)?;
+
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps", "--locked"]).env("RUSTDOCFLAGS", "-D warnings");
+    run_step("cargo doc", doc)?;
+
+    eprintln!("==> deps");
+    deps::check(&root)?;
+    eprintln!("==> tidy");
+    tidy::check(&root)?;
+    eprintln!("ci: all gates passed");
+    Ok(())
+}

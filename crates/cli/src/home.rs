@@ -1,6 +1,6 @@
 //! Where Scriptorium keeps its data: `$SCRIPTORIUM_HOME` (SPEC §3).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The resolved home directory and the well-known paths inside it.
 #[derive(Clone, Debug)]
@@ -21,12 +21,6 @@ impl Home {
             })
             .unwrap_or_else(|| PathBuf::from(".scriptorium-home"));
         Home { root }
-    }
-
-    /// The home directory itself.
-    #[allow(dead_code, reason = "used by commands that land with later issues")]
-    pub(crate) fn root(&self) -> &Path {
-        &self.root
     }
 
     /// The session store directory, `<home>/sessions`.

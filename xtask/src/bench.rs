@@ -1,0 +1,225 @@
+//! `cargo xtask bench`: runs every criterion suite, then checks the figures against the budgets
+//! of SPEC §12 and the issues, and writes a JSON summary per run to
+//! `target/bench-summary/<unix-seconds>.json` (and `latest.json`).
+//!
+//! Budgets are judged on the median (p50) of criterion's samples; p99 is the 99th percentile of
+//! the per-sample means, reported alongside. A benchmark without a budget is reported, not judged.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+/// A budget for one benchmark, by criterion's full id (`group/function`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Budget {
+    /// The median time per iteration must not exceed this many nanoseconds.
+    MaxNanos(f64),
+    /// The median throughput must be at least this many megabytes (10^6 bytes) per second.
+    MinMegabytesPerSec(f64),
+}
+
+const MS: f64 = 1e6;
+const US: f64 = 1e3;
+
+/// The budgets, keyed by criterion full id.
+pub(crate) const BUDGETS: &[(&str, Budget)] = &[
+    ("topics_format/parse_validate_10k_blocks", Budget::MaxNanos(50.0 * MS)),
+    ("topics_format/scan_50k_frames", Budget::MaxNanos(50.0 * MS)),
+    ("session_dag/import_largest_transcript", Budget::MinMegabytesPerSec(50.0)),
+    ("markers/pending_marked_tip_100k", Budget::MaxNanos(10.0 * US)),
+    ("markers/pending_100_unwritten_100k", Budget::MaxNanos(100.0 * US)),
+];
+
+/// One measured benchmark.
+#[derive(Debug)]
+pub(crate) struct Figure {
+    pub(crate) id: String,
+    pub(crate) median_ns: f64,
+    pub(crate) mean_ns: f64,
+    pub(crate) p99_ns: f64,
+    pub(crate) bytes: Option<f64>,
+}
+
+impl Figure {
+    fn megabytes_per_sec(&self) -> Option<f64> {
+        self.bytes.map(|b| b / (self.median_ns / 1e9) / 1e6)
+    }
+
+    /// `Some(true)` within budget, `Some(false)` over, `None` without a budget.
+    fn verdict(&self) -> Option<(bool, String)> {
+        let (_, budget) = BUDGETS.iter().find(|(id, _)| *id == self.id)?;
+        Some(match *budget {
+            Budget::MaxNanos(max) => (self.median_ns <= max, format!("≤ {}", human_ns(max))),
+            Budget::MinMegabytesPerSec(min) => {
+                (self.megabytes_per_sec().is_some_and(|v| v >= min), format!("≥ {min} MB/s"))
+            }
+        })
+    }
+}
+
+fn human_ns(ns: f64) -> String {
+    if ns >= MS {
+        format!("{:.2} ms", ns / MS)
+    } else if ns >= US {
+        format!("{:.2} µs", ns / US)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
+}
+
+fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "new") && path.join("benchmark.json").is_file()
+            {
+                out.push(path);
+            } else {
+                collect(&path, out);
+            }
+        }
+    }
+}
+
+/// Reads every benchmark criterion left under `target/criterion`.
+pub(crate) fn figures(criterion_dir: &Path) -> anyhow::Result<Vec<Figure>> {
+    let mut dirs = Vec::new();
+    collect(criterion_dir, &mut dirs);
+    let mut figures = Vec::new();
+    for dir in dirs {
+        let bench = read_json(&dir.join("benchmark.json"))?;
+        let estimates = read_json(&dir.join("estimates.json"))?;
+        let sample = read_json(&dir.join("sample.json"))?;
+        let id = bench["full_id"].as_str().unwrap_or_default().to_owned();
+        let median_ns = estimates["median"]["point_estimate"].as_f64().unwrap_or(f64::NAN);
+        let mean_ns = estimates["mean"]["point_estimate"].as_f64().unwrap_or(f64::NAN);
+        let iters = sample["iters"].as_array().cloned().unwrap_or_default();
+        let times = sample["times"].as_array().cloned().unwrap_or_default();
+        let mut per_iter: Vec<f64> =
+            iters.iter().zip(&times).filter_map(|(n, t)| Some(t.as_f64()? / n.as_f64()?)).collect();
+        per_iter.sort_by(f64::total_cmp);
+        let p99_ns = percentile(&per_iter, 0.99);
+        let bytes = bench["throughput"]["Bytes"].as_f64();
+        figures.push(Figure { id, median_ns, mean_ns, p99_ns, bytes });
+    }
+    figures.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(figures)
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+/// Runs the suites (extra arguments go to criterion as a filter), then judges and summarises.
+pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    let mut cmd = crate::cargo();
+    cmd.args(["bench", "--workspace", "--benches", "--locked"]);
+    if !extra.is_empty() {
+        cmd.arg("--").args(extra);
+    }
+    eprintln!("==> cargo bench");
+    let status = cmd.status().context("could not start cargo bench")?;
+    if !status.success() {
+        bail!("cargo bench failed ({status})");
+    }
+    let target = target_dir(root);
+    let figures = figures(&target.join("criterion"))?;
+    let mut over = Vec::new();
+    let mut rows = Vec::new();
+    println!("{:<48} {:>12} {:>12} {:>12}  budget", "benchmark", "p50", "mean", "p99");
+    for fig in &figures {
+        let verdict = fig.verdict();
+        let rate = fig.megabytes_per_sec().map(|r| format!(" ({r:.1} MB/s)")).unwrap_or_default();
+        let budget = match &verdict {
+            Some((true, b)) => format!("{b} ok"),
+            Some((false, b)) => format!("{b} OVER"),
+            None => "-".to_owned(),
+        };
+        println!(
+            "{:<48} {:>12} {:>12} {:>12}  {budget}{rate}",
+            fig.id,
+            human_ns(fig.median_ns),
+            human_ns(fig.mean_ns),
+            human_ns(fig.p99_ns)
+        );
+        if let Some((false, _)) = verdict {
+            over.push(fig.id.clone());
+        }
+        rows.push(serde_json::json!({
+            "id": fig.id,
+            "median_ns": fig.median_ns,
+            "mean_ns": fig.mean_ns,
+            "p99_ns": fig.p99_ns,
+            "megabytes_per_sec": fig.megabytes_per_sec(),
+            "budget": verdict.as_ref().map(|(_, b)| b.clone()),
+            "within_budget": verdict.as_ref().map(|(ok, _)| *ok),
+        }));
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let summary_dir = target.join("bench-summary");
+    std::fs::create_dir_all(&summary_dir)?;
+    let summary = serde_json::json!({ "unix_time": stamp, "benchmarks": rows });
+    let text = serde_json::to_string_pretty(&summary)?;
+    std::fs::write(summary_dir.join(format!("{stamp}.json")), &text)?;
+    std::fs::write(summary_dir.join("latest.json"), &text)?;
+    println!("summary: {}", summary_dir.join(format!("{stamp}.json")).display());
+    if !over.is_empty() {
+        bail!("over budget: {}", over.join(", "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_follow_the_budgets() {
+        let fig = |id: &str, median_ns: f64, bytes: Option<f64>| Figure {
+            id: id.into(),
+            median_ns,
+            mean_ns: median_ns,
+            p99_ns: median_ns,
+            bytes,
+        };
+        assert_eq!(
+            fig("topics_format/scan_50k_frames", 49.0 * MS, None).verdict().map(|v| v.0),
+            Some(true)
+        );
+        assert_eq!(
+            fig("topics_format/scan_50k_frames", 51.0 * MS, None).verdict().map(|v| v.0),
+            Some(false)
+        );
+        // 2.6 MB in 40 ms is 65 MB/s; in 60 ms it is 43 MB/s.
+        let id = "session_dag/import_largest_transcript";
+        assert_eq!(fig(id, 40.0 * MS, Some(2.6e6)).verdict().map(|v| v.0), Some(true));
+        assert_eq!(fig(id, 60.0 * MS, Some(2.6e6)).verdict().map(|v| v.0), Some(false));
+        assert!(fig("unknown/bench", 1.0, None).verdict().is_none());
+    }
+
+    #[test]
+    fn percentile_picks_the_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), 51.0);
+        assert_eq!(percentile(&v, 0.99), 99.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+}

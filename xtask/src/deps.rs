@@ -1,0 +1,191 @@
+//! `cargo xtask deps`: the crate layering of SPEC §4, checked against `cargo metadata`.
+//!
+//! A new edge between our crates is a design change: add it here and to ARCHITECTURE.md in the
+//! same commit.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{Context, bail};
+
+/// For each of our packages, the packages of ours it may depend on (normal, build and dev
+/// dependencies alike). `scriptorium-testkit` is additionally allowed as a dev-dependency of any
+/// package and never as a normal one.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("scriptorium-topics-format", &[]),
+    ("scriptorium-session-dag", &[]),
+    ("scriptorium-markers", &["scriptorium-session-dag"]),
+    ("scriptorium-txn", &["scriptorium-topics-format"]),
+    ("scriptorium-views", &["scriptorium-topics-format"]),
+    ("scriptorium-search", &["scriptorium-topics-format"]),
+    ("scriptorium-history", &[]),
+    (
+        "scriptorium-writer",
+        &[
+            "scriptorium-topics-format",
+            "scriptorium-session-dag",
+            "scriptorium-markers",
+            "scriptorium-txn",
+            "scriptorium-views",
+            "scriptorium-search",
+            "scriptorium-history",
+        ],
+    ),
+    (
+        "scriptorium-backend",
+        &[
+            "scriptorium-topics-format",
+            "scriptorium-session-dag",
+            "scriptorium-markers",
+            "scriptorium-txn",
+            "scriptorium-views",
+            "scriptorium-search",
+            "scriptorium-history",
+            "scriptorium-writer",
+        ],
+    ),
+    (
+        "scriptorium-server",
+        &[
+            "scriptorium-topics-format",
+            "scriptorium-session-dag",
+            "scriptorium-markers",
+            "scriptorium-txn",
+            "scriptorium-views",
+            "scriptorium-search",
+            "scriptorium-history",
+            "scriptorium-writer",
+            "scriptorium-backend",
+        ],
+    ),
+    (
+        "scriptorium-cli",
+        &[
+            "scriptorium-topics-format",
+            "scriptorium-session-dag",
+            "scriptorium-markers",
+            "scriptorium-txn",
+            "scriptorium-views",
+            "scriptorium-search",
+            "scriptorium-history",
+            "scriptorium-writer",
+            "scriptorium-backend",
+            "scriptorium-server",
+        ],
+    ),
+    ("scriptorium-testkit", &[]),
+    ("scriptorium-tests", &[]),
+    ("xtask", &[]),
+];
+
+const TESTKIT: &str = "scriptorium-testkit";
+
+/// One dependency edge between two of our packages.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Edge {
+    pub(crate) from: String,
+    pub(crate) to: String,
+    pub(crate) kind: String,
+}
+
+/// Reads the edges between workspace packages from `cargo metadata`.
+pub(crate) fn edges(root: &Path) -> anyhow::Result<(BTreeSet<String>, Vec<Edge>)> {
+    let output = crate::cargo()
+        .current_dir(root)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .output()
+        .context("running cargo metadata")?;
+    if !output.status.success() {
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&output.stdout).context("parsing cargo metadata")?;
+    let packages = meta["packages"].as_array().context("cargo metadata has no packages")?;
+    let ours: BTreeSet<String> =
+        packages.iter().filter_map(|p| p["name"].as_str().map(str::to_owned)).collect();
+    let mut edges = Vec::new();
+    for package in packages {
+        let from = package["name"].as_str().unwrap_or_default();
+        for dep in package["dependencies"].as_array().into_iter().flatten() {
+            let to = dep["name"].as_str().unwrap_or_default();
+            if ours.contains(to) {
+                let kind = dep["kind"].as_str().unwrap_or("normal").to_owned();
+                edges.push(Edge { from: from.to_owned(), to: to.to_owned(), kind });
+            }
+        }
+    }
+    edges.sort();
+    Ok((ours, edges))
+}
+
+/// Whether one edge is allowed by the layering.
+pub(crate) fn allowed(edge: &Edge, table: &BTreeMap<&str, &[&str]>) -> Result<(), String> {
+    if edge.to == TESTKIT {
+        return if edge.kind == "dev" {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} -> {} ({}): testkit is a dev-dependency only",
+                edge.from, edge.to, edge.kind
+            ))
+        };
+    }
+    match table.get(edge.from.as_str()) {
+        None => Err(format!("{} is not in the layering table (xtask/src/deps.rs)", edge.from)),
+        Some(targets) if targets.contains(&edge.to.as_str()) => Ok(()),
+        Some(_) => Err(format!(
+            "{} -> {} ({}) is not an allowed edge (SPEC §4, ARCHITECTURE.md)",
+            edge.from, edge.to, edge.kind
+        )),
+    }
+}
+
+/// Fails on any edge the layering does not allow, and on packages missing from the table.
+pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
+    let table: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let (packages, edges) = edges(root)?;
+    let mut problems: Vec<String> = packages
+        .iter()
+        .filter(|p| !table.contains_key(p.as_str()))
+        .map(|p| format!("{p} is not in the layering table (xtask/src/deps.rs)"))
+        .collect();
+    problems.extend(edges.iter().filter_map(|e| allowed(e, &table).err()));
+    if !problems.is_empty() {
+        bail!("crate layering violated:\n  {}", problems.join("\n  "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_respects_the_layering() {
+        check(&crate::repo_root()).unwrap();
+    }
+
+    #[test]
+    fn forbidden_edges_are_reported() {
+        let table: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+        let edge = |from: &str, to: &str, kind: &str| Edge {
+            from: from.into(),
+            to: to.into(),
+            kind: kind.into(),
+        };
+        assert!(
+            allowed(&edge("scriptorium-txn", "scriptorium-topics-format", "normal"), &table)
+                .is_ok()
+        );
+        let err =
+            allowed(&edge("scriptorium-txn", "scriptorium-views", "normal"), &table).unwrap_err();
+        assert!(err.contains("not an allowed edge"), "{err}");
+        assert!(
+            allowed(&edge("scriptorium-topics-format", "scriptorium-session-dag", "dev"), &table)
+                .is_err()
+        );
+        assert!(allowed(&edge("scriptorium-txn", TESTKIT, "dev"), &table).is_ok());
+        assert!(allowed(&edge("scriptorium-txn", TESTKIT, "normal"), &table).is_err());
+        assert!(allowed(&edge("scriptorium-new", "scriptorium-txn", "normal"), &table).is_err());
+    }
+}
