@@ -1,6 +1,19 @@
-//! `scriptorium check`.
+//! `scriptorium check`: validates a workspace's `topics/` and `sources/` and prints every
+//! diagnostic as `path:line:col: CODE message`.
+//!
+//! Reading files is this command's job (the format crate does no IO): topic files and archives
+//! are read here, symlinks are refused, and `sources/` is offered to the parser through a
+//! [`SourceFiles`] implementation that never follows a symlink.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use scriptorium_topics_format::catalog::{FileLookup, SourceFiles};
+use scriptorium_topics_format::source::{ArchiveResolver, check_archive};
+use scriptorium_topics_format::topic::{TopicFile, parse_tree};
+use scriptorium_topics_format::{Code, Diagnostic};
 
 use crate::home::Home;
 
@@ -9,14 +22,202 @@ use crate::home::Home;
 pub(crate) struct Args {
     /// The memory workspace to check (default: `<home>/memory`).
     #[arg(long, value_name = "DIR")]
-    workspace: Option<std::path::PathBuf>,
-    /// Print diagnostics as JSON.
+    workspace: Option<PathBuf>,
+    /// Print the result as JSON.
     #[arg(long)]
     json: bool,
 }
 
-/// Runs the command.
+/// `sources/` on disk, read without following symlinks.
+struct DiskSources {
+    root: PathBuf,
+}
+
+impl SourceFiles for DiskSources {
+    fn lookup(&self, rel: &str) -> FileLookup {
+        if !rel.starts_with("sources/") || rel.split('/').any(|c| c.is_empty() || c == "..") {
+            return FileLookup::Missing;
+        }
+        // Every component must be a real directory or file: a symlink anywhere on the path
+        // could point outside the archive.
+        let mut path = self.root.clone();
+        for component in rel.split('/') {
+            path.push(component);
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => return FileLookup::NotRegularFile,
+                Ok(_) => {}
+                Err(_) => return FileLookup::Missing,
+            }
+        }
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => match std::fs::read(&path) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => FileLookup::Text(Arc::from(text)),
+                    Err(_) => FileLookup::NotRegularFile,
+                },
+                Err(_) => FileLookup::Missing,
+            },
+            Ok(_) => FileLookup::NotRegularFile,
+            Err(_) => FileLookup::Missing,
+        }
+    }
+}
+
+/// One file found under `topics/` or `sources/`.
+enum Found {
+    Text(String, String),
+    NotUtf8(String, Vec<u8>),
+    Symlink(String),
+}
+
+/// Lists the regular files under `dir` (workspace-relative paths under `prefix`), sorted.
+fn walk(root: &Path, prefix: &str, out: &mut Vec<Found>) -> anyhow::Result<()> {
+    let dir = root.join(prefix);
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("reading {}", dir.display()))?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let rel = format!("{prefix}/{name}");
+        let file_type = entry.file_type().with_context(|| format!("reading {rel}"))?;
+        if file_type.is_symlink() {
+            if name.ends_with(".md") {
+                out.push(Found::Symlink(rel));
+            }
+        } else if file_type.is_dir() {
+            walk(root, &rel, out)?;
+        } else if file_type.is_file() && name.ends_with(".md") {
+            let bytes = std::fs::read(entry.path()).with_context(|| format!("reading {rel}"))?;
+            match String::from_utf8(bytes) {
+                Ok(text) => out.push(Found::Text(rel, text)),
+                Err(err) => out.push(Found::NotUtf8(rel, err.into_bytes())),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The diagnostic for a file that is not UTF-8, at its first invalid byte.
+fn not_utf8(rel: &str, bytes: &[u8]) -> Diagnostic {
+    let valid = match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(err) => err.valid_up_to(),
+    };
+    let prefix = String::from_utf8_lossy(&bytes[..valid]);
+    let line = prefix.matches('\n').count() + 1;
+    let col = prefix.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Diagnostic::new(
+        rel,
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(col).unwrap_or(u32::MAX),
+        Code::InvalidUtf8,
+        format!("file is not valid UTF-8 (byte {valid})"),
+    )
+}
+
+/// What a check found.
+struct Report {
+    topic_files: usize,
+    source_files: usize,
+    units: usize,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Checks one workspace directory.
+fn check_workspace(root: &Path) -> anyhow::Result<Report> {
+    if !root.is_dir() {
+        bail!("{} is not a memory workspace (no such directory)", root.display());
+    }
+    let mut diagnostics = Vec::new();
+    let mut topics = Vec::new();
+    let mut topic_files = 0;
+    if root.join("topics").is_dir() {
+        let mut found = Vec::new();
+        walk(root, "topics", &mut found)?;
+        for file in found {
+            topic_files += 1;
+            match file {
+                Found::Text(rel, text) => topics.push(TopicFile {
+                    path: rel.trim_start_matches("topics/").to_owned(),
+                    text,
+                }),
+                Found::NotUtf8(rel, bytes) => diagnostics.push(not_utf8(&rel, &bytes)),
+                Found::Symlink(rel) => diagnostics.push(Diagnostic::new(
+                    rel,
+                    1,
+                    1,
+                    Code::NotRegularFile,
+                    "topic file is a symlink",
+                )),
+            }
+        }
+    }
+    let mut source_files = 0;
+    if root.join("sources").is_dir() {
+        let mut found = Vec::new();
+        walk(root, "sources", &mut found)?;
+        for file in found {
+            source_files += 1;
+            match file {
+                Found::Text(rel, text) => diagnostics.extend(check_archive(&rel, &text)),
+                Found::NotUtf8(rel, bytes) => diagnostics.push(not_utf8(&rel, &bytes)),
+                Found::Symlink(rel) => diagnostics.push(Diagnostic::new(
+                    rel,
+                    1,
+                    1,
+                    Code::NotRegularFile,
+                    "source archive is a symlink",
+                )),
+            }
+        }
+    }
+    let resolver = ArchiveResolver::new(DiskSources { root: root.to_path_buf() });
+    let parsed = parse_tree(&topics, &resolver);
+    diagnostics.extend(parsed.diagnostics);
+    diagnostics.sort();
+    diagnostics.dedup();
+    Ok(Report { topic_files, source_files, units: parsed.units.len(), diagnostics })
+}
+
+/// Runs the command: exit 0 when clean, 1 when there are diagnostics, 2 on usage or IO errors.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
-    let _ = (home.memory(), args.workspace, args.json);
-    anyhow::bail!("`scriptorium check` is not available yet")
+    let root = args.workspace.unwrap_or_else(|| home.memory());
+    let report = check_workspace(&root)?;
+    if args.json {
+        let diagnostics: Vec<_> = report
+            .diagnostics
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "path": d.path, "line": d.line, "col": d.col,
+                    "code": d.code.as_str(), "message": d.message,
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "workspace": root.display().to_string(),
+            "ok": report.diagnostics.is_empty(),
+            "topic_files": report.topic_files,
+            "source_files": report.source_files,
+            "blocks": report.units,
+            "diagnostics": diagnostics,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for diagnostic in &report.diagnostics {
+            println!("{diagnostic}");
+        }
+        eprintln!(
+            "checked {} topic file(s) ({} block(s)) and {} source file(s): {} problem(s)",
+            report.topic_files,
+            report.units,
+            report.source_files,
+            report.diagnostics.len()
+        );
+    }
+    Ok(if report.diagnostics.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

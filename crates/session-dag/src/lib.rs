@@ -1,15 +1,61 @@
 //! The session store: conversations as a branching DAG of nodes, with heads, branches and node
 //! metadata, plus importers for Claude Code, Codex, pi and generic JSONL transcripts.
 //!
-//! Key decision: one append-only, fsynced log per session, so a crash can only tear the last
-//! line, which is skipped on read.
+//! Key decision: one append-only, fsynced log per session ([`EmbeddedStore`]), so a crash can
+//! only tear the last line, which is skipped on read; a small registry cache lists sessions
+//! without reading their logs, and is checked against the logs' lengths so it can never lie for
+//! long. Sessions are loaded lazily: reading one session never reads another.
+//!
+//! The on-disk format is described in [`store`] (directory layout, durability), [`store::log`]
+//! (records), [`store::naming`] (file names) and [`store::registry`] (the listing cache).
 //!
 //! # Limitations
 //!
-//! Filled in by the sessions issue.
+//! - A loaded session is held in memory whole (its nodes and an ID index); there is no eviction.
+//! - [`SessionStore::node`] is served from memory: a store instance sees nodes that *other
+//!   processes* appended only after its next write to, or `branch`/`tips`/`session`/
+//!   [`EmbeddedStore::refresh`] of, that session.
+//! - Logs are never compacted: metadata patches and head moves stay as lines forever.
+//! - Locking uses `flock` (advisory, per open file): every writer must go through this crate.
+//!   Network file systems without `flock` are not supported.
+//!
+//! # Example
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use scriptorium_session_dag::{
+//!     EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Timestamp,
+//! };
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let store = EmbeddedStore::open(dir.path())?;
+//! let session = SessionId("s1".into());
+//! let node = |id: &str, parent: Option<&str>| Node {
+//!     id: NodeId(id.into()),
+//!     parent: parent.map(|p| NodeId(p.into())),
+//!     role: Role::User,
+//!     kind: NodeKind::Message,
+//!     speaker: None,
+//!     content: format!("message {id}"),
+//!     created_at: Timestamp(1_700_000_000_000),
+//!     metadata: BTreeMap::new(),
+//!     rewound: false,
+//! };
+//! store.append(&session, node("m1", None))?;
+//! store.append(&session, node("m2", Some("m1")))?;
+//! store.append(&session, node("b2", Some("m1")))?; // a fork: b2 is the head now
+//! assert_eq!(store.tips(&session)?, [NodeId("b2".into()), NodeId("m2".into())]);
+//! let branch = store.branch(&session, None)?;
+//! assert_eq!(branch.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), ["m1", "b2"]);
+//! # Ok(())
+//! # }
+//! ```
 
+pub mod store;
 mod types;
 
+pub use store::{Clock, EmbeddedStore, LoadWarning, SessionSummary, SystemClock, WarningKind};
 pub use types::{
     MetadataBatch, Node, NodeId, NodeKind, Page, Role, Session, SessionId, SessionStore, Speaker,
     Timestamp,
@@ -37,6 +83,21 @@ pub enum Error {
         session: SessionId,
         /// The node.
         node: NodeId,
+    },
+    /// Appending the node would make it its own ancestor (its ID is the parent of one of its
+    /// ancestors); nothing was written.
+    #[error("node {node} would close a parent cycle in session {session}")]
+    ParentCycle {
+        /// The session.
+        session: SessionId,
+        /// The node.
+        node: NodeId,
+    },
+    /// The store does not implement this optional operation.
+    #[error("the session store does not support {operation}")]
+    Unsupported {
+        /// The operation (a [`SessionStore`] method name).
+        operation: &'static str,
     },
     /// An IO error on a path.
     #[error("{path}: {source}")]

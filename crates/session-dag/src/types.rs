@@ -48,6 +48,19 @@ impl NodeId {
 #[serde(transparent)]
 pub struct Timestamp(pub i64);
 
+impl Timestamp {
+    /// The time as RFC 3339 in UTC with millisecond precision (`2024-03-15T09:30:00.000Z`), or
+    /// `None` when it is outside the years 0000–9999.
+    pub fn to_rfc3339(self) -> Option<String> {
+        let nanos = i128::from(self.0).checked_mul(1_000_000)?;
+        let at = time::OffsetDateTime::from_unix_timestamp_nanos(nanos).ok()?;
+        let format = time::macros::format_description!(
+            "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+        );
+        at.format(&format).ok()
+    }
+}
+
 /// Who produced a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -175,4 +188,12 @@ pub trait SessionStore {
 
     /// Sessions ordered by `updated_at`, newest first.
     fn list_sessions(&self, page: Page) -> Result<Vec<Session>, crate::Error>;
+
+    /// Sets (or clears) the human title of an existing session. Does not change `updated_at`.
+    ///
+    /// The default implementation reports [`crate::Error::Unsupported`].
+    fn set_title(&self, session: &SessionId, title: Option<String>) -> Result<(), crate::Error> {
+        let _ = (session, title);
+        Err(crate::Error::Unsupported { operation: "set_title" })
+    }
 }

@@ -72,6 +72,10 @@ pub enum Code {
     /// A legacy archive (`sources/<provider>/<thread>.md`, `sources/D<n>.md`) that cannot be read.
     LegacyArchive,
     // (source codes added by later work go above this line)
+
+    // ---- workspace files (reported by whoever reads the files) ----
+    /// A topic file or archive that is a symlink or not a regular file; it is never read.
+    NotRegularFile,
 }
 
 impl Code {
@@ -107,6 +111,7 @@ impl Code {
             Code::FrameRecordHeader => "FRAME_RECORD_HEADER",
             Code::FrameSeparator => "FRAME_SEPARATOR",
             Code::LegacyArchive => "LEGACY_ARCHIVE",
+            Code::NotRegularFile => "NOT_REGULAR_FILE",
         }
     }
 }

@@ -1,1 +1,89 @@
-//! Topic files: segmentation, the strict parse, the lossless document model, normalization and block links.
+//! Topic files: segmentation, the strict parse, the lossless document model, normalization and
+//! block links (reference §2).
+//!
+//! A topic file is Markdown in which every paragraph is a *record*: prose whose claims cite
+//! footnotes (`[^e-cecd4ddc68]`), each footnote naming when it happened and which archived
+//! messages it came from, and a trailing block ID (`^6dfc15f1`) that other views link to:
+//!
+//! ```text
+//! Craig is building a budget tracker in Flask, due 2024-04-15.[^e-cecd4ddc68] ^6dfc15f1
+//!
+//! [^e-cecd4ddc68]: Time: `2024-03-15`; Sources: [Flask tracker](../../sources/openprogram/_v2/sess-7f2a.md#source-d7e6772098d6b0d9)
+//! ```
+//!
+//! * [`Document`] classifies every line (heading, prose, definition, HTML, fence, fenced,
+//!   blank) with byte ranges; it renders back to its exact input, whatever the input.
+//! * [`parse_tree`] is the strict parse: it returns every [`Unit`] it could build **and** every
+//!   [`Diagnostic`](crate::Diagnostic), never stopping at the first.
+//! * [`normalize`] is the transaction's normalization of staged edits: stable evidence IDs,
+//!   block IDs, canonical definitions, pruning.
+//! * [`check_topic_links`], [`check_dangling_links`] and [`rewrite_links`] are the block-link
+//!   rules a transaction applies (reference §2.8).
+//!
+//! Everything matches the Python implementation byte for byte (its `str.splitlines` line
+//! breaks, its `str.strip` whitespace, its regexes' exact match semantics), with one deliberate
+//! fix: normalization keys evidence IDs by (file, label), not by label alone, so two files that
+//! both introduce `[^e1]` in one transaction get different IDs (reference §13.2.1).
+//!
+//! Where the Python code and the reference's prose differ, the code wins: aliases of a merged
+//! paragraph share the paragraph's `created_order`; legacy `mem_` units carry no evidence
+//! annotations and no relation targets.
+//!
+//! # Diagnostics
+//!
+//! The parse reports each violation once, at the offending token, with the reference's message.
+//! To avoid cascades, a paragraph with a violation yields no unit but still counts as citing its
+//! footnotes (so they are not also reported unused), and a definition with a violation stays
+//! defined (so its citations are not also reported undefined).
+//!
+//! # Differences from Obsidian
+//!
+//! Topic files open in Obsidian, and for an ordinary record paragraph (prose, citations,
+//! ` ^id` at its end) Obsidian and this parser see the same block ID. They differ on purpose
+//! elsewhere; each difference is asserted by the data-driven Obsidian tests:
+//!
+//! 1. **Whitespace before `^`.** Obsidian accepts a block ID glued to the text in some
+//!    positions; here `^id` must follow whitespace (`text^id` is prose, and a paragraph ending
+//!    that way has no block ID).
+//! 2. **Character set.** Obsidian block IDs are `[A-Za-z0-9-]`; so are ours, but a legacy
+//!    `mem_…` ID (with `_`) is accepted only as a footnote label and a block-link target.
+//! 3. **Where an ID can stand.** Obsidian gives IDs to list items, headings, quotes, tables and
+//!    to a paragraph whose ID sits alone on the next line. Here a heading is never a record, and
+//!    lists, quotes and tables are plain prose: a paragraph line that is a list item is part of
+//!    an ordinary paragraph (its `^id` names the whole paragraph, not the item). An ID alone on
+//!    the line after a paragraph is the end of that paragraph (the suffix may span lines).
+//! 4. **Several IDs.** A merged paragraph ends in a run ` ^a ^b`; Obsidian sees only `^b`, we
+//!    see both (`b` is the identity, `a` an alias).
+//! 5. **Evidence is required.** Obsidian accepts any paragraph; the strict parse rejects a
+//!    paragraph without a citation (`FOOTNOTE_REQUIRED`) or without a block ID
+//!    (`BLOCK_ID_REQUIRED`), and every footnote definition must have the `Time:`/`Sources:`
+//!    form; other footnotes are prose to the parser.
+//! 6. **Segmentation.** Paragraphs here end at headings, definitions, HTML comment or `<a `
+//!    lines and fences, as in the Python implementation; indented code, HTML blocks other than
+//!    those, front matter and callouts are prose.
+//! 7. **Line breaks.** Lines split like Python's `str.splitlines` (also at `\r`, `\x0b`, `\x0c`,
+//!    `\x1c`–`\x1e`, U+0085, U+2028, U+2029); Obsidian splits at `\n` and `\r\n` only.
+//!
+//! # Limitations
+//!
+//! * Digits in temporal values must be ASCII. Python's `\d` also matches other Unicode decimal
+//!   digits (`２０２４`); such a line is still classified as a definition here, but its date is
+//!   reported invalid.
+//! * The reference's normalization is not idempotent when a line ends in a run of several
+//!   invented IDs (`^a ^b`, neither committed): one pass strips only the last. We reproduce
+//!   that.
+
+mod grammar;
+mod ids;
+mod links;
+mod normalize;
+mod parse;
+mod segment;
+mod text;
+
+pub use grammar::{is_block_id, is_footnote_id, is_local_label, is_memory_id, is_valid_temporal};
+pub use ids::{block_id_candidate, evidence_id_candidate, mint_block_id, mint_evidence_id};
+pub use links::{check_dangling_links, check_topic_links, quote, rewrite_links};
+pub use normalize::{EvidenceAssignment, Normalized, normalize, prune, render_definition};
+pub use parse::{Evidence, TopicFile, TreeParse, Unit, compare_topic_paths, parse_tree};
+pub use segment::{Document, Line, LineKind, Paragraph};

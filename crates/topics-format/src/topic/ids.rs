@@ -1,0 +1,72 @@
+//! The block-ID and evidence-ID formulas (reference §2.7 steps 2 and 5).
+
+use std::collections::HashSet;
+
+use sha2::{Digest, Sha256};
+
+/// The first `n` lowercase hex digits of `sha256(value)`.
+fn sha256_hex(value: &str, n: usize) -> String {
+    let digest = Sha256::digest(value.as_bytes());
+    let mut hex = hex::encode(digest);
+    hex.truncate(n);
+    hex
+}
+
+/// One block-ID candidate: `sha256("block|<basename>|<collapsed body>|<counter>")[:8]`.
+///
+/// ```
+/// use scriptorium_topics_format::topic::block_id_candidate;
+///
+/// let body = "Craig is building a budget tracker in Flask, due 2024-04-15.[^e1]";
+/// assert_eq!(block_id_candidate("budget-tracker.md", body, 0), "6dfc15f1");
+/// ```
+pub fn block_id_candidate(basename: &str, collapsed_body: &str, counter: u64) -> String {
+    sha256_hex(&format!("block|{basename}|{collapsed_body}|{counter}"), 8)
+}
+
+/// One evidence-ID candidate: `"e-" + sha256("evidence|<when>|<seed>|<counter>")[:10]`, where
+/// `when` is the time as written (`undated` included) and `seed` the `|`-joined link targets.
+///
+/// ```
+/// use scriptorium_topics_format::topic::evidence_id_candidate;
+///
+/// assert_eq!(evidence_id_candidate("undated", "openprogram/sess-7f2a/a1", 0), "e-cecd4ddc68");
+/// ```
+pub fn evidence_id_candidate(when: &str, seed: &str, counter: u64) -> String {
+    format!("e-{}", sha256_hex(&format!("evidence|{when}|{seed}|{counter}"), 10))
+}
+
+/// The first block-ID candidate (counter 0, 1, …) not in `used`; it is added to `used`.
+pub fn mint_block_id(basename: &str, collapsed_body: &str, used: &mut HashSet<String>) -> String {
+    mint(used, |counter| block_id_candidate(basename, collapsed_body, counter))
+}
+
+/// The first evidence-ID candidate (counter 0, 1, …) not in `used`; it is added to `used`.
+pub fn mint_evidence_id(when: &str, seed: &str, used: &mut HashSet<String>) -> String {
+    mint(used, |counter| evidence_id_candidate(when, seed, counter))
+}
+
+fn mint(used: &mut HashSet<String>, candidate: impl Fn(u64) -> String) -> String {
+    let mut counter = 0;
+    loop {
+        let value = candidate(counter);
+        if used.insert(value.clone()) {
+            return value;
+        }
+        counter += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collisions_bump_the_counter() {
+        let mut used = HashSet::new();
+        let first = mint_evidence_id("2024", "a/b/c", &mut used);
+        let second = mint_evidence_id("2024", "a/b/c", &mut used);
+        assert_eq!(first, evidence_id_candidate("2024", "a/b/c", 0));
+        assert_eq!(second, evidence_id_candidate("2024", "a/b/c", 1));
+    }
+}
