@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use scriptorium_topics_format::catalog::{FileLookup, SourceFiles};
 use scriptorium_topics_format::source::{ArchiveResolver, check_archive};
-use scriptorium_topics_format::topic::{TopicFile, parse_tree};
+use scriptorium_topics_format::topic::{TopicFile, check_tree};
 use scriptorium_topics_format::{Code, Diagnostic};
 
 use crate::home::Home;
@@ -141,10 +141,8 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
         for file in found {
             topic_files += 1;
             match file {
-                Found::Text(rel, text) => topics.push(TopicFile {
-                    path: rel.trim_start_matches("topics/").to_owned(),
-                    text,
-                }),
+                Found::Text(rel, text) => topics
+                    .push(TopicFile { path: rel.trim_start_matches("topics/").to_owned(), text }),
                 Found::NotUtf8(rel, bytes) => diagnostics.push(not_utf8(&rel, &bytes)),
                 Found::Symlink(rel) => diagnostics.push(Diagnostic::new(
                     rel,
@@ -176,7 +174,7 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
         }
     }
     let resolver = ArchiveResolver::new(DiskSources { root: root.to_path_buf() });
-    let parsed = parse_tree(&topics, &resolver);
+    let parsed = check_tree(&topics, &resolver);
     diagnostics.extend(parsed.diagnostics);
     diagnostics.sort();
     diagnostics.dedup();

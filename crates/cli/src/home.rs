@@ -16,9 +16,7 @@ impl Home {
         let root = flag
             .or_else(|| from_env("SCRIPTORIUM_HOME").map(PathBuf::from))
             .or_else(|| from_env("XDG_DATA_HOME").map(|d| PathBuf::from(d).join("scriptorium")))
-            .or_else(|| {
-                from_env("HOME").map(|h| PathBuf::from(h).join(".local/share/scriptorium"))
-            })
+            .or_else(|| from_env("HOME").map(|h| PathBuf::from(h).join(".local/share/scriptorium")))
             .unwrap_or_else(|| PathBuf::from(".scriptorium-home"));
         Home { root }
     }

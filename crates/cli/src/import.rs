@@ -1,14 +1,183 @@
-//! `scriptorium import` (filled by the sessions issue).
+//! `scriptorium import <claude-code|codex|pi|jsonl> PATH…`: imports transcripts into the session
+//! store at `<home>/sessions`.
+//!
+//! Paths are files or directories (searched recursively for `*.jsonl`; Claude Code sidechains,
+//! beside their session or under `<session>/subagents/`, join their session). A progress bar
+//! runs on stderr when it is a terminal; the summary goes to stdout (one line, or JSON with
+//! `--json`); bad lines are listed on stderr as `path:line: reason`.
+//!
+//! Exit codes: 0 everything imported (bad lines are skipped, not failures); 1 some file or path
+//! failed (the others were still imported); 2 usage errors or a store that cannot be opened.
 
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use scriptorium_session_dag::EmbeddedStore;
+use scriptorium_session_dag::import::{self, Format, Summary};
 
 use crate::home::Home;
 
+/// How many bad lines are listed on stderr before the rest is only counted.
+const BAD_LINES_SHOWN: usize = 20;
+
+/// A transcript format on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum FormatArg {
+    /// Claude Code session JSONL (`~/.claude/projects/…`).
+    ClaudeCode,
+    /// Codex rollout JSONL (`~/.codex/sessions/…`).
+    Codex,
+    /// pi session JSONL (`~/.pi/agent/sessions/…`).
+    Pi,
+    /// Generic JSONL: `{id, parent, role, content, created_at, speaker?}` per line.
+    Jsonl,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::ClaudeCode => Format::ClaudeCode,
+            FormatArg::Codex => Format::Codex,
+            FormatArg::Pi => Format::Pi,
+            FormatArg::Jsonl => Format::Jsonl,
+        }
+    }
+}
+
 /// Arguments of `scriptorium import`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+pub(crate) struct Args {
+    /// The transcript format.
+    #[arg(value_enum)]
+    format: FormatArg,
+    /// Transcript files or directories (searched recursively for `*.jsonl`).
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
 
 /// Runs the command.
-pub(crate) fn run(_home: &Home, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`scriptorium import` is not available yet")
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let format = Format::from(args.format);
+    let (units, errors) = import::discover(format, &args.paths);
+    let mut failed: Vec<(String, String)> =
+        errors.iter().map(|e| (error_path(e), e.to_string())).collect();
+    let dir = home.sessions();
+    let store = EmbeddedStore::open(&dir)
+        .with_context(|| format!("cannot open the session store at {}", dir.display()))?;
+
+    let sizes: Vec<u64> = units.iter().map(import::Unit::len_bytes).collect();
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(sizes.iter().sum()), ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut summary = Summary::default();
+    for (unit, size) in units.iter().zip(&sizes) {
+        bar.set_message(unit.first_path().display().to_string());
+        match import::import_unit(&store, unit) {
+            Ok(s) => summary.merge(s),
+            Err(err) => failed.push((unit.first_path().display().to_string(), err.to_string())),
+        }
+        bar.inc(*size);
+    }
+    bar.finish_and_clear();
+
+    for bad in summary.report.bad_lines.iter().take(BAD_LINES_SHOWN) {
+        eprintln!("warning: {}:{}: {}", bad.path.display(), bad.line, bad.reason);
+    }
+    if summary.report.bad_lines.len() > BAD_LINES_SHOWN {
+        eprintln!(
+            "warning: … and {} more bad lines",
+            summary.report.bad_lines.len() - BAD_LINES_SHOWN
+        );
+    }
+    for (_, err) in &failed {
+        eprintln!("error: {err}");
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json(&summary, &failed))?);
+    } else {
+        println!("{}", line(&summary, failed.len()));
+    }
+    Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn error_path(err: &import::Error) -> String {
+    match err {
+        import::Error::Io { path, .. }
+        | import::Error::NotJsonl { path, .. }
+        | import::Error::Store { path, .. } => path.display().to_string(),
+        _ => String::new(),
+    }
+}
+
+fn sessions(summary: &Summary) -> usize {
+    summary.sessions.iter().map(|s| &s.session).collect::<BTreeSet<_>>().len()
+}
+
+/// The human summary line.
+fn line(summary: &Summary, failed: usize) -> String {
+    let nodes = summary.nodes();
+    let new = summary.new_nodes();
+    let report = &summary.report;
+    let mut out = format!(
+        "imported {} sessions: {nodes} nodes ({new} new, {} already present), {} branches; \
+         skipped {} records",
+        sessions(summary),
+        nodes - new,
+        summary.branches(),
+        report.skipped_total(),
+    );
+    if !report.skipped.is_empty() {
+        let reasons: Vec<String> = report.skipped.iter().map(|(r, n)| format!("{r} {n}")).collect();
+        out.push_str(&format!(" ({})", reasons.join(", ")));
+    }
+    out.push_str(&format!("; {} bad lines", report.bad_lines.len()));
+    if failed > 0 {
+        out.push_str(&format!("; {failed} failed"));
+    }
+    out
+}
+
+/// The `--json` summary.
+fn json(summary: &Summary, failed: &[(String, String)]) -> serde_json::Value {
+    let nodes = summary.nodes();
+    let new = summary.new_nodes();
+    serde_json::json!({
+        "sessions": sessions(summary),
+        "nodes": nodes,
+        "new_nodes": new,
+        "existing_nodes": nodes - new,
+        "branches": summary.branches(),
+        "lines": summary.report.lines,
+        "skipped": summary.report.skipped,
+        "bad_lines": summary.report.bad_lines.iter().map(|b| serde_json::json!({
+            "path": b.path.display().to_string(),
+            "line": b.line,
+            "reason": b.reason,
+        })).collect::<Vec<_>>(),
+        "failed": failed.iter().map(|(path, error)| serde_json::json!({
+            "path": path,
+            "error": error,
+        })).collect::<Vec<_>>(),
+        "session_list": summary.sessions.iter().map(|s| serde_json::json!({
+            "id": s.session.as_str(),
+            "title": s.title,
+            "nodes": s.nodes,
+            "new_nodes": s.new_nodes,
+            "branches": s.branches,
+            "head": s.head.as_ref().map(|h| h.as_str()),
+        })).collect::<Vec<_>>(),
+    })
 }

@@ -1,14 +1,308 @@
-//! `scriptorium sessions` (filled by the sessions issue).
+//! `scriptorium sessions`: look at what was imported — `list`, `show ID`, `branches ID`.
+//!
+//! Human output by default; `--json` prints one stable JSON document on stdout. An unknown
+//! session exits with 1 and a message on stderr. Warnings of the session store (torn or corrupt
+//! log lines) go to stderr. This command only reads: it never creates the store directory.
 
+use std::path::Path;
 use std::process::ExitCode;
+
+use clap::Subcommand;
+use scriptorium_markers::{WorkspaceId, pending, records};
+use scriptorium_session_dag::{
+    EmbeddedStore, Node, NodeKind, Page, Role, Session, SessionId, SessionStore, Timestamp,
+};
+use serde_json::{Value, json};
 
 use crate::home::Home;
 
 /// Arguments of `scriptorium sessions`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct Args {}
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: Command,
+    /// Print stable machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List sessions, most recently updated first: ID, title, last update, head, node count.
+    List {
+        /// Skip this many sessions.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Show at most this many sessions.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Show a session's head branch: role, kind, time and first line of each node.
+    Show {
+        /// The session ID.
+        id: String,
+    },
+    /// List a session's live branch tips with their length and pending record count.
+    Branches {
+        /// The session ID.
+        id: String,
+    },
+}
 
 /// Runs the command.
-pub(crate) fn run(_home: &Home, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`scriptorium sessions` is not available yet")
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let dir = home.sessions();
+    let store = if dir.is_dir() { Some(EmbeddedStore::open(&dir)?) } else { None };
+    let code = match args.command {
+        Command::List { offset, limit } => {
+            list(store.as_ref(), Page { offset, limit: limit.unwrap_or(usize::MAX) }, args.json)?
+        }
+        Command::Show { id } => show(store.as_ref(), &SessionId(id), args.json)?,
+        Command::Branches { id } => {
+            let workspace = workspace_id(&home.memory());
+            branches(store.as_ref(), &SessionId(id), workspace.as_ref(), args.json)?
+        }
+    };
+    if let Some(store) = &store {
+        for warning in store.warnings() {
+            eprintln!("warning: {warning}");
+        }
+    }
+    Ok(code)
+}
+
+/// The workspace ID in `<memory>/.scriptorium/workspace-id`, if it is a valid one.
+fn workspace_id(memory: &Path) -> Option<WorkspaceId> {
+    let text = std::fs::read_to_string(memory.join(".scriptorium").join("workspace-id")).ok()?;
+    WorkspaceId::parse(&text).ok()
+}
+
+fn time(at: Timestamp) -> String {
+    at.to_rfc3339().unwrap_or_else(|| format!("{} ms", at.0))
+}
+
+fn not_found(id: &SessionId) -> ExitCode {
+    eprintln!("error: session not found: {id}");
+    ExitCode::from(1)
+}
+
+fn found(store: Option<&EmbeddedStore>, id: &SessionId) -> anyhow::Result<Option<Session>> {
+    match store {
+        Some(store) => Ok(store.session(id)?),
+        None => Ok(None),
+    }
+}
+
+fn role(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Tool => "tool",
+    }
+}
+
+fn kind(kind: NodeKind) -> &'static str {
+    match kind {
+        NodeKind::Message => "message",
+        NodeKind::ToolCall => "tool_call",
+        NodeKind::ToolResult => "tool_result",
+        NodeKind::Runtime => "runtime",
+        NodeKind::CompactionSummary => "compaction_summary",
+    }
+}
+
+/// The first non-blank line of `text`, cut to `max` characters.
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        line.to_owned()
+    }
+}
+
+fn session_json(session: &Session) -> Value {
+    json!({
+        "id": session.id.as_str(),
+        "title": session.title,
+        "updated_at": time(session.updated_at),
+        "updated_at_ms": session.updated_at.0,
+        "head": session.head.as_ref().map(|h| h.as_str()),
+    })
+}
+
+fn print_json(value: &Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn list(store: Option<&EmbeddedStore>, page: Page, as_json: bool) -> anyhow::Result<ExitCode> {
+    let summaries = match store {
+        Some(store) => store.list_summaries(page)?,
+        None => Vec::new(),
+    };
+    if as_json {
+        let sessions: Vec<Value> = summaries
+            .iter()
+            .map(|s| {
+                let mut value = session_json(&s.session);
+                value["nodes"] = json!(s.nodes);
+                value
+            })
+            .collect();
+        print_json(&json!({ "sessions": sessions }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if summaries.is_empty() {
+        println!("no sessions");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<[String; 5]> = summaries
+        .iter()
+        .map(|s| {
+            [
+                s.session.id.to_string(),
+                time(s.session.updated_at),
+                s.nodes.to_string(),
+                s.session.head.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
+                s.session.title.clone().unwrap_or_else(|| "-".to_owned()),
+            ]
+        })
+        .collect();
+    print_table(["ID", "UPDATED", "NODES", "HEAD", "TITLE"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints rows with columns padded to their widest cell (the last column is not padded).
+fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+            } else {
+                let pad = widths[i] - cell.chars().count();
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+fn show(store: Option<&EmbeddedStore>, id: &SessionId, as_json: bool) -> anyhow::Result<ExitCode> {
+    let (Some(store), Some(session)) = (store, found(store, id)?) else {
+        return Ok(not_found(id));
+    };
+    let branch = store.branch(id, None)?;
+    if as_json {
+        let nodes: Vec<Value> = branch.iter().map(node_json).collect();
+        print_json(&json!({ "session": session_json(&session), "branch": nodes }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("session {}", session.id);
+    if let Some(title) = &session.title {
+        println!("title   {title}");
+    }
+    println!("updated {}", time(session.updated_at));
+    println!("head    {}", session.head.as_ref().map_or("-", |h| h.as_str()));
+    println!("{} nodes on the head branch", branch.len());
+    for node in &branch {
+        println!(
+            "{}  {}/{}  {}",
+            time(node.created_at),
+            role(node.role),
+            kind(node.kind),
+            first_line(&node.content, 100)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn node_json(node: &Node) -> Value {
+    json!({
+        "id": node.id.as_str(),
+        "parent": node.parent.as_ref().map(|p| p.as_str()),
+        "role": role(node.role),
+        "kind": kind(node.kind),
+        "speaker": node.speaker.as_ref().map(|s| json!({ "id": s.id, "display": s.display })),
+        "created_at": time(node.created_at),
+        "created_at_ms": node.created_at.0,
+        "content": node.content,
+        "metadata": node.metadata,
+    })
+}
+
+fn branches(
+    store: Option<&EmbeddedStore>,
+    id: &SessionId,
+    workspace: Option<&WorkspaceId>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let (Some(store), Some(session)) = (store, found(store, id)?) else {
+        return Ok(not_found(id));
+    };
+    let mut rows = Vec::new();
+    for (i, tip) in store.tips(id)?.into_iter().enumerate() {
+        let branch = store.branch(id, Some(&tip))?;
+        let record_count = records(&branch).len();
+        let pending_count = match workspace {
+            Some(workspace) => pending(store, id, Some(&tip), workspace)?.len(),
+            None => record_count,
+        };
+        let is_head = i == 0 && session.head.is_some();
+        let updated = branch.last().map_or(Timestamp(0), |n| n.created_at);
+        rows.push((tip, is_head, branch.len(), record_count, pending_count, updated));
+    }
+    if as_json {
+        let list: Vec<Value> = rows
+            .iter()
+            .map(|(tip, head, length, records, pending, updated)| {
+                json!({
+                    "tip": tip.as_str(),
+                    "head": head,
+                    "length": length,
+                    "records": records,
+                    "pending": pending,
+                    "tip_created_at": time(*updated),
+                })
+            })
+            .collect();
+        print_json(&json!({
+            "session": id.as_str(),
+            "workspace_id": workspace.map(WorkspaceId::as_str),
+            "branches": list,
+        }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    match workspace {
+        Some(workspace) => println!("workspace {workspace}"),
+        None => println!("workspace: no workspace yet (every record counts as pending)"),
+    }
+    let table: Vec<[String; 5]> = rows
+        .iter()
+        .map(|(tip, head, length, records, pending, updated)| {
+            [
+                format!("{tip}{}", if *head { " (head)" } else { "" }),
+                length.to_string(),
+                records.to_string(),
+                pending.to_string(),
+                time(*updated),
+            ]
+        })
+        .collect();
+    print_table(["TIP", "LENGTH", "RECORDS", "PENDING", "TIP CREATED"], &table);
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,8 +2,320 @@
 //! the pending walk, and the branch plan at a session boundary.
 //!
 //! Key decision: a marker lives on the node (`memory_written_scriptorium = <workspace id>`), not
-//! in a position cursor, so forks are handled by walking from a tip toward the root.
+//! in a position cursor, so forks are handled by walking from a tip toward the root: a new
+//! branch off a written trunk is pending from the fork point on, whatever its length, and the
+//! walk stops at the newest marked record, so its cost is the unwritten suffix, not the session.
+//!
+//! The marker value is the workspace ID: a session copied from another machine (another
+//! workspace) is written from the start, while a restored backup keeps its marks. Any value
+//! other than this workspace's ID — another workspace, or garbage — reads as unmarked.
 //!
 //! # Limitations
 //!
-//! Filled in by the sessions issue.
+//! - Marks are trusted as a prefix: the walk stops at the newest marked record, so a record
+//!   older than it that lost its mark is never offered again (the reference's accepted
+//!   trade-off; there is no online prefix check).
+//! - A rewound node is not on any branch: its marker neither counts nor stops the walk, exactly
+//!   as [`SessionStore::branch`] skips it. A rewound tip is walked from its nearest live
+//!   ancestor.
+//! - [`boundary_plan`] is computed before anything is written: it assumes each planned branch
+//!   is then written (and marked) completely, in order, which is what lets later branches stop
+//!   at records an earlier planned branch will mark.
+//!
+//! # Example
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use scriptorium_markers::{WorkspaceId, mark, pending};
+//! use scriptorium_session_dag::{
+//!     EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Timestamp,
+//! };
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let store = EmbeddedStore::open(dir.path())?;
+//! let session = SessionId("s1".into());
+//! let workspace = WorkspaceId::parse("w-4f21c8e0")?;
+//! for (i, parent) in [(1, None), (2, Some("m1")), (3, Some("m2"))] {
+//!     store.append(&session, Node {
+//!         id: NodeId(format!("m{i}")),
+//!         parent: parent.map(|p: &str| NodeId(p.into())),
+//!         role: if i % 2 == 1 { Role::User } else { Role::Assistant },
+//!         kind: NodeKind::Message,
+//!         speaker: None,
+//!         content: format!("turn {i}"),
+//!         created_at: Timestamp(i),
+//!         metadata: BTreeMap::new(),
+//!         rewound: false,
+//!     })?;
+//! }
+//! let owed = pending(&store, &session, None, &workspace)?;
+//! assert_eq!(owed.len(), 3);
+//! mark(&store, &session, &owed[..2], &workspace)?; // the writer took the first two
+//! let owed = pending(&store, &session, None, &workspace)?;
+//! assert_eq!(owed.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), ["m3"]);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+use scriptorium_session_dag::{
+    MetadataBatch, Node, NodeId, NodeKind, Role, SessionId, SessionStore,
+};
+
+/// The node metadata key of the written marker (historical and fixed: changing it orphans every
+/// existing mark).
+pub const MARKER_KEY: &str = "memory_written_scriptorium";
+
+/// Errors of the marker operations.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The session store failed.
+    #[error(transparent)]
+    Store(#[from] scriptorium_session_dag::Error),
+    /// The session does not exist.
+    #[error("session not found: {0}")]
+    SessionNotFound(SessionId),
+    /// The tip to walk from does not exist in the session.
+    #[error("node {node} not found in session {session}")]
+    NodeNotFound {
+        /// The session.
+        session: SessionId,
+        /// The node.
+        node: NodeId,
+    },
+    /// The parent links loop (only a store that does not prevent cycles can produce this).
+    #[error("the parent links of session {session} loop through node {node}")]
+    Cycle {
+        /// The session.
+        session: SessionId,
+        /// A node on the loop.
+        node: NodeId,
+    },
+    /// A workspace ID that is not `w-` followed by 8 lower-case hex digits.
+    #[error("invalid workspace id {0:?}: expected w- and 8 lower-case hex digits")]
+    InvalidWorkspaceId(String),
+}
+
+/// A workspace ID, `w-` followed by 8 lower-case hex digits (e.g. `w-4f21c8e0`): the value of a
+/// written marker.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkspaceId(String);
+
+impl WorkspaceId {
+    /// Parses a workspace ID (surrounding whitespace, such as a file's final newline, is
+    /// ignored).
+    pub fn parse(text: &str) -> Result<WorkspaceId, Error> {
+        let trimmed = text.trim();
+        let valid = trimmed.len() == 10
+            && trimmed.starts_with("w-")
+            && trimmed.bytes().skip(2).all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if valid {
+            Ok(WorkspaceId(trimmed.to_owned()))
+        } else {
+            Err(Error::InvalidWorkspaceId(text.to_owned()))
+        }
+    }
+
+    /// The ID as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for WorkspaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether `node` is a record: a user or assistant message with non-blank content. Tool calls,
+/// tool results, runtime turns, compaction summaries, system messages and empty messages are
+/// not.
+pub fn is_record(node: &Node) -> bool {
+    node.kind == NodeKind::Message
+        && matches!(node.role, Role::User | Role::Assistant)
+        && !node.content.trim().is_empty()
+}
+
+/// The records of a branch (as returned by [`SessionStore::branch`]), in order.
+pub fn records(branch: &[Node]) -> Vec<&Node> {
+    branch.iter().filter(|n| is_record(n)).collect()
+}
+
+/// Whether `node` carries this workspace's written marker.
+pub fn is_marked(node: &Node, workspace: &WorkspaceId) -> bool {
+    node.metadata.get(MARKER_KEY).is_some_and(|v| v == workspace.as_str())
+}
+
+/// The records of the branch ending at `tip` (default: the head) that are not yet written for
+/// `workspace`, oldest first: the walk from `tip` toward the root stops at the first record
+/// marked with `workspace`.
+///
+/// Cost: one node visit ([`SessionStore::walk_ancestors`]; by default one [`SessionStore::node`]
+/// read) per node between `tip` and the newest marked record (non-records and rewound nodes on
+/// the way included), plus one `session` read when `tip` is `None`; a marked tip costs one
+/// visit. The branch is never materialised; only the returned records are copied. A parent missing from
+/// the session ends the walk like a root. Rewound nodes are skipped as
+/// [`SessionStore::branch`] skips them.
+pub fn pending<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &SessionId,
+    tip: Option<&NodeId>,
+    workspace: &WorkspaceId,
+) -> Result<Vec<Node>, Error> {
+    walk(store, session, tip, |node| is_marked(node, workspace))
+}
+
+/// Walks from `tip` (default: the head) toward the root collecting records until `stop` holds
+/// for a record; returns them oldest first.
+fn walk<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &SessionId,
+    tip: Option<&NodeId>,
+    stop: impl Fn(&Node) -> bool,
+) -> Result<Vec<Node>, Error> {
+    let start = match tip {
+        Some(tip) => tip.clone(),
+        None => match store.session(session)? {
+            Some(found) => match found.head {
+                Some(head) => head,
+                None => return Ok(Vec::new()),
+            },
+            None => return Err(Error::SessionNotFound(session.clone())),
+        },
+    };
+    let mut out: Vec<Node> = Vec::new();
+    let mut cycle: Option<NodeId> = None;
+    // Brent's cycle detection: one ID comparison per step, a clone per power of two.
+    let mut saved: Option<NodeId> = None;
+    let (mut power, mut steps) = (1usize, 0usize);
+    let found = store.walk_ancestors(session, &start, &mut |node| {
+        if saved.as_ref() == Some(&node.id) {
+            cycle = Some(node.id.clone());
+            return false;
+        }
+        if !node.rewound && is_record(node) {
+            if stop(node) {
+                return false;
+            }
+            out.push(node.clone());
+        }
+        steps += 1;
+        if saved.is_none() || steps == power {
+            saved = Some(node.id.clone());
+            power *= 2;
+            steps = 0;
+        }
+        true
+    })?;
+    if !found {
+        return Err(Error::NodeNotFound { session: session.clone(), node: start });
+    }
+    if let Some(node) = cycle {
+        return Err(Error::Cycle { session: session.clone(), node });
+    }
+    out.reverse();
+    Ok(out)
+}
+
+/// Marks exactly the nodes of `batch` as written for `workspace`, with one
+/// [`SessionStore::merge_metadata`] (which appends no node and does not change `updated_at`).
+///
+/// Call it only after the batch's transaction installed and changed at least one file.
+/// Atomicity: that of the store's `merge_metadata` (for the embedded store, one fsynced log
+/// line: all of the batch or none of it).
+pub fn mark<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &SessionId,
+    batch: &[Node],
+    workspace: &WorkspaceId,
+) -> Result<(), Error> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let patch: MetadataBatch = batch
+        .iter()
+        .map(|n| (n.id.clone(), BTreeMap::from([(MARKER_KEY.to_owned(), workspace.0.clone())])))
+        .collect();
+    store.merge_metadata(session, &patch)?;
+    Ok(())
+}
+
+/// The first batch of `pending` to hand to the writer: the shortest prefix whose token count
+/// reaches `threshold_tokens`, or all of `pending` when it never does.
+pub fn first_batch<'a>(
+    pending: &'a [Node],
+    threshold_tokens: usize,
+    token_counter: &dyn Fn(&str) -> usize,
+) -> &'a [Node] {
+    let mut total = 0;
+    for (i, node) in pending.iter().enumerate() {
+        total += token_counter(&node.content);
+        if total >= threshold_tokens {
+            return &pending[..=i];
+        }
+    }
+    pending
+}
+
+/// One branch of a [`boundary_plan`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedBranch {
+    /// The tip the branch ends at (the head for the head branch).
+    pub tip: NodeId,
+    /// Whether this is the head branch (written whatever its size).
+    pub head: bool,
+    /// The records to write, oldest first, excluding those an earlier planned branch covers.
+    pub pending: Vec<Node>,
+    /// The tokens of `pending` by the plan's counter.
+    pub tokens: usize,
+}
+
+/// What to write for `workspace` at a session boundary, in order: the head branch first whenever it has pending
+/// records (whatever their size, even when another tip is newer), then each other live tip
+/// (in [`SessionStore::tips`] order, newest first) whose pending tokens reach
+/// `threshold_tokens`. Tokens count record content only.
+///
+/// Shared prefixes are counted once: a later branch's walk also stops at a record that an
+/// earlier planned branch includes (it will be marked by then), so each record appears in at
+/// most one planned branch. Skipped branches claim nothing.
+pub fn boundary_plan<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &SessionId,
+    workspace: &WorkspaceId,
+    threshold_tokens: usize,
+    token_counter: &dyn Fn(&str) -> usize,
+) -> Result<Vec<PlannedBranch>, Error> {
+    let Some(found) = store.session(session)? else {
+        return Err(Error::SessionNotFound(session.clone()));
+    };
+    let tips = store.tips(session)?;
+    let mut claimed: HashSet<NodeId> = HashSet::new();
+    let mut plan = Vec::new();
+    let mut candidates: Vec<(NodeId, bool)> = Vec::new();
+    let others = match &found.head {
+        // The store lists the head's tip first; the head itself stands for it.
+        Some(head) => {
+            candidates.push((head.clone(), true));
+            tips.get(1..).unwrap_or_default()
+        }
+        None => &tips[..],
+    };
+    candidates.extend(others.iter().map(|t| (t.clone(), false)));
+    for (tip, head) in candidates {
+        let pending = walk(store, session, Some(&tip), |node| {
+            is_marked(node, workspace) || claimed.contains(&node.id)
+        })?;
+        let tokens: usize = pending.iter().map(|n| token_counter(&n.content)).sum();
+        if pending.is_empty() || (!head && tokens < threshold_tokens) {
+            continue;
+        }
+        claimed.extend(pending.iter().map(|n| n.id.clone()));
+        plan.push(PlannedBranch { tip, head, pending, tokens });
+    }
+    Ok(plan)
+}

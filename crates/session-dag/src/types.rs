@@ -181,13 +181,44 @@ pub trait SessionStore {
 
     /// Merges metadata patches into nodes. Costs O(batch), appends no node and does not change
     /// `updated_at`.
-    fn merge_metadata(&self, session: &SessionId, batch: &MetadataBatch) -> Result<(), crate::Error>;
+    fn merge_metadata(
+        &self,
+        session: &SessionId,
+        batch: &MetadataBatch,
+    ) -> Result<(), crate::Error>;
 
     /// One session, if it exists.
     fn session(&self, session: &SessionId) -> Result<Option<Session>, crate::Error>;
 
     /// Sessions ordered by `updated_at`, newest first.
     fn list_sessions(&self, page: Page) -> Result<Vec<Session>, crate::Error>;
+
+    /// Visits `tip`, then its ancestors nearest first (rewound nodes included), until `visit`
+    /// returns `false` or the walk reaches a root or a parent missing from the session. Returns
+    /// `false` when `tip` (or the session) does not exist.
+    ///
+    /// The default implementation reads one node at a time through [`SessionStore::node`], so
+    /// its cost is one `node` read per visited node; a store may override it to walk without
+    /// copying nodes (the embedded store does). Either way the walk never materialises the
+    /// branch.
+    fn walk_ancestors(
+        &self,
+        session: &SessionId,
+        tip: &NodeId,
+        visit: &mut dyn FnMut(&Node) -> bool,
+    ) -> Result<bool, crate::Error> {
+        let Some(mut node) = self.node(session, tip)? else { return Ok(false) };
+        loop {
+            if !visit(&node) {
+                return Ok(true);
+            }
+            let Some(parent) = node.parent.take() else { return Ok(true) };
+            match self.node(session, &parent)? {
+                Some(next) => node = next,
+                None => return Ok(true),
+            }
+        }
+    }
 
     /// Sets (or clears) the human title of an existing session. Does not change `updated_at`.
     ///

@@ -20,3 +20,5 @@ pub use diag::{Code, Diagnostic};
 pub mod source;
 pub mod tokens;
 pub mod topic;
+
+pub use topic::{TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};

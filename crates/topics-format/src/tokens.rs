@@ -52,7 +52,8 @@ mod tests {
     #[test]
     fn counts_match_encode_ordinary_on_mixed_scripts() {
         let bpe = tiktoken_rs::o200k_base_singleton();
-        for text in ["写入流程", "Grüße, 世界! 🎉", "a\r\nb\n\n  c", "x".repeat(1000).as_str()] {
+        for text in ["写入流程", "Grüße, 世界! 🎉", "a\r\nb\n\n  c", "x".repeat(1000).as_str()]
+        {
             assert_eq!(count(text), bpe.encode_ordinary(text).len(), "{text:?}");
         }
     }

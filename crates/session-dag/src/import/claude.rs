@@ -8,8 +8,7 @@ use serde_json::value::RawValue;
 
 use super::util::{
     Content, FileMeta, Piece, content_text, file_stem, finish, model_speaker, owner_speaker,
-    parse_content, parse_rfc3339, piece_id, push_pieces, read_lines, runtime_speaker,
-    tool_speaker,
+    parse_content, parse_rfc3339, piece_id, push_pieces, read_lines, runtime_speaker, tool_speaker,
 };
 use super::{Error, Input, Parsed, Report};
 use crate::{NodeId, NodeKind, Role, SessionId, Timestamp};
@@ -334,7 +333,11 @@ pub(super) fn parse(inputs: &[Input<'_>]) -> Result<Parsed, Error> {
             continue;
         }
         if pieces.is_empty() {
-            report.skip(if *thinking { format!("{kind} (thinking only)") } else { format!("{kind} (no content)") });
+            report.skip(if *thinking {
+                format!("{kind} (thinking only)")
+            } else {
+                format!("{kind} (no content)")
+            });
             continue;
         }
         let mut first_meta: Vec<(&'static str, String)> = Vec::new();

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::util::{
-    FileMeta, Piece, content_text, file_stem, finish, model_speaker, owner_speaker,
-    parse_rfc3339, push_pieces, read_lines, runtime_speaker, tool_speaker,
+    FileMeta, Piece, content_text, file_stem, finish, model_speaker, owner_speaker, parse_rfc3339,
+    push_pieces, read_lines, runtime_speaker, tool_speaker,
 };
 use super::{Error, Input, Parsed, Report};
 use crate::{NodeId, NodeKind, Role, SessionId, Timestamp};
@@ -127,7 +127,11 @@ pub(super) fn parse(input: &Input<'_>) -> Result<Parsed, Error> {
                 continue;
             }
             None => {
-                report.skip(if kind.is_empty() { "no type".to_owned() } else { format!("{kind} (no payload)") });
+                report.skip(if kind.is_empty() {
+                    "no type".to_owned()
+                } else {
+                    format!("{kind} (no payload)")
+                });
                 continue;
             }
         };
@@ -158,7 +162,8 @@ pub(super) fn parse(input: &Input<'_>) -> Result<Parsed, Error> {
             }
             ("event_msg", "user_message") => {
                 let text = raw_text(payload.message);
-                if text.trim().is_empty() || turn_user_texts.iter().any(|t| t.trim() == text.trim()) {
+                if text.trim().is_empty() || turn_user_texts.iter().any(|t| t.trim() == text.trim())
+                {
                     report.skip("event_msg:user_message (duplicate)");
                     continue;
                 }
@@ -227,12 +232,8 @@ pub(super) fn parse(input: &Input<'_>) -> Result<Parsed, Error> {
                 p
             }
             ("response_item", "function_call_output" | "custom_tool_call_output") => {
-                let mut p = Piece::new(
-                    Role::Tool,
-                    NodeKind::ToolResult,
-                    None,
-                    output_text(payload.output),
-                );
+                let mut p =
+                    Piece::new(Role::Tool, NodeKind::ToolResult, None, output_text(payload.output));
                 if let Some(c) = payload.call_id.as_deref() {
                     p.meta.push(("tool_call_id", c.to_owned()));
                     if let Some(name) = tool_names.get(c) {

@@ -68,9 +68,11 @@
 //!   new-layout agent file adds `agent_type` and `agent_description` to the sidechain root.
 //! - **Head.** The newest (by timestamp, then file position) non-sidechain node; after a rewind
 //!   the edited branch is the newer one. A unit made only of sidechain files sets no head.
-//! - **Title.** A `summary` record whose `leafUuid` is a node of the session (the last one wins);
-//!   otherwise the first user message. Summaries of other sessions' leaves (the common case) are
-//!   counted as skipped `summary (leaf not in session)`.
+//! - **Title.** A `summary` record whose `leafUuid` is a node of the session (the last one wins).
+//!   Summaries of other sessions' leaves (the common case) are counted as skipped
+//!   `summary (leaf not in session)`. A session without a title gets the first line of its first
+//!   user message that does not start with `<` (slash commands and command output are wrapped in
+//!   tags), for every format.
 //! - **Skipped and counted:** `file-history-snapshot`, `queue-operation`, `progress`,
 //!   `last-prompt`, `system` (by subtype), records with nothing to import (`thinking only`,
 //!   `no content`), duplicate uuids, unknown types.
@@ -137,9 +139,18 @@
 //!   parent it was first imported with.
 //! - A record whose parent appears *later* in the file resolves differently in a prefix of the
 //!   file than in the whole file; transcripts write parents first, so growing files are safe.
-//! - [`SessionStore`] has no way to set a title: [`ParsedSession::title`] is reported but not
-//!   stored.
+//! - Titles go through [`SessionStore::set_title`]; a store without it keeps no title (the
+//!   import still succeeds).
 
+//!
+//! [`NodeKind::CompactionSummary`]: crate::NodeKind::CompactionSummary
+//! [`NodeKind::Message`]: crate::NodeKind::Message
+//! [`NodeKind::Runtime`]: crate::NodeKind::Runtime
+//! [`NodeKind::ToolCall`]: crate::NodeKind::ToolCall
+//! [`NodeKind::ToolResult`]: crate::NodeKind::ToolResult
+//! [`Role::System`]: crate::Role::System
+//! [`Role::Tool`]: crate::Role::Tool
+//! [`Role::User`]: crate::Role::User
 mod claude;
 mod codex;
 mod discover;
@@ -305,8 +316,12 @@ impl Report {
 pub struct ParsedSession {
     /// The session ID.
     pub id: SessionId,
-    /// A human title, if the transcript gives one (else the first user message's first line).
+    /// The title the transcript gives (a Claude `summary` of one of its leaves, a pi
+    /// `session_info` name), if any.
     pub title: Option<String>,
+    /// The first line of the first user message (at most 80 characters): the title of a session
+    /// that has none.
+    pub fallback_title: Option<String>,
     /// The nodes, parents before children; every parent is one of these nodes.
     pub nodes: Vec<Node>,
     /// Where the head should be after the import, if this unit decides it.
@@ -329,7 +344,7 @@ pub struct Parsed {
 pub struct SessionSummary {
     /// The session.
     pub session: SessionId,
-    /// Its title, if known.
+    /// Its title after the import, if known.
     pub title: Option<String>,
     /// Nodes in the imported files.
     pub nodes: usize,
@@ -406,7 +421,9 @@ fn each(
 /// Writes parsed sessions to `store`: per session one [`SessionStore::append_batch`] (only the
 /// nodes whose ID is new are appended, with one fsync; existing nodes and their metadata are
 /// untouched), then, if that appended at least one node and the parse chose a head, one
-/// [`SessionStore::set_head`]. Re-importing a file, or any prefix of it, changes nothing.
+/// [`SessionStore::set_head`]. The title is set with [`SessionStore::set_title`] when the
+/// transcript names one that differs from the stored one, or when the session has none (then
+/// the first user line). Re-importing a file, or any prefix of it, changes nothing.
 ///
 /// Atomicity: per session, as the store's `append_batch`; a failure leaves earlier sessions of
 /// `parsed` imported.
@@ -419,8 +436,27 @@ pub fn import_into<S: SessionStore + ?Sized>(
     let mut summary = Summary { sessions: Vec::new(), report: parsed.report };
     for session in parsed.sessions {
         let nodes = session.nodes.len();
-        let new_nodes =
-            if nodes == 0 { 0 } else { store.append_batch(&session.id, session.nodes).map_err(store_err)? };
+        let new_nodes = if nodes == 0 {
+            0
+        } else {
+            store.append_batch(&session.id, session.nodes).map_err(store_err)?
+        };
+        let stored =
+            if nodes == 0 { None } else { store.session(&session.id).map_err(store_err)? };
+        let current = stored.and_then(|s| s.title);
+        let wanted = match (&session.title, &current) {
+            (Some(t), c) if c.as_ref() != Some(t) => Some(t.clone()),
+            (None, None) => session.fallback_title.clone(),
+            _ => None,
+        };
+        let mut title = current;
+        if let Some(t) = wanted {
+            match store.set_title(&session.id, Some(t.clone())) {
+                Ok(()) => title = Some(t),
+                Err(crate::Error::Unsupported { .. }) => {}
+                Err(e) => return Err(store_err(e)),
+            }
+        }
         let mut head = None;
         if new_nodes > 0
             && let Some(target) = session.head
@@ -430,7 +466,7 @@ pub fn import_into<S: SessionStore + ?Sized>(
         }
         summary.sessions.push(SessionSummary {
             session: session.id,
-            title: session.title,
+            title,
             nodes,
             new_nodes,
             branches: session.branches,

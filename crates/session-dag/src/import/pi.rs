@@ -249,7 +249,11 @@ fn plan(line: &Line<'_>, model: &str) -> Result<Vec<Piece>, String> {
             vec![p]
         }
         "branchSummary" | "compactionSummary" => {
-            let text = msg.summary.as_deref().map(str::to_owned).unwrap_or_else(|| content_text(msg.content));
+            let text = msg
+                .summary
+                .as_deref()
+                .map(str::to_owned)
+                .unwrap_or_else(|| content_text(msg.content));
             if text.trim().is_empty() {
                 return Err(empty());
             }

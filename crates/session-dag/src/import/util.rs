@@ -122,11 +122,18 @@ pub(crate) fn content_text(raw: Option<&RawValue>) -> String {
         Ok(Content::Blocks(blocks)) => join_texts(
             blocks
                 .iter()
-                .filter(|b| matches!(b.kind.as_deref(), Some("text") | Some("input_text") | Some("output_text")))
+                .filter(|b| {
+                    matches!(
+                        b.kind.as_deref(),
+                        Some("text") | Some("input_text") | Some("output_text")
+                    )
+                })
                 .filter_map(|b| b.text.as_deref()),
         ),
         // A structured value (an object): keep its JSON text rather than lose it.
-        Ok(Content::None) => raw.map(|r| r.get().to_owned()).filter(|s| s != "null").unwrap_or_default(),
+        Ok(Content::None) => {
+            raw.map(|r| r.get().to_owned()).filter(|s| s != "null").unwrap_or_default()
+        }
         Err(_) => raw.map(|r| r.get().to_owned()).unwrap_or_default(),
     }
 }
@@ -148,7 +155,9 @@ pub(crate) fn join_texts<'s>(texts: impl IntoIterator<Item = &'s str>) -> String
 
 /// The file stem, as a fallback session ID.
 pub(crate) fn file_stem(path: &Path) -> String {
-    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "session".to_owned())
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".to_owned())
 }
 
 /// One node to be: everything but its ID and parent.
@@ -161,7 +170,12 @@ pub(crate) struct Piece {
 }
 
 impl Piece {
-    pub(crate) fn new(role: Role, kind: NodeKind, speaker: Option<Speaker>, content: String) -> Piece {
+    pub(crate) fn new(
+        role: Role,
+        kind: NodeKind,
+        speaker: Option<Speaker>,
+        content: String,
+    ) -> Piece {
         Piece { role, kind, speaker, content, meta: Vec::new() }
     }
 }
@@ -302,20 +316,22 @@ pub(crate) fn finish(
         }
     }
     let branches = has_child.iter().filter(|c| !**c).count();
-    let title = title.or_else(|| first_user_line(&nodes));
+    let fallback_title = first_user_line(&nodes);
     let mut slots: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
     let nodes: Vec<Node> = order.into_iter().filter_map(|i| slots[i].take()).collect();
     let head = head.filter(|h| index.contains_key(h.as_str()));
-    ParsedSession { id, title, nodes, head, branches }
+    ParsedSession { id, title, fallback_title, nodes, head, branches }
 }
 
-/// The first line of the first non-empty user message, at most 80 characters.
+/// The first line of the first user message that reads as prose (not a `<tag>` the tool wrapped
+/// around a command or its output), at most 80 characters.
 fn first_user_line(nodes: &[Node]) -> Option<String> {
-    let node = nodes.iter().find(|n| {
-        n.role == Role::User && n.kind == NodeKind::Message && !n.content.trim().is_empty()
-    })?;
-    let line = node.content.lines().map(str::trim).find(|l| !l.is_empty())?;
-    Some(truncate_chars(line, 80))
+    nodes
+        .iter()
+        .filter(|n| n.role == Role::User && n.kind == NodeKind::Message)
+        .filter_map(|n| n.content.lines().map(str::trim).find(|l| !l.is_empty()))
+        .find(|line| !line.starts_with('<'))
+        .map(|line| truncate_chars(line, 80))
 }
 
 /// At most `max` characters of `s`, with `…` when cut.

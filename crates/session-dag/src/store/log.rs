@@ -105,6 +105,9 @@ pub(crate) struct Scan {
     pub(crate) warnings: Vec<LoadWarning>,
 }
 
+/// A batch being read: (records so far, lines still expected, line of its header).
+type OpenBatch = (Vec<(usize, Record)>, usize, usize);
+
 /// Scans `buf`, which starts at line `first_line + 1` of the log at `path`.
 ///
 /// Never fails: a line that does not parse is reported and skipped when more lines follow it
@@ -115,18 +118,15 @@ pub(crate) fn scan(buf: &[u8], first_line: usize, path: &Path) -> Scan {
     let mut scan = Scan::default();
     let mut pos = 0;
     let mut line_no = first_line;
-    // An open batch: (records so far, lines still expected, line of its header).
-    let mut batch: Option<(Vec<(usize, Record)>, usize, usize)> = None;
+    let mut batch: Option<OpenBatch> = None;
     let warn = |scan: &mut Scan, line: usize, kind: WarningKind, message: String| {
         scan.warnings.push(LoadWarning { path: path.to_path_buf(), line, kind, message });
     };
     loop {
         let Some(newline) = buf[pos..].iter().position(|&b| b == b'\n') else {
             if pos < buf.len() {
-                let message = format!(
-                    "torn last line ({} bytes without a newline) skipped",
-                    buf.len() - pos
-                );
+                let message =
+                    format!("torn last line ({} bytes without a newline) skipped", buf.len() - pos);
                 warn(&mut scan, line_no + 1, WarningKind::TornTail, message);
             }
             break;
@@ -172,10 +172,10 @@ pub(crate) fn scan(buf: &[u8], first_line: usize, path: &Path) -> Scan {
                 }
             }
         }
-        if batch.as_ref().is_some_and(|(_, expected, _)| *expected == 0) {
-            if let Some((records, _, _)) = batch.take() {
-                scan.records.extend(records);
-            }
+        if batch.as_ref().is_some_and(|(_, expected, _)| *expected == 0)
+            && let Some((records, _, _)) = batch.take()
+        {
+            scan.records.extend(records);
         }
         if batch.is_none() {
             scan.consumed = next;

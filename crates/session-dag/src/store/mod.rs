@@ -158,12 +158,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl EmbeddedStore {
     /// Opens (creating it if needed) the store in `dir`, with the system clock. Reads no log.
+    ///
+    /// Disk effect: creates `dir` and its parents if missing (not fsynced); nothing else.
     pub fn open(dir: impl Into<PathBuf>) -> Result<EmbeddedStore, Error> {
         EmbeddedStore::open_with_clock(dir, Arc::new(SystemClock))
     }
 
     /// Opens (creating it if needed) the store in `dir` with `clock` (used for the `at` of head
     /// moves and rewinds). Reads no log.
+    ///
+    /// Disk effect: creates `dir` and its parents if missing (not fsynced); nothing else.
     pub fn open_with_clock(
         dir: impl Into<PathBuf>,
         clock: Arc<dyn Clock>,
@@ -249,10 +253,10 @@ impl EmbeddedStore {
         if let Err(err) = registry::append(&self.dir, &fresh) {
             self.warn_registry(&err);
         }
-        if lines > 2 * all.len() + 64 {
-            if let Err(err) = registry::rewrite(&self.dir, &all) {
-                self.warn_registry(&err);
-            }
+        if lines > 2 * all.len() + 64
+            && let Err(err) = registry::rewrite(&self.dir, &all)
+        {
+            self.warn_registry(&err);
         }
         let mut live: Vec<registry::Entry> = all.into_iter().filter(|e| e.n > 0).collect();
         live.sort_by(|a, b| b.u.cmp(&a.u).then_with(|| a.s.cmp(&b.s)));
@@ -515,7 +519,7 @@ impl SessionStore for EmbeddedStore {
             if state.index.contains_key(&node.id) {
                 return Err(Error::DuplicateNode { session: session.clone(), node: node.id });
             }
-            if state.dangling.contains(&node.id)
+            if (node.parent.as_ref() == Some(&node.id) || state.dangling.contains(&node.id))
                 && SessionState::closes_cycle(&node.id, node.parent.as_ref(), |id| state.get(id))
             {
                 return Err(Error::ParentCycle { session: session.clone(), node: node.id });
@@ -542,16 +546,19 @@ impl SessionStore for EmbeddedStore {
                     Some(&k) => Some(&accepted[k]),
                     None => state.get(id),
                 };
-                if (state.dangling.contains(&node.id) || batch_dangling.contains(&node.id))
+                if (node.parent.as_ref() == Some(&node.id)
+                    || state.dangling.contains(&node.id)
+                    || batch_dangling.contains(&node.id))
                     && SessionState::closes_cycle(&node.id, node.parent.as_ref(), lookup)
                 {
                     return Err(Error::ParentCycle { session: session.clone(), node: node.id });
                 }
                 batch_dangling.remove(&node.id);
-                if let Some(parent) = &node.parent {
-                    if !state.index.contains_key(parent) && !staged.contains_key(parent) {
-                        batch_dangling.insert(parent.clone());
-                    }
+                if let Some(parent) = &node.parent
+                    && !state.index.contains_key(parent)
+                    && !staged.contains_key(parent)
+                {
+                    batch_dangling.insert(parent.clone());
                 }
                 staged.insert(node.id.clone(), accepted.len());
                 accepted.push(node);
@@ -618,7 +625,11 @@ impl SessionStore for EmbeddedStore {
             let Some(&position) = state.index.get(tip) else {
                 return Err(node_not_found(session, tip));
             };
-            Ok(state.branch_positions(position).into_iter().map(|i| state.nodes[i].clone()).collect())
+            Ok(state
+                .branch_positions(position)
+                .into_iter()
+                .map(|i| state.nodes[i].clone())
+                .collect())
         })?
     }
 
@@ -626,7 +637,11 @@ impl SessionStore for EmbeddedStore {
     /// continues from there); a rewound head is replaced by its nearest live ancestor.
     fn tips(&self, session: &SessionId) -> Result<Vec<NodeId>, Error> {
         self.with_state(session, true, |state| {
-            if state.exists() { Ok(state.tips()) } else { Err(Error::SessionNotFound(session.clone())) }
+            if state.exists() {
+                Ok(state.tips())
+            } else {
+                Err(Error::SessionNotFound(session.clone()))
+            }
         })?
     }
 
@@ -662,6 +677,27 @@ impl SessionStore for EmbeddedStore {
             let mut bytes = Vec::new();
             log::write_line(&mut bytes, &record);
             Ok(Plan::Write { bytes, records: vec![record], result: () })
+        })
+    }
+
+    /// Walks the in-memory index under one lock, lending each node to `visit` without copying.
+    fn walk_ancestors(
+        &self,
+        session: &SessionId,
+        tip: &NodeId,
+        visit: &mut dyn FnMut(&Node) -> bool,
+    ) -> Result<bool, Error> {
+        self.with_state(session, false, |state| {
+            let Some(&first) = state.index.get(tip) else { return false };
+            let mut current = Some(first);
+            while let Some(i) = current {
+                let node = &state.nodes[i];
+                if !visit(node) {
+                    break;
+                }
+                current = node.parent.as_ref().and_then(|p| state.index.get(p).copied());
+            }
+            true
         })
     }
 

@@ -6,7 +6,7 @@
 //!   (lower-case hex). The name is reversible, holds no `/`, `.` or upper case (so it neither
 //!   escapes the directory nor collides on case-insensitive file systems), and is never empty.
 //! - `h_<sha256 of the ID, lower-case hex>.log` when the escaped form would be longer than
-//!   [`MAX_ESCAPED`] bytes. Such a name cannot be decoded; the log's first line (the `session`
+//!   200 bytes. Such a name cannot be decoded; the log's first line (the `session`
 //!   header record) carries the ID.
 
 use sha2::{Digest, Sha256};
@@ -101,7 +101,8 @@ mod tests {
 
     #[test]
     fn names_are_safe_and_reversible() {
-        for raw in ["", "abc-123_x", "../etc/passwd", "..", "a/b", "Ünïcödé 会话", "A", "a\0b", "%41"]
+        for raw in
+            ["", "abc-123_x", "../etc/passwd", "..", "a/b", "Ünïcödé 会话", "A", "a\0b", "%41"]
         {
             let name = log_file_name(&id(raw));
             assert!(name.starts_with("s_"), "{name}");
@@ -130,7 +131,15 @@ mod tests {
 
     #[test]
     fn foreign_names_are_not_logs() {
-        for name in ["registry.jsonl", "s_a.tmp", "s_%4.log", "s_%61.log", "s_A.log", "s_%C3%A9.log", "h_12.log"] {
+        for name in [
+            "registry.jsonl",
+            "s_a.tmp",
+            "s_%4.log",
+            "s_%61.log",
+            "s_A.log",
+            "s_%C3%A9.log",
+            "h_12.log",
+        ] {
             assert_eq!(decode_log_file_name(name), None, "{name}");
         }
     }

@@ -89,11 +89,8 @@ pub(crate) fn append(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error> 
     }
     let _lock = lock(dir)?;
     let path = dir.join(REGISTRY_FILE);
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| io_error(&path, e))?;
+    let mut file =
+        OpenOptions::new().create(true).append(true).open(&path).map_err(|e| io_error(&path, e))?;
     file.write_all(&buf).map_err(|e| io_error(&path, e))
 }
 

@@ -108,7 +108,7 @@ impl SessionState {
                     warn(WarningKind::InvalidRecord, format!("duplicate node {} skipped", node.id));
                     return;
                 }
-                if self.dangling.contains(&node.id)
+                if (node.parent.as_ref() == Some(&node.id) || self.dangling.contains(&node.id))
                     && SessionState::closes_cycle(&node.id, node.parent.as_ref(), |id| self.get(id))
                 {
                     warn(
@@ -152,10 +152,10 @@ impl SessionState {
     /// Inserts a node known to be new and acyclic.
     fn insert(&mut self, node: Node, head: bool) {
         self.dangling.remove(&node.id);
-        if let Some(parent) = &node.parent {
-            if !self.index.contains_key(parent) {
-                self.dangling.insert(parent.clone());
-            }
+        if let Some(parent) = &node.parent
+            && !self.index.contains_key(parent)
+        {
+            self.dangling.insert(parent.clone());
         }
         self.updated_at = self.updated_at.max(node.created_at);
         if head {
@@ -201,10 +201,10 @@ impl SessionState {
     pub(crate) fn tips(&self) -> Vec<NodeId> {
         let mut has_live_child = vec![false; self.nodes.len()];
         for i in 0..self.nodes.len() {
-            if !self.nodes[i].rewound {
-                if let Some(parent) = self.live_parent(i) {
-                    has_live_child[parent] = true;
-                }
+            if !self.nodes[i].rewound
+                && let Some(parent) = self.live_parent(i)
+            {
+                has_live_child[parent] = true;
             }
         }
         let head = self

@@ -256,7 +256,8 @@ pub fn preflight_paths(paths: &[&str], tree: &dyn ArchiveTree) -> Result<(), App
             let Some(entries) = tree.list_dir(&current) else {
                 break;
             };
-            let expected = if current.is_empty() { part.to_owned() } else { format!("{current}/{part}") };
+            let expected =
+                if current.is_empty() { part.to_owned() } else { format!("{current}/{part}") };
             let key = path_key(part);
             let mut entries = entries;
             entries.sort();
@@ -286,8 +287,14 @@ mod tests {
     use super::*;
 
     fn record(provider: &str, thread: &str, message: &str, ordinal: u64) -> ArchiveRecord {
-        let mut record =
-            ArchiveRecord::new(provider, thread, message, ordinal, "user", format!("say {message}"));
+        let mut record = ArchiveRecord::new(
+            provider,
+            thread,
+            message,
+            ordinal,
+            "user",
+            format!("say {message}"),
+        );
         record.timestamp = Some("2024-03-15T10:00:00+08:00".into());
         record
     }
@@ -324,16 +331,21 @@ mod tests {
         let tree = BTreeMap::new();
         let error = plan_append(&[record("Prov", "t", "m", 1), record("prov", "t", "m", 2)], &tree)
             .expect_err("collision");
-        assert_eq!(error.to_string(), "source archive path collision: sources/Prov and sources/prov");
-        let error = plan_append(&[record("p", "Thread", "m", 1), record("p", "thread", "m", 2)], &tree)
-            .expect_err("collision");
+        assert_eq!(
+            error.to_string(),
+            "source archive path collision: sources/Prov and sources/prov"
+        );
+        let error =
+            plan_append(&[record("p", "Thread", "m", 1), record("p", "thread", "m", 2)], &tree)
+                .expect_err("collision");
         assert_eq!(
             error.to_string(),
             "source archive path collision: sources/p/_v2/Thread.md and sources/p/_v2/thread.md"
         );
         let mut disk = BTreeMap::new();
         disk.insert("sources/OpenProgram/_v2/x.md".to_owned(), String::new());
-        let error = plan_append(&[record("openprogram", "t", "m", 1)], &disk).expect_err("collision");
+        let error =
+            plan_append(&[record("openprogram", "t", "m", 1)], &disk).expect_err("collision");
         assert_eq!(
             error.to_string(),
             "source archive path collision: sources/openprogram and sources/OpenProgram"

@@ -47,17 +47,9 @@ pub struct Location {
 impl SourceId {
     /// Parses a provider reference; `None` when it has no location.
     pub fn parse(text: &str) -> Option<SourceId> {
-        let provider_end = text.find('/')?;
-        let thread_end = provider_end + 1 + text[provider_end + 1..].find('/')?;
-        let provider = &text[..provider_end];
-        let thread = &text[provider_end + 1..thread_end];
-        let message = &text[thread_end + 1..];
-        if provider.is_empty() || thread.is_empty() || message.is_empty() {
-            return None;
-        }
-        if provider == "." || provider == ".." {
-            return None;
-        }
+        let (provider, thread, _) = split_id(text)?;
+        let provider_end = provider.len();
+        let thread_end = provider_end + 1 + thread.len();
         Some(SourceId { text: text.to_owned(), provider_end, thread_end })
     }
 
@@ -88,7 +80,7 @@ impl SourceId {
         &self.text[self.thread_end + 1..]
     }
 
-    /// `source-` + sha256(id)[:16].
+    /// `source-` + sha256(id)\[:16\].
     pub fn anchor(&self) -> String {
         anchor_for(&self.text)
     }
@@ -100,11 +92,7 @@ impl SourceId {
 
     /// The v2 archive path alone (no hashing).
     pub fn v2_path(&self) -> String {
-        format!(
-            "sources/{}/_v2/{}.md",
-            quote(self.provider(), PATH_SAFE),
-            quote(self.thread(), PATH_SAFE)
-        )
+        v2_path_of(self.provider(), self.thread())
     }
 
     /// The legacy (read-only) location: `sources/<quote(provider)>/<quote(thread)>.md` + anchor.
@@ -114,7 +102,11 @@ impl SourceId {
 
     /// The legacy archive path alone.
     pub fn legacy_path(&self) -> String {
-        format!("sources/{}/{}.md", quote(self.provider(), PATH_SAFE), quote(self.thread(), PATH_SAFE))
+        format!(
+            "sources/{}/{}.md",
+            quote(self.provider(), PATH_SAFE),
+            quote(self.thread(), PATH_SAFE)
+        )
     }
 
     /// Whether the id may be written literally into a v2 `source-id` comment: every character
@@ -134,6 +126,25 @@ impl AsRef<str> for SourceId {
     fn as_ref(&self) -> &str {
         &self.text
     }
+}
+
+/// Splits a reference into (provider, thread, message) without allocating, with the rules of
+/// [`SourceId::parse`].
+pub fn split_id(text: &str) -> Option<(&str, &str, &str)> {
+    let (provider, rest) = text.split_once('/')?;
+    let (thread, message) = rest.split_once('/')?;
+    if provider.is_empty() || thread.is_empty() || message.is_empty() {
+        return None;
+    }
+    if provider == "." || provider == ".." {
+        return None;
+    }
+    Some((provider, thread, message))
+}
+
+/// The v2 archive path of a provider and thread: `sources/<quote>/_v2/<quote>.md`.
+pub fn v2_path_of(provider: &str, thread: &str) -> String {
+    format!("sources/{}/_v2/{}.md", quote(provider, PATH_SAFE), quote(thread, PATH_SAFE))
 }
 
 /// The characters Python's `quote(..., safe="-_.")` keeps besides letters and digits: `~` is
@@ -175,10 +186,16 @@ pub fn sha256_hex(data: &[u8], n: usize) -> String {
 /// Whether `id` is a v2-emittable source reference: it has a location ([`SourceId::parse`]) and
 /// every character is printable and not one of `[ ] < > CR LF`.
 pub fn is_v2_emittable(id: &str) -> bool {
-    SourceId::parse(id).is_some() && is_emittable_text(id)
+    split_id(id).is_some() && is_emittable_text(id)
 }
 
 fn is_emittable_text(text: &str) -> bool {
+    if text.is_ascii() {
+        // ASCII is printable exactly from space to tilde.
+        return text
+            .bytes()
+            .all(|b| (0x20..0x7F).contains(&b) && !matches!(b, b'[' | b']' | b'<' | b'>'));
+    }
     text.chars().all(|c| is_printable(c) && !matches!(c, '[' | ']' | '<' | '>' | '\r' | '\n'))
 }
 
@@ -277,8 +294,8 @@ pub struct ApiSource {
 
 /// The source IDs of a batch of API-supplied sources (reference §3.6), in input order:
 /// provider `claude-code`, thread = sha256(seed + `\n` + the items joined by `\n`, each
-/// `role␟content␟observed`)[:16], message *i* (from 1) =
-/// sha256(`seed␟thread␟i␟role␟content␟observed`)[:16]. Empty input → no IDs.
+/// `role␟content␟observed`)\[:16\], message *i* (from 1) =
+/// sha256(`seed␟thread␟i␟role␟content␟observed`)\[:16\]. Empty input → no IDs.
 pub fn api_source_ids(provenance: &ApiProvenance, sources: &[ApiSource]) -> Vec<SourceId> {
     if sources.is_empty() {
         return Vec::new();
@@ -331,7 +348,7 @@ pub struct UnpairedMessage<'a> {
 
 /// The source id of an unpaired group message: provider `channel-` + quote(channel, `-_.`),
 /// thread quote(`<account>:<chat>`, `-_.`), message
-/// sha256(`channel␟account␟chat␟native_id␟user_id␟ts␟text`)[:24].
+/// sha256(`channel␟account␟chat␟native_id␟user_id␟ts␟text`)\[:24\].
 pub fn unpaired_source_id(message: &UnpairedMessage<'_>) -> SourceId {
     let provider = format!("channel-{}", quote(message.channel, PATH_SAFE));
     let thread = quote(&format!("{}:{}", message.account, message.chat), PATH_SAFE);
@@ -349,7 +366,7 @@ pub fn unpaired_source_id(message: &UnpairedMessage<'_>) -> SourceId {
 }
 
 /// The source id minted for a legacy root `core.md` during migration:
-/// `openprogram-migration/legacy-core/` + sha256(raw bytes)[:24].
+/// `openprogram-migration/legacy-core/` + sha256(raw bytes)\[:24\].
 pub fn migration_source_id(raw_core: &[u8]) -> SourceId {
     hex_source_id(MIGRATION_PROVIDER, MIGRATION_THREAD, &sha256_hex(raw_core, 24))
 }
@@ -412,7 +429,10 @@ mod tests {
         }
         assert!(SourceId::parse(".../b/c").is_some());
         assert!(SourceId::from_parts("a/x", "b", "c").is_none());
-        assert_eq!(SourceId::from_parts("a", "b", "c/d").map(|id| id.to_string()), Some("a/b/c/d".into()));
+        assert_eq!(
+            SourceId::from_parts("a", "b", "c/d").map(|id| id.to_string()),
+            Some("a/b/c/d".into())
+        );
     }
 
     #[test]
@@ -527,7 +547,10 @@ mod tests {
         assert_eq!(id.message().len(), 24);
         assert_eq!(
             id.message(),
-            sha256_hex("telegram\u{1f}main\u{1f}c1\u{1f}42\u{1f}u7\u{1f}1700000000.5\u{1f}hi".as_bytes(), 24)
+            sha256_hex(
+                "telegram\u{1f}main\u{1f}c1\u{1f}42\u{1f}u7\u{1f}1700000000.5\u{1f}hi".as_bytes(),
+                24
+            )
         );
         assert_eq!(id.v2_path(), "sources/channel-telegram/_v2/main%253Ac1.md");
         let migration = migration_source_id(b"# Core\n");

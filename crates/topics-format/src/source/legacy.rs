@@ -100,9 +100,10 @@ pub fn legacy_trusted_ids(text: &str) -> Vec<String> {
         ids.extend(any.captures_iter(text).filter_map(|c| c.get(1)).map(|m| m.as_str().to_owned()));
     }
     if let Some(d) = D_ANCHOR.as_ref() {
-        ids.extend(d.captures_iter(text).filter_map(|c| {
-            Some(format!("D{}:{}", c.get(1)?.as_str(), c.get(2)?.as_str()))
-        }));
+        ids.extend(
+            d.captures_iter(text)
+                .filter_map(|c| Some(format!("D{}:{}", c.get(1)?.as_str(), c.get(2)?.as_str()))),
+        );
     }
     ids
 }

@@ -96,16 +96,18 @@ impl SourceMeta {
     /// Decodes a token (the text between `source-meta:` and ` -->`), accepting the normalized
     /// shape and the legacy pre-tier shape; `None` when the token is not canonical.
     pub fn decode(token: &str) -> Option<DecodedMeta> {
-        if token.is_empty() || !token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        if token.is_empty()
+            || !token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
             return None;
         }
         let raw = URL_SAFE_NO_PAD.decode(token).ok()?;
         let value: Value = serde_json::from_slice(&raw).ok()?;
         let object = value.as_object()?;
-        if let Some(meta) = normalize(object) {
-            if meta.token() == token {
-                return Some(DecodedMeta { meta, legacy_shape: false });
-            }
+        if let Some(meta) = normalize(object)
+            && meta.token() == token
+        {
+            return Some(DecodedMeta { meta, legacy_shape: false });
         }
         let meta = normalize_legacy(object)?;
         let canonical = legacy_canonical_json(object)?;
@@ -161,7 +163,8 @@ fn string_or_unknown(value: Option<&Value>) -> Option<String> {
 /// with `origin` ∈ {`legacy-unknown`, `local-owner`} and `capabilities` a sorted list of unique
 /// non-empty strings; `local-owner` reads as tier `owner`.
 fn normalize_legacy(object: &serde_json::Map<String, Value>) -> Option<SourceMeta> {
-    const KEYS: [&str; 5] = ["origin_scope", "principal_id", "speaker_kind", "trust_state", "version"];
+    const KEYS: [&str; 5] =
+        ["origin_scope", "principal_id", "speaker_kind", "trust_state", "version"];
     if object.len() != KEYS.len() || !KEYS.iter().all(|key| object.contains_key(*key)) {
         return None;
     }

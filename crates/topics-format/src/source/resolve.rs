@@ -61,10 +61,10 @@ impl<F: SourceFiles> ArchiveResolver<F> {
         if let Some(source_id) = self.resolve_path(topic_path, target) {
             return Ok(source_id);
         }
-        if let Some(captures) = D_FRAGMENT.as_ref().and_then(|re| re.captures(target)) {
-            if let (Some(n), Some(t)) = (captures.get(1), captures.get(2)) {
-                return Ok(format!("D{}:{}", n.as_str(), t.as_str()));
-            }
+        if let Some(captures) = D_FRAGMENT.as_ref().and_then(|re| re.captures(target))
+            && let (Some(n), Some(t)) = (captures.get(1), captures.get(2))
+        {
+            return Ok(format!("D{}:{}", n.as_str(), t.as_str()));
         }
         Err(TargetError { message: format!("invalid source target: {target}") })
     }
@@ -86,12 +86,18 @@ impl<F: SourceFiles> ArchiveResolver<F> {
     /// `D<n>:<t>` → `sources/D<n>.md#d<n>-<t>`; a provider ref → its v2 location when the v2
     /// archive holds a valid frame for it, else its legacy location; relative to the topic's
     /// directory. Refs with no location are an error.
-    pub fn try_link_target(&self, topic_path: &str, source_ref: &str) -> Result<String, TargetError> {
+    pub fn try_link_target(
+        &self,
+        topic_path: &str,
+        source_ref: &str,
+    ) -> Result<String, TargetError> {
         let (path, anchor) = if let Some((n, t)) = parse_d_handle(source_ref) {
             (format!("sources/D{n}.md"), format!("d{n}-{t}"))
         } else {
             let Some(id) = SourceId::parse(source_ref) else {
-                return Err(TargetError { message: format!("invalid source reference: {source_ref}") });
+                return Err(TargetError {
+                    message: format!("invalid source reference: {source_ref}"),
+                });
             };
             let location =
                 if self.has_v2_frame(source_ref) { id.v2_location() } else { id.legacy_location() };
@@ -105,7 +111,8 @@ impl<F: SourceFiles> ArchiveResolver<F> {
         let Some(id) = SourceId::parse(source_ref) else {
             return false;
         };
-        self.index(&id.v2_path()).is_some_and(|index| index.v2 && index.trust.contains_key(source_ref))
+        self.index(&id.v2_path())
+            .is_some_and(|index| index.v2 && index.trust.contains_key(source_ref))
     }
 
     /// The trust of a reference, `None` when nothing archived vouches for it: a valid v2 frame
@@ -116,7 +123,8 @@ impl<F: SourceFiles> ArchiveResolver<F> {
             return self.index(&format!("sources/D{n}.md"))?.trust.get(source_ref).copied();
         }
         let id = SourceId::parse(source_ref)?;
-        if let Some(state) = self.index(&id.v2_path()).and_then(|i| i.trust.get(source_ref).copied())
+        if let Some(state) =
+            self.index(&id.v2_path()).and_then(|i| i.trust.get(source_ref).copied())
         {
             return Some(state);
         }
@@ -199,8 +207,7 @@ fn join_normalized(base: &str, rel: &str) -> Option<String> {
 fn relative_path(target: &str, start: &str) -> String {
     let target_parts: Vec<&str> = target.split('/').filter(|p| !p.is_empty()).collect();
     let start_parts: Vec<&str> = start.split('/').filter(|p| !p.is_empty()).collect();
-    let common =
-        target_parts.iter().zip(&start_parts).take_while(|(a, b)| a == b).count();
+    let common = target_parts.iter().zip(&start_parts).take_while(|(a, b)| a == b).count();
     let mut out: Vec<&str> = vec![".."; start_parts.len() - common];
     out.extend(&target_parts[common..]);
     if out.is_empty() { ".".to_owned() } else { out.join("/") }

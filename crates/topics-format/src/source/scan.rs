@@ -8,9 +8,12 @@
 //! `record-lines:999999999` costs nothing.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::frame::{FrameParts, render_frame};
-use super::id::{SourceId, V2_MARKER, anchor_matches, is_v2_emittable, path_parts};
+use super::id::{
+    SourceId, V2_MARKER, anchor_matches, is_v2_emittable, path_parts, split_id, v2_path_of,
+};
 use super::meta::{DecodedMeta, TrustState};
 use super::speaker::{decode_speaker_id, normalize_identity_header_part};
 use super::unicode::{decimal_value, is_space};
@@ -28,7 +31,7 @@ pub struct Frame<'a> {
     /// The `source-meta` token as written, if the line is present.
     pub meta_token: Option<&'a str>,
     /// The decoded metadata, if the line is present.
-    pub meta: Option<DecodedMeta>,
+    pub meta: Option<Arc<DecodedMeta>>,
     /// The record text: the record lines joined by LF (CR and trailing spaces kept).
     pub record: &'a str,
     /// 1-based line of the anchor line.
@@ -75,15 +78,14 @@ impl<'a> Frame<'a> {
         let id = self.speaker_id()?;
         let label = self.speaker_label()?;
         let normalized = normalize_identity_header_part(&id);
-        if !normalized.is_empty() {
-            if let Some(display) = label
+        if !normalized.is_empty()
+            && let Some(display) = label
                 .strip_suffix(')')
                 .and_then(|rest| rest.strip_suffix(normalized.as_str()))
                 .and_then(|rest| rest.strip_suffix(" ("))
                 .filter(|display| !display.is_empty())
-            {
-                return Some(display.to_owned());
-            }
+        {
+            return Some(display.to_owned());
         }
         Some(label.to_owned())
     }
@@ -157,6 +159,8 @@ pub fn scan<'a>(rel_path: &str, text: &'a str) -> Scan<'a> {
         frames: Vec::new(),
         seen: HashSet::new(),
         last_meta: None,
+        last_thread: None,
+        last_speaker: None,
     };
     let fault = scanner.run().err();
     let complete = fault.is_none();
@@ -182,18 +186,31 @@ struct Scanner<'a, 'p> {
     lines: Vec<&'a str>,
     frames: Vec<Frame<'a>>,
     seen: HashSet<&'a str>,
-    last_meta: Option<(&'a str, DecodedMeta)>,
+    last_meta: Option<(&'a str, Arc<DecodedMeta>)>,
+    last_thread: Option<(&'a str, &'a str)>,
+    last_speaker: Option<&'a str>,
 }
 
 impl<'a> Scanner<'a, '_> {
     fn fault(&self, index: usize, col: usize, code: Code, message: String) -> Diagnostic {
-        Diagnostic::new(self.rel_path, line_no(index), u32::try_from(col).unwrap_or(u32::MAX), code, message)
+        Diagnostic::new(
+            self.rel_path,
+            line_no(index),
+            u32::try_from(col).unwrap_or(u32::MAX),
+            code,
+            message,
+        )
     }
 
     fn run(&mut self) -> Result<(), Diagnostic> {
         let len = self.lines.len();
         if self.lines[0] != V2_MARKER {
-            return Err(self.fault(0, 1, Code::ArchiveHeader, format!("first line is not {V2_MARKER}")));
+            return Err(self.fault(
+                0,
+                1,
+                Code::ArchiveHeader,
+                format!("first line is not {V2_MARKER}"),
+            ));
         }
         if len < 3 {
             return Err(self.fault(
@@ -204,7 +221,12 @@ impl<'a> Scanner<'a, '_> {
             ));
         }
         if !self.lines[1].is_empty() {
-            return Err(self.fault(1, 1, Code::ArchiveHeader, "second line is not empty".to_owned()));
+            return Err(self.fault(
+                1,
+                1,
+                Code::ArchiveHeader,
+                "second line is not empty".to_owned(),
+            ));
         }
         let mut index = 2;
         while index < len {
@@ -224,40 +246,61 @@ impl<'a> Scanner<'a, '_> {
         }
         let anchor_line = self.lines[index];
         let Some(anchor) = match_anchor(anchor_line) else {
-            return Err(self.fault(index, 1, Code::FrameAnchor, format!(
-                "expected <a id=\"source-…\"></a>, found {}", excerpt(anchor_line)
-            )));
+            return Err(self.fault(
+                index,
+                1,
+                Code::FrameAnchor,
+                format!("expected <a id=\"source-…\"></a>, found {}", excerpt(anchor_line)),
+            ));
         };
         let Some(source_id) = between(self.lines[index + 1], "<!-- source-id:", " -->")
             .filter(|id| !id.is_empty() && !id.contains('>'))
         else {
-            return Err(self.fault(index + 1, 1, Code::FrameSourceId, format!(
-                "expected <!-- source-id:… -->, found {}", excerpt(self.lines[index + 1])
-            )));
+            return Err(self.fault(
+                index + 1,
+                1,
+                Code::FrameSourceId,
+                format!("expected <!-- source-id:… -->, found {}", excerpt(self.lines[index + 1])),
+            ));
         };
         let id_col = "<!-- source-id:".len() + 1;
         if !is_v2_emittable(source_id) {
-            return Err(self.fault(index + 1, id_col, Code::FrameSourceId, format!(
-                "source id is not valid in a v2 header: {}", excerpt(source_id)
-            )));
+            return Err(self.fault(
+                index + 1,
+                id_col,
+                Code::FrameSourceId,
+                format!("source id is not valid in a v2 header: {}", excerpt(source_id)),
+            ));
         }
-        let location_path = SourceId::parse(source_id).map(|id| id.v2_path()).unwrap_or_default();
-        if self.expected_path.as_deref() != Some(location_path.as_str()) {
-            return Err(self.fault(index + 1, id_col, Code::FramePathMismatch, format!(
-                "source id {source_id} belongs to {location_path}"
-            )));
+        if !self.belongs_here(source_id) {
+            let location_path =
+                SourceId::parse(source_id).map(|id| id.v2_path()).unwrap_or_default();
+            return Err(self.fault(
+                index + 1,
+                id_col,
+                Code::FramePathMismatch,
+                format!("source id {source_id} belongs to {location_path}"),
+            ));
         }
         if !anchor_matches(source_id, anchor) {
-            return Err(self.fault(index, 8, Code::FrameAnchorMismatch, format!(
-                "anchor {} does not match source id {source_id} (expected {})",
-                excerpt(anchor),
-                super::id::anchor_for(source_id)
-            )));
+            return Err(self.fault(
+                index,
+                8,
+                Code::FrameAnchorMismatch,
+                format!(
+                    "anchor {} does not match source id {source_id} (expected {})",
+                    excerpt(anchor),
+                    super::id::anchor_for(source_id)
+                ),
+            ));
         }
         if self.seen.contains(source_id) {
-            return Err(self.fault(index + 1, id_col, Code::FrameDuplicateSourceId, format!(
-                "duplicate source id: {source_id}"
-            )));
+            return Err(self.fault(
+                index + 1,
+                id_col,
+                Code::FrameDuplicateSourceId,
+                format!("duplicate source id: {source_id}"),
+            ));
         }
 
         let mut cursor = index + 2;
@@ -265,10 +308,13 @@ impl<'a> Scanner<'a, '_> {
         if let Some(value) = between(self.lines[cursor], "<!-- speaker-id:", " -->")
             .filter(|value| !value.contains('>'))
         {
-            if decode_speaker_id(value).is_none() {
-                return Err(self.fault(cursor, "<!-- speaker-id:".len() + 1, Code::FrameSpeakerId, format!(
-                    "speaker id is not canonically encoded: {}", excerpt(value)
-                )));
+            if !self.speaker_ok(value) {
+                return Err(self.fault(
+                    cursor,
+                    "<!-- speaker-id:".len() + 1,
+                    Code::FrameSpeakerId,
+                    format!("speaker id is not canonically encoded: {}", excerpt(value)),
+                ));
             }
             speaker_marker = Some(value);
             cursor += 1;
@@ -283,9 +329,15 @@ impl<'a> Scanner<'a, '_> {
             .filter(|token| is_meta_token(token))
         {
             let Some(decoded) = self.decode_meta(token) else {
-                return Err(self.fault(cursor, "<!-- source-meta:".len() + 1, Code::FrameSourceMeta, format!(
-                    "source-meta token does not decode to canonical metadata: {}", excerpt(token)
-                )));
+                return Err(self.fault(
+                    cursor,
+                    "<!-- source-meta:".len() + 1,
+                    Code::FrameSourceMeta,
+                    format!(
+                        "source-meta token does not decode to canonical metadata: {}",
+                        excerpt(token)
+                    ),
+                ));
             };
             meta_token = Some(token);
             meta = Some(decoded);
@@ -296,14 +348,22 @@ impl<'a> Scanner<'a, '_> {
         }
 
         let count_line = self.lines[cursor];
-        let Some(count) = between(count_line, "<!-- record-lines:", " -->").and_then(parse_count) else {
-            return Err(self.fault(cursor, 1, Code::FrameRecordLines, format!(
-                "expected <!-- record-lines:N -->, found {}", excerpt(count_line)
-            )));
+        let Some(count) = between(count_line, "<!-- record-lines:", " -->").and_then(parse_count)
+        else {
+            return Err(self.fault(
+                cursor,
+                1,
+                Code::FrameRecordLines,
+                format!("expected <!-- record-lines:N -->, found {}", excerpt(count_line)),
+            ));
         };
         if count < 1 {
-            return Err(self.fault(cursor, "<!-- record-lines:".len() + 1, Code::FrameRecordLines,
-                "record-lines must be at least 1".to_owned()));
+            return Err(self.fault(
+                cursor,
+                "<!-- record-lines:".len() + 1,
+                Code::FrameRecordLines,
+                "record-lines must be at least 1".to_owned(),
+            ));
         }
         let record_index = cursor + 1;
         // `count` has at most nine digits, so this cannot overflow a usize.
@@ -320,16 +380,26 @@ impl<'a> Scanner<'a, '_> {
             });
         }
         if !is_record_header(self.lines[record_index]) {
-            return Err(self.fault(record_index, 1, Code::FrameRecordHeader, format!(
-                "record does not start with [<timestamp>] <speaker>: , found {}",
-                excerpt(self.lines[record_index])
-            )));
+            return Err(self.fault(
+                record_index,
+                1,
+                Code::FrameRecordHeader,
+                format!(
+                    "record does not start with [<timestamp>] <speaker>: , found {}",
+                    excerpt(self.lines[record_index])
+                ),
+            ));
         }
         if !self.lines[record_end].is_empty() {
-            return Err(self.fault(record_end, 1, Code::FrameSeparator, format!(
-                "expected an empty line after {count} record lines, found {}",
-                excerpt(self.lines[record_end])
-            )));
+            return Err(self.fault(
+                record_end,
+                1,
+                Code::FrameSeparator,
+                format!(
+                    "expected an empty line after {count} record lines, found {}",
+                    excerpt(self.lines[record_end])
+                ),
+            ));
         }
         let record = self.span(record_index, record_end);
         self.frames.push(Frame {
@@ -347,20 +417,48 @@ impl<'a> Scanner<'a, '_> {
         Ok(record_end + 1)
     }
 
+    /// Whether the v2 path of `source_id` is this file; the (provider, thread) of the last match
+    /// is remembered, since one file holds one thread.
+    fn belongs_here(&mut self, source_id: &'a str) -> bool {
+        let Some((provider, thread, _)) = split_id(source_id) else {
+            return false;
+        };
+        if self.last_thread == Some((provider, thread)) {
+            return true;
+        }
+        let matches = self.expected_path.as_deref() == Some(v2_path_of(provider, thread).as_str());
+        if matches {
+            self.last_thread = Some((provider, thread));
+        }
+        matches
+    }
+
+    /// Whether a speaker marker is canonical, remembering the last canonical one.
+    fn speaker_ok(&mut self, value: &'a str) -> bool {
+        if self.last_speaker == Some(value) {
+            return true;
+        }
+        let ok = decode_speaker_id(value).is_some();
+        if ok {
+            self.last_speaker = Some(value);
+        }
+        ok
+    }
+
     fn truncated(&self, index: usize, message: &str) -> Diagnostic {
         self.fault(index, 1, Code::ArchiveTruncated, message.to_owned())
     }
 
     /// Decodes a token, reusing the previous result when a file repeats one token (the common
     /// case: one principal per thread).
-    fn decode_meta(&mut self, token: &'a str) -> Option<DecodedMeta> {
-        if let Some((last, decoded)) = &self.last_meta {
-            if *last == token {
-                return Some(decoded.clone());
-            }
+    fn decode_meta(&mut self, token: &'a str) -> Option<Arc<DecodedMeta>> {
+        if let Some((last, decoded)) = &self.last_meta
+            && *last == token
+        {
+            return Some(decoded.clone());
         }
-        let decoded = super::meta::SourceMeta::decode(token)?;
-        self.last_meta = Some((token, decoded.clone()));
+        let decoded = Arc::new(super::meta::SourceMeta::decode(token)?);
+        self.last_meta = Some((token, Arc::clone(&decoded)));
         Some(decoded)
     }
 

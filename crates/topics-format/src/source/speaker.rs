@@ -62,9 +62,8 @@ pub fn normalize_identity_header_part(value: &str) -> String {
 pub fn normalize_identity_header_part_max(value: &str, max_chars: usize) -> String {
     let collapsed = collapse_whitespace(value);
     let mut out = String::with_capacity(collapsed.len());
-    let mut count = 0usize;
     let mut truncated = false;
-    for c in collapsed.chars().filter(|c| is_printable(*c)) {
+    for (count, c) in collapsed.chars().filter(|c| is_printable(*c)).enumerate() {
         if count == max_chars {
             truncated = true;
             break;
@@ -75,7 +74,6 @@ pub fn normalize_identity_header_part_max(value: &str, max_chars: usize) -> Stri
             ':' => '：',
             other => other,
         });
-        count += 1;
     }
     if truncated {
         out.push('…');
@@ -119,7 +117,8 @@ mod tests {
     fn decoding_requires_canonical_form() {
         assert_eq!(decode_speaker_id("telegram%2Duser%2D42").as_deref(), Some("telegram-user-42"));
         assert_eq!(decode_speaker_id("").as_deref(), Some(""));
-        for bad in ["%ZZ", "a--b", "a-b", "owner%2flocal", "%C3", "%", "a%2", "owner/local", "%41"] {
+        for bad in ["%ZZ", "a--b", "a-b", "owner%2flocal", "%C3", "%", "a%2", "owner/local", "%41"]
+        {
             assert_eq!(decode_speaker_id(bad), None, "{bad:?}");
         }
     }
@@ -143,7 +142,10 @@ mod tests {
             speaker_label("user", Some("B:\n[admin]\u{1b}"), Some("u: 456]\0")),
             "B： (admin) (u： 456))"
         );
-        assert_eq!(speaker_label("user", Some("B"), Some("telegram-user-42")), "B (telegram-user-42)");
+        assert_eq!(
+            speaker_label("user", Some("B"), Some("telegram-user-42")),
+            "B (telegram-user-42)"
+        );
         assert_eq!(speaker_label("user", Some("Ada"), Some("Ada")), "Ada");
         assert_eq!(speaker_label("user", None, Some("u1")), "u1");
         assert_eq!(speaker_label("assistant", None, None), "assistant");

@@ -30,7 +30,8 @@ pub fn is_block_id(s: &str) -> bool {
 
 /// Whether `s` is a whole legacy `MEMORY_ID` (`mem_[A-Za-z0-9_-]+`).
 pub fn is_memory_id(s: &str) -> bool {
-    s.strip_prefix("mem_").is_some_and(|rest| !rest.is_empty() && rest.bytes().all(is_footnote_char))
+    s.strip_prefix("mem_")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(is_footnote_char))
 }
 
 /// Whether `s` is a whole `FOOTNOTE_ID` (`[A-Za-z0-9_-]+`).
@@ -41,12 +42,14 @@ pub fn is_footnote_id(s: &str) -> bool {
 /// Whether `s` is a writer's local evidence label (`e\d+` or `new-evidence-[A-Za-z0-9-]+`),
 /// which normalization replaces by a stable `e-` ID.
 pub fn is_local_label(s: &str) -> bool {
-    if let Some(digits) = s.strip_prefix('e') {
-        if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-            return true;
-        }
+    if let Some(digits) = s.strip_prefix('e')
+        && !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        return true;
     }
-    s.strip_prefix("new-evidence-").is_some_and(|rest| !rest.is_empty() && rest.bytes().all(is_block_char))
+    s.strip_prefix("new-evidence-")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(is_block_char))
 }
 
 /// Whether `value` is a valid evidence time: `YYYY`, `YYYY-MM` or `YYYY-MM-DD` naming a real
@@ -60,7 +63,9 @@ fn temporal_parts(value: &str) -> Option<(u32, u32, u32)> {
     let b = value.as_bytes();
     let digits = |r: Range<usize>| -> Option<u32> {
         let s = b.get(r)?;
-        s.iter().all(u8::is_ascii_digit).then(|| s.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+        s.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| s.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
     };
     let (year, month, day) = match b.len() {
         4 => (digits(0..4)?, 1, 1),
@@ -113,14 +118,14 @@ fn digits(s: &str, mut i: usize, n: usize) -> Option<usize> {
 /// because what follows is never `-`); returns the end.
 fn temporal_at(s: &str, i: usize) -> Option<usize> {
     if let Some(mut end) = digits(s, i, 4) {
-        if s[end..].starts_with('-') {
-            if let Some(month) = digits(s, end + 1, 2) {
-                end = month;
-                if s[end..].starts_with('-') {
-                    if let Some(day) = digits(s, end + 1, 2) {
-                        end = day;
-                    }
-                }
+        if s[end..].starts_with('-')
+            && let Some(month) = digits(s, end + 1, 2)
+        {
+            end = month;
+            if s[end..].starts_with('-')
+                && let Some(day) = digits(s, end + 1, 2)
+            {
+                end = day;
             }
         }
         return Some(end);
@@ -275,7 +280,9 @@ pub(crate) fn block_suffix(text: &str) -> Option<(usize, Vec<Range<usize>>)> {
 /// `ANY_BLOCK_SUFFIX.search(text)` (`\s+\^(\S+)\s*$`): the range of the token after `^`.
 pub(crate) fn any_suffix(text: &str) -> Option<Range<usize>> {
     let end = text.trim_end_matches(is_py_space).len();
-    let token_start = text[..end].rfind(is_py_space).map(|i| i + text[i..].chars().next().map_or(1, char::len_utf8))?;
+    let token_start = text[..end]
+        .rfind(is_py_space)
+        .map(|i| i + text[i..].chars().next().map_or(1, char::len_utf8))?;
     let token = &text[token_start..end];
     (token.len() > 1 && token.starts_with('^')).then(|| token_start + 1..end)
 }
@@ -288,7 +295,10 @@ pub(crate) fn line_has_block_id(line: &str) -> bool {
     while i > 0 && is_block_char(b[i - 1]) {
         i -= 1;
     }
-    i < end && i >= 1 && b[i - 1] == b'^' && line[..i - 1].chars().next_back().is_some_and(is_py_space)
+    i < end
+        && i >= 1
+        && b[i - 1] == b'^'
+        && line[..i - 1].chars().next_back().is_some_and(is_py_space)
 }
 
 /// One `(?:\[\^ID\])+` citation group: its range and the ranges of its IDs.
@@ -352,9 +362,59 @@ pub(crate) fn citation_groups(s: &str) -> Vec<CitationGroup> {
     out
 }
 
-/// `\[([^]]+)\]\(([^)]+)\)`: a Markdown link with its label and target groups.
-pub(crate) static LINK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\[([^\]]+)\]\(([^)]+)\)").expect("static pattern compiles"));
+/// One `\[([^]]+)\]\(([^)]+)\)` match: a Markdown link with its label and target groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LinkMatch {
+    /// The whole link.
+    pub(crate) whole: Range<usize>,
+    /// The label (between the brackets).
+    pub(crate) label: Range<usize>,
+    /// The target (between the parentheses).
+    pub(crate) target: Range<usize>,
+}
+
+/// Every `\[([^]]+)\]\(([^)]+)\)` match in `s`, left to right (`LINK.findall`).
+///
+/// Hand-written because it runs on every definition: the label ends at the first `]` after the
+/// `[` and the target at the first `)` after the `(`, so a match at `[` is unique, and the next
+/// `]`/`)` positions are remembered so that a run of unclosed brackets stays linear.
+pub(crate) fn links(s: &str) -> Vec<LinkMatch> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let next = |byte: u8, from: usize, memo: &mut Option<usize>| -> Option<usize> {
+        if memo.is_none_or(|m| m < from) {
+            *memo = b
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&c| c == byte))
+                .map(|p| from + p);
+            if memo.is_none() {
+                *memo = Some(usize::MAX);
+            }
+        }
+        memo.filter(|&m| m != usize::MAX)
+    };
+    let (mut rb, mut rp) = (None, None);
+    let mut i = 0;
+    while let Some(p) = b.get(i..).and_then(|rest| rest.iter().position(|&c| c == b'[')) {
+        let open = i + p;
+        i = open + 1;
+        let Some(close) = next(b']', open + 1, &mut rb) else { break };
+        if close == open + 1 || b.get(close + 1) != Some(&b'(') {
+            continue;
+        }
+        let Some(end) = next(b')', close + 2, &mut rp) else { continue };
+        if end == close + 2 {
+            continue;
+        }
+        out.push(LinkMatch {
+            whole: open..end + 1,
+            label: open + 1..close,
+            target: close + 2..end,
+        });
+        i = end + 1;
+    }
+    out
+}
 
 /// `BLOCK_LINK`: a link whose fragment is `#^<MEMORY_ID|BLOCK_ID>`; group 1 is the target ID.
 pub(crate) static BLOCK_LINK: LazyLock<Regex> = LazyLock::new(|| {
@@ -372,11 +432,7 @@ pub(crate) fn block_link_targets(s: &str) -> Vec<String> {
 
 /// `re.split(r"\s*(?:,|·)\s*", value)` with each piece stripped and empty pieces dropped.
 pub(crate) fn split_bare_sources(value: &str) -> Vec<&str> {
-    value
-        .split([',', '·'])
-        .map(super::text::py_strip)
-        .filter(|piece| !piece.is_empty())
-        .collect()
+    value.split([',', '·']).map(super::text::py_strip).filter(|piece| !piece.is_empty()).collect()
 }
 
 #[cfg(test)]
@@ -423,12 +479,38 @@ mod tests {
         let text = "Merged.[^e-1] ^abc12345 ^def45678";
         let (start, ids) = block_suffix(text).expect("suffix");
         assert_eq!(&text[..start], "Merged.[^e-1]");
-        assert_eq!(ids.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>(), ["abc12345", "def45678"]);
+        assert_eq!(
+            ids.iter().map(|r| &text[r.clone()]).collect::<Vec<_>>(),
+            ["abc12345", "def45678"]
+        );
         assert_eq!(block_suffix("x ^a^b"), None);
         assert_eq!(any_suffix("x ^a^b").map(|r| &"x ^a^b"[r]), Some("a^b"));
         assert_eq!(any_suffix("x^a"), None);
         assert!(line_has_block_id("a ^x1 "));
         assert!(!line_has_block_id("a^x1"));
+    }
+
+    #[test]
+    fn link_scanning_matches_the_regex() {
+        let re = Regex::new(r"\[([^\]]+)\]\(([^)]+)\)").expect("pattern");
+        for s in [
+            "[a](b), [c](d)",
+            "[[a](b)",
+            "[a]](b)",
+            "[](x) [y]()[z](w)",
+            "[a\nb](c\n)",
+            "[[[[",
+            "[a](b",
+            "x [l](t#u) y",
+        ] {
+            let ours: Vec<(&str, &str)> =
+                links(s).iter().map(|m| (&s[m.label.clone()], &s[m.target.clone()])).collect();
+            let theirs: Vec<(&str, &str)> = re
+                .captures_iter(s)
+                .map(|c| (c.get(1).map_or("", |m| m.as_str()), c.get(2).map_or("", |m| m.as_str())))
+                .collect();
+            assert_eq!(ours, theirs, "{s:?}");
+        }
     }
 
     #[test]

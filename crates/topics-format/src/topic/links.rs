@@ -31,15 +31,23 @@ static REWRITE_LINK: LazyLock<Regex> = LazyLock::new(|| {
 /// unit (same ID) are not checked, as in the reference.
 ///
 /// `files` locates each diagnostic; a unit whose file is not in `files` is reported at its line.
-pub fn check_topic_links(files: &[TopicFile], units: &[Unit], baseline: &[Unit]) -> Vec<Diagnostic> {
+pub fn check_topic_links(
+    files: &[TopicFile],
+    units: &[Unit],
+    baseline: &[Unit],
+) -> Vec<Diagnostic> {
     let before: HashMap<&str, &Unit> = baseline.iter().map(|u| (u.memory_id.as_str(), u)).collect();
-    let texts: HashMap<&str, &str> = files.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
+    let texts: HashMap<&str, &str> =
+        files.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
     let mut out = Vec::new();
     for unit in units.iter().filter(|u| u.memory_id == u.identity) {
         if before
             .get(unit.memory_id.as_str())
             .is_some_and(|p| p.content == unit.content && p.evidence == unit.evidence)
         {
+            continue;
+        }
+        if !unit.content.contains("](") {
             continue;
         }
         for caps in CONTENT_LINK.captures_iter(&unit.content) {
@@ -85,7 +93,8 @@ fn links_to_topic_without_block(topic_path: &str, target: &str) -> bool {
 /// Checks that every block-link target exists among `units`: `DANGLING_BLOCK_LINK`.
 pub fn check_dangling_links(files: &[TopicFile], units: &[Unit]) -> Vec<Diagnostic> {
     let ids: std::collections::HashSet<&str> = units.iter().map(|u| u.memory_id.as_str()).collect();
-    let texts: HashMap<&str, &str> = files.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
+    let texts: HashMap<&str, &str> =
+        files.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
     let mut out = Vec::new();
     for unit in units.iter().filter(|u| u.memory_id == u.identity) {
         for target in &unit.relation_targets {
@@ -101,6 +110,22 @@ pub fn check_dangling_links(files: &[TopicFile], units: &[Unit]) -> Vec<Diagnost
         }
     }
     out
+}
+
+/// Everything `scriptorium check` asks of a topic tree at rest: the strict parse, then
+/// `DANGLING_BLOCK_LINK` and `TOPIC_LINK_NOT_BLOCK` over every unit (no baseline, so every
+/// unit counts as changed). Diagnostics are grouped by file in tree order, by position within a
+/// file.
+pub fn check_tree(files: &[TopicFile], sources: &dyn SourceResolver) -> super::parse::TreeParse {
+    let mut parsed = super::parse::parse_tree(files, sources);
+    parsed.diagnostics.extend(check_dangling_links(files, &parsed.units));
+    parsed.diagnostics.extend(check_topic_links(files, &parsed.units, &[]));
+    let mut order: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    order.sort_by(|a, b| compare_topic_paths(a, b));
+    let rank: HashMap<String, usize> =
+        order.iter().enumerate().map(|(i, p)| (format!("topics/{p}"), i)).collect();
+    parsed.diagnostics.sort_by_key(|d| (rank.get(&d.path).copied(), d.line, d.col));
+    parsed
 }
 
 /// A diagnostic at the first occurrence of `needle` in the unit's paragraph.
@@ -130,10 +155,15 @@ fn locate(
 /// whose text changed, with the new text (`"\n".join(lines).rstrip() + "\n"`).
 ///
 /// This is the install-time refresh that repairs links after blocks move between files.
-pub fn rewrite_links(files: &[TopicFile], units: &[Unit], sources: &dyn SourceResolver) -> Vec<TopicFile> {
+pub fn rewrite_links(
+    files: &[TopicFile],
+    units: &[Unit],
+    sources: &dyn SourceResolver,
+) -> Vec<TopicFile> {
     let target_paths: HashMap<&str, &str> =
         units.iter().map(|u| (u.memory_id.as_str(), u.topic_path.as_str())).collect();
-    let mut evidence_by_path: HashMap<&str, HashMap<&str, &super::parse::Evidence>> = HashMap::new();
+    let mut evidence_by_path: HashMap<&str, HashMap<&str, &super::parse::Evidence>> =
+        HashMap::new();
     for unit in units {
         let entry = evidence_by_path.entry(unit.topic_path.as_str()).or_default();
         for e in &unit.evidence {
@@ -156,8 +186,10 @@ pub fn rewrite_links(files: &[TopicFile], units: &[Unit], sources: &dyn SourceRe
                     let links: Vec<String> = e
                         .refs
                         .iter()
-                        .zip(labels)
-                        .map(|(r, label)| format!("[{label}]({})", sources.link_target(&file.path, r)))
+                        .zip(labels.iter())
+                        .map(|(r, label)| {
+                            format!("[{label}]({})", sources.link_target(&file.path, r))
+                        })
                         .collect();
                     line = super::normalize::render_definition(id, e.when.as_deref(), &links);
                 }
@@ -254,7 +286,9 @@ pub(crate) fn unquote(value: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
             if let Some(b) = hex {
                 out.push(b);
                 i += 3;

@@ -22,8 +22,10 @@
 //!
 //! Everything matches the Python implementation byte for byte (its `str.splitlines` line
 //! breaks, its `str.strip` whitespace, its regexes' exact match semantics), with one deliberate
-//! fix: normalization keys evidence IDs by (file, label), not by label alone, so two files that
-//! both introduce `[^e1]` in one transaction get different IDs (reference §13.2.1).
+//! fixes: normalization keys evidence IDs by (file, label), not by label alone, so two files that
+//! both introduce `[^e1]` in one transaction get different IDs (reference §13.2.1); and pruning
+//! follows the segmentation's heading path, so a `# comment` line inside a code fence no longer
+//! closes a section and deletes the record paragraphs after it.
 //!
 //! Where the Python code and the reference's prose differ, the code wins: aliases of a merged
 //! paragraph share the paragraph's `created_order`; legacy `mem_` units carry no evidence
@@ -40,11 +42,14 @@
 //!
 //! Topic files open in Obsidian, and for an ordinary record paragraph (prose, citations,
 //! ` ^id` at its end) Obsidian and this parser see the same block ID. They differ on purpose
-//! elsewhere; each difference is asserted by the data-driven Obsidian tests:
+//! elsewhere. Each difference below has its own test (`tests/it/topics/obsidian.rs`); the
+//! data-driven trial checks that on real Obsidian notes (obsidian-export, markdown-oxide) every
+//! paragraph's block ID is the same for both, and that the strict parse rejects those notes only
+//! for their missing evidence:
 //!
-//! 1. **Whitespace before `^`.** Obsidian accepts a block ID glued to the text in some
-//!    positions; here `^id` must follow whitespace (`text^id` is prose, and a paragraph ending
-//!    that way has no block ID).
+//! 1. **Whitespace before `^`.** As in Obsidian, `^id` must follow whitespace (`text^id` is
+//!    prose, and a paragraph ending that way has no block ID, so the strict parse reports
+//!    `BLOCK_ID_REQUIRED`). Unlike Obsidian, that whitespace may be a line break.
 //! 2. **Character set.** Obsidian block IDs are `[A-Za-z0-9-]`; so are ours, but a legacy
 //!    `mem_…` ID (with `_`) is accepted only as a footnote label and a block-link target.
 //! 3. **Where an ID can stand.** Obsidian gives IDs to list items, headings, quotes, tables and
@@ -69,9 +74,14 @@
 //! * Digits in temporal values must be ASCII. Python's `\d` also matches other Unicode decimal
 //!   digits (`２０２４`); such a line is still classified as a definition here, but its date is
 //!   reported invalid.
-//! * The reference's normalization is not idempotent when a line ends in a run of several
-//!   invented IDs (`^a ^b`, neither committed): one pass strips only the last. We reproduce
-//!   that.
+//! * The reference's normalization is not idempotent in two corner cases, which we reproduce:
+//!   a line ending in a run of several invented IDs (`^a ^b`, neither committed) loses only the
+//!   last per pass; and a local-label citation that no following definition could take stays
+//!   as written, so a later pass may bind it to a definition the first pass renamed. The first
+//!   leaves an ID that installing makes committed, the second a tree the parse rejects; so an
+//!   installed tree, normalized with its own IDs committed, is always a fixed point.
+//! * As in the reference, the prose-line rules of normalization (no space before `[^`, one
+//!   space before a trailing `^id`) also apply to lines inside code fences.
 
 mod grammar;
 mod ids;
@@ -83,7 +93,7 @@ mod text;
 
 pub use grammar::{is_block_id, is_footnote_id, is_local_label, is_memory_id, is_valid_temporal};
 pub use ids::{block_id_candidate, evidence_id_candidate, mint_block_id, mint_evidence_id};
-pub use links::{check_dangling_links, check_topic_links, quote, rewrite_links};
+pub use links::{check_dangling_links, check_topic_links, check_tree, quote, rewrite_links};
 pub use normalize::{EvidenceAssignment, Normalized, normalize, prune, render_definition};
 pub use parse::{Evidence, TopicFile, TreeParse, Unit, compare_topic_paths, parse_tree};
 pub use segment::{Document, Line, LineKind, Paragraph};

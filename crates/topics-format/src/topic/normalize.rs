@@ -6,12 +6,12 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::grammar::{
-    LINK, block_suffix, citation_at, citations, definition_match, heading_match, is_block_char,
-    is_footnote_char, is_local_label, is_memory_id, line_has_block_id, split_bare_sources,
+    block_suffix, citation_at, citations, definition_match, heading_match, is_block_char,
+    is_footnote_char, is_local_label, is_memory_id, line_has_block_id, links, split_bare_sources,
 };
 use super::ids::{mint_block_id, mint_evidence_id};
 use super::parse::{TopicFile, Unit, compare_topic_paths};
-use super::segment::segment;
+use super::segment::{LineKind, segment};
 use super::text::{collapse_whitespace, is_py_space, py_rstrip, py_strip, split_lines};
 use crate::catalog::SourceResolver;
 
@@ -141,7 +141,8 @@ pub fn normalize(
     // Steps 6–8: rewrite labels, append IDs, re-render every line.
     let mut out = Normalized { block_ids, evidence_ids, ..Normalized::default() };
     for (f, text) in texts.iter().enumerate() {
-        let text = replace_labels(text, |label| evidence.get(&(f, label.to_owned())).map(String::as_str));
+        let text =
+            replace_labels(text, |label| evidence.get(&(f, label.to_owned())).map(String::as_str));
         let mut lines: Vec<String> =
             split_lines(&text).iter().map(|l| text[l.start..l.end].to_owned()).collect();
         for (&index, id) in &assigned[f] {
@@ -151,7 +152,9 @@ pub fn normalize(
         }
         let rendered: Vec<String> = lines
             .iter()
-            .map(|line| render_line(line, paths[f], relocated.get(&(f, definition_id(line))), sources))
+            .map(|line| {
+                render_line(line, paths[f], relocated.get(&(f, definition_id(line))), sources)
+            })
             .collect();
         let normalized = format!("{}\n", py_rstrip(&rendered.join("\n")));
         // Step 9: prune.
@@ -184,14 +187,16 @@ fn relocated_evidence(
     if committed.is_empty() {
         return out;
     }
-    let previous: HashMap<&str, &Unit> = committed.iter().map(|u| (u.memory_id.as_str(), u)).collect();
+    let previous: HashMap<&str, &Unit> =
+        committed.iter().map(|u| (u.memory_id.as_str(), u)).collect();
     for (f, text) in texts.iter().enumerate() {
         let seg = segment(text);
         for paragraph in &seg.paragraphs {
             let joined: Vec<&str> =
                 seg.lines[paragraph.lines.clone()].iter().map(|l| &text[l.start..l.end]).collect();
             let paragraph = joined.join("\n");
-            let cited: HashSet<&str> = citations(&paragraph).into_iter().map(|r| &paragraph[r]).collect();
+            let cited: HashSet<&str> =
+                citations(&paragraph).into_iter().map(|r| &paragraph[r]).collect();
             let record_ids: Vec<&str> = match block_suffix(&paragraph) {
                 Some((_, ids)) => ids.into_iter().map(|r| &paragraph[r]).collect(),
                 None => cited.iter().copied().filter(|c| is_memory_id(c)).collect(),
@@ -208,7 +213,8 @@ fn relocated_evidence(
                 } else {
                     for e in &unit.evidence {
                         if cited.contains(e.citation_id.as_str()) {
-                            out.entry((f, e.citation_id.clone())).or_insert_with(|| e.refs.clone());
+                            out.entry((f, e.citation_id.clone()))
+                                .or_insert_with(|| e.refs.to_vec());
                         }
                     }
                 }
@@ -223,10 +229,11 @@ fn collect_defined_ids(text: &str, used: &mut HashSet<String>) {
     let b = text.as_bytes();
     let mut start = 0;
     loop {
-        if let Some(id) = citation_at(text, start) {
-            if b.get(id.end + 1) == Some(&b':') && !is_local_label(&text[id.clone()]) {
-                used.insert(text[id].to_owned());
-            }
+        if let Some(id) = citation_at(text, start)
+            && b.get(id.end + 1) == Some(&b':')
+            && !is_local_label(&text[id.clone()])
+        {
+            used.insert(text[id].to_owned());
         }
         match text[start..].find('\n') {
             Some(i) => start += i + 1,
@@ -238,7 +245,7 @@ fn collect_defined_ids(text: &str, used: &mut HashSet<String>) {
 /// `_source_identity_seed`: the `|`-joined link targets, or the bare values.
 fn source_identity_seed(sources: &str) -> String {
     let targets: Vec<&str> =
-        LINK.captures_iter(sources).filter_map(|c| c.get(2)).map(|m| py_strip(m.as_str())).collect();
+        links(sources).into_iter().map(|m| py_strip(&sources[m.target])).collect();
     if targets.is_empty() { split_bare_sources(sources).join("|") } else { targets.join("|") }
 }
 
@@ -246,11 +253,10 @@ fn source_identity_seed(sources: &str) -> String {
 /// that follow their paragraph, positionally. `None` when nothing changed.
 fn rebind_orphans(text: &str) -> Option<String> {
     let seg = segment(text);
-    let mut lines: Vec<String> = seg.lines.iter().map(|l| text[l.start..l.end].to_owned()).collect();
-    let defined: Vec<Option<String>> = lines
-        .iter()
-        .map(|l| definition_match(l).map(|m| l[m.id].to_owned()))
-        .collect();
+    let mut lines: Vec<String> =
+        seg.lines.iter().map(|l| text[l.start..l.end].to_owned()).collect();
+    let defined: Vec<Option<String>> =
+        lines.iter().map(|l| definition_match(l).map(|m| l[m.id].to_owned())).collect();
     let defined_set: HashSet<&str> = defined.iter().flatten().map(String::as_str).collect();
     let mut replaced = false;
     for paragraph in &seg.paragraphs {
@@ -264,7 +270,8 @@ fn rebind_orphans(text: &str) -> Option<String> {
         if orphans.is_empty() {
             continue;
         }
-        let nearby: Vec<String> = defined[end..].iter().flatten().take(orphans.len()).cloned().collect();
+        let nearby: Vec<String> =
+            defined[end..].iter().flatten().take(orphans.len()).cloned().collect();
         for (orphan, target) in orphans.iter().zip(&nearby) {
             if orphan == target {
                 continue;
@@ -409,14 +416,14 @@ fn render_line(
         return normalize_prose_line(line);
     };
     let raw = &line[m.sources.clone()];
-    let links: Vec<(&str, &str)> = LINK
-        .captures_iter(raw)
-        .filter_map(|c| Some((c.get(1)?.as_str(), c.get(2)?.as_str())))
-        .collect();
-    let source_link =
-        |source_ref: &str, label: &str| format!("[{label}]({})", sources.link_target(topic_path, source_ref));
+    let links: Vec<(&str, &str)> =
+        links(raw).into_iter().map(|m| (&raw[m.label], &raw[m.target])).collect();
+    let source_link = |source_ref: &str, label: &str| {
+        format!("[{label}]({})", sources.link_target(topic_path, source_ref))
+    };
     let mut rendered = Vec::new();
-    let resolves = links.iter().all(|(_, t)| sources.resolve_target(topic_path, py_strip(t)).is_ok());
+    let resolves =
+        links.iter().all(|(_, t)| sources.resolve_target(topic_path, py_strip(t)).is_ok());
     match relocated {
         Some(refs) if !resolves && refs.len() == links.len() => {
             for (source_ref, (label, _)) in refs.iter().zip(&links) {
@@ -426,8 +433,13 @@ fn render_line(
         _ if !links.is_empty() => {
             for (label, target) in &links {
                 let target = py_strip(target);
-                let plain = !target.contains('#') && sources.resolve_target(topic_path, target).is_ok();
-                rendered.push(if plain { source_link(target, label) } else { format!("[{label}]({target})") });
+                let plain =
+                    !target.contains('#') && sources.resolve_target(topic_path, target).is_ok();
+                rendered.push(if plain {
+                    source_link(target, label)
+                } else {
+                    format!("[{label}]({target})")
+                });
             }
         }
         _ => {
@@ -504,9 +516,12 @@ pub fn prune(text: &str) -> Option<String> {
     let mut kept: Vec<&str> = Vec::new();
     let mut active = true;
     let mut headings: Vec<&str> = Vec::new();
-    for (line, def) in lines.iter().zip(&defs) {
-        if let Some((level, range)) = heading_match(line) {
-            headings.truncate(usize::from(level) - 1);
+    for ((line, def), kind) in lines.iter().zip(&defs).zip(&seg.kinds) {
+        // Deliberate fix: Python tracks headings on every line, so a `# comment` inside a code
+        // fence could close the section and drop the record paragraph after it. The heading path
+        // here is the segmentation's, which skips fenced lines.
+        if let (LineKind::Heading { level, .. }, Some((_, range))) = (kind, heading_match(line)) {
+            headings.truncate(usize::from(*level) - 1);
             headings.push(&line[range]);
             active = record_paths.iter().any(|record| {
                 record.len() >= headings.len() && record.iter().zip(&headings).all(|(a, b)| a == b)

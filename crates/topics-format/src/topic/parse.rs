@@ -2,15 +2,17 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::grammar::{
-    LINK, any_suffix, block_link_targets, block_suffix, citation_groups, citations,
-    definition_match, is_memory_id, is_valid_temporal,
+    any_suffix, block_link_targets, block_suffix, citation_groups, citations, definition_match,
+    is_memory_id, is_valid_temporal, links,
 };
 use super::segment::{LineKind, Segments, segment};
-use super::text::{LineSpan, is_py_space, line_col, py_strip, py_strip_range, to_u32};
+use super::text::{
+    FastMap, FastSet, LineSpan, is_py_space, line_col, py_strip, py_strip_range, to_u32,
+};
 use crate::catalog::SourceResolver;
 use crate::diag::{Code, Diagnostic};
 
@@ -45,12 +47,12 @@ pub struct Evidence {
     pub quote: String,
     /// The time value, `None` for `undated`.
     pub when: Option<String>,
-    /// The resolved source references, one per link.
-    pub refs: Vec<String>,
+    /// The resolved source references, one per link (shared with the definition).
+    pub refs: Arc<[String]>,
     /// The link targets as written.
-    pub targets: Vec<String>,
+    pub targets: Arc<[String]>,
     /// The link labels as written.
-    pub labels: Vec<String>,
+    pub labels: Arc<[String]>,
 }
 
 /// A memory unit: one block ID of one paragraph (aliases are full units), or one legacy
@@ -78,8 +80,8 @@ pub struct Unit {
     pub labels: Vec<String>,
     /// Block-link targets (`[x](…#^id)`) in the body, in order.
     pub relation_targets: Vec<String>,
-    /// The heading path above the paragraph.
-    pub headings: Vec<String>,
+    /// The heading path above the paragraph (shared by the paragraphs of one section).
+    pub headings: Arc<[String]>,
     /// The file, relative to `topics/`.
     pub topic_path: String,
     /// Units parsed before this paragraph across the tree (aliases share their paragraph's).
@@ -140,18 +142,19 @@ pub fn parse_tree(files: &[TopicFile], sources: &dyn SourceResolver) -> TreePars
 }
 
 #[derive(Default)]
-struct TreeState {
+struct TreeState<'f> {
     units: Vec<Unit>,
-    seen: HashSet<String>,
+    /// Every unit ID so far, borrowed from the files.
+    seen: FastSet<&'f str>,
     diagnostics: Vec<Diagnostic>,
 }
 
 /// One footnote definition of the file being parsed.
 struct Definition<'t> {
     when: Option<&'t str>,
-    refs: Vec<String>,
-    targets: Vec<&'t str>,
-    labels: Vec<&'t str>,
+    refs: Arc<[String]>,
+    targets: Arc<[String]>,
+    labels: Arc<[String]>,
     /// It parsed without a diagnostic: units citing it can be emitted.
     ok: bool,
     line: usize,
@@ -172,7 +175,7 @@ impl Reporter<'_> {
     }
 }
 
-fn parse_file(file: &TopicFile, sources: &dyn SourceResolver, tree: &mut TreeState) {
+fn parse_file<'f>(file: &'f TopicFile, sources: &dyn SourceResolver, tree: &mut TreeState<'f>) {
     let text = file.text.as_str();
     let seg = segment(text);
     let rep = Reporter { path: file.workspace_path(), text, lines: &seg.lines };
@@ -208,9 +211,9 @@ fn definitions<'t>(
     sources: &dyn SourceResolver,
     rep: &Reporter<'_>,
     diagnostics: &mut Vec<Diagnostic>,
-) -> HashMap<&'t str, Definition<'t>> {
+) -> FastMap<&'t str, Definition<'t>> {
     let text = file.text.as_str();
-    let mut defs: HashMap<&str, Definition<'_>> = HashMap::new();
+    let mut defs: FastMap<&str, Definition<'_>> = FastMap::default();
     for (index, (span, kind)) in seg.lines.iter().zip(&seg.kinds).enumerate() {
         if !matches!(kind, LineKind::Definition { .. }) {
             continue;
@@ -242,33 +245,31 @@ fn definitions<'t>(
         let mut targets = Vec::new();
         let mut labels = Vec::new();
         let mut blank_label = false;
-        for caps in LINK.captures_iter(source_text) {
-            let (Some(whole), Some(label), Some(target)) = (caps.get(0), caps.get(1), caps.get(2))
-            else {
-                continue;
-            };
-            if py_strip(label.as_str()).is_empty() && !blank_label {
+        for link in links(source_text) {
+            let label = &source_text[link.label.clone()];
+            let target = &source_text[link.target.clone()];
+            if py_strip(label).is_empty() && !blank_label {
                 blank_label = true;
                 diagnostics.push(rep.at(
-                    at(m.sources.start + whole.start()),
+                    at(m.sources.start + link.whole.start),
                     Code::SourceLabelsRequired,
                     format!("memory source labels required: {id}"),
                 ));
                 ok = false;
             }
-            match sources.resolve_target(&file.path, target.as_str()) {
+            match sources.resolve_target(&file.path, target) {
                 Ok(source_ref) => refs.push(source_ref),
                 Err(err) => {
                     diagnostics.push(rep.at(
-                        at(m.sources.start + target.start()),
+                        at(m.sources.start + link.target.start),
                         Code::InvalidSourceTarget,
                         err.message,
                     ));
                     ok = false;
                 }
             }
-            targets.push(target.as_str());
-            labels.push(label.as_str());
+            targets.push(target);
+            labels.push(label);
         }
         if targets.is_empty() {
             diagnostics.push(rep.at(
@@ -279,7 +280,20 @@ fn definitions<'t>(
             ok = false;
         }
         let when = (when != "undated").then_some(when);
-        defs.insert(id, Definition { when, refs, targets, labels, ok, line: index, used: false });
+        let targets: Vec<String> = targets.into_iter().map(str::to_owned).collect();
+        let labels: Vec<String> = labels.into_iter().map(str::to_owned).collect();
+        defs.insert(
+            id,
+            Definition {
+                when,
+                refs: refs.into(),
+                targets: targets.into(),
+                labels: labels.into(),
+                ok,
+                line: index,
+                used: false,
+            },
+        );
     }
     defs
 }
@@ -332,12 +346,19 @@ impl<'t> ParagraphText<'t> {
 struct ParagraphCtx<'a, 't> {
     file: &'t TopicFile,
     par: &'a ParagraphText<'t>,
-    headings: &'a [String],
+    headings: &'a Arc<[String]>,
     line_index: usize,
-    rep: &'a Reporter<'t>,
+    rep: &'a Reporter<'a>,
 }
 
-impl ParagraphCtx<'_, '_> {
+impl<'t> ParagraphCtx<'_, 't> {
+    /// The file's own text for a range of the paragraph text (for keys that outlive the
+    /// paragraph).
+    fn file_str(&self, range: &Range<usize>) -> &'t str {
+        let file: &'t str = &self.file.text;
+        file.get(self.par.file_offset(range.start)..self.par.file_offset(range.end)).unwrap_or("")
+    }
+
     fn report(&self, offset: usize, code: Code, message: String) -> Diagnostic {
         self.rep.at(self.par.file_offset(offset), code, message)
     }
@@ -348,7 +369,11 @@ impl ParagraphCtx<'_, '_> {
     }
 }
 
-fn parse_paragraph(ctx: &ParagraphCtx<'_, '_>, defs: &mut HashMap<&str, Definition<'_>>, tree: &mut TreeState) {
+fn parse_paragraph<'f>(
+    ctx: &ParagraphCtx<'_, 'f>,
+    defs: &mut FastMap<&str, Definition<'_>>,
+    tree: &mut TreeState<'f>,
+) {
     let par = ctx.par.text();
     let before = tree.diagnostics.len();
     let block = block_suffix(par);
@@ -376,10 +401,10 @@ fn parse_paragraph(ctx: &ParagraphCtx<'_, '_>, defs: &mut HashMap<&str, Definiti
     }
 }
 
-fn block_paragraph(
-    ctx: &ParagraphCtx<'_, '_>,
-    defs: &mut HashMap<&str, Definition<'_>>,
-    tree: &mut TreeState,
+fn block_paragraph<'f>(
+    ctx: &ParagraphCtx<'_, 'f>,
+    defs: &mut FastMap<&str, Definition<'_>>,
+    tree: &mut TreeState<'f>,
     suffix_start: usize,
     ids: &[Range<usize>],
 ) {
@@ -420,8 +445,8 @@ fn block_paragraph(
                         quote: quote.to_owned(),
                         when: def.when.map(str::to_owned),
                         refs: def.refs.clone(),
-                        targets: def.targets.iter().map(|s| (*s).to_owned()).collect(),
-                        labels: def.labels.iter().map(|s| (*s).to_owned()).collect(),
+                        targets: def.targets.clone(),
+                        labels: def.labels.clone(),
                     });
                 }
             }
@@ -470,7 +495,7 @@ fn block_paragraph(
         link_targets,
         labels,
         relation_targets: block_link_targets(body),
-        headings: ctx.headings.to_vec(),
+        headings: ctx.headings.clone(),
         topic_path: ctx.file.path.clone(),
         created_order,
         line: to_u32(ctx.line_index + 1 + par_line_offset(ctx.par)),
@@ -478,24 +503,34 @@ fn block_paragraph(
         evidence,
         legacy: false,
     };
-    for (k, id_range) in ids.iter().enumerate() {
-        let id = &par[id_range.clone()];
-        if !tree.seen.insert(id.to_owned()) {
-            tree.diagnostics.push(ctx.report(
-                id_range.start - 1,
-                Code::DuplicateMemoryId,
-                format!("duplicate memory_id: {id}"),
-            ));
-            continue;
+    let fresh: Vec<usize> = (0..ids.len())
+        .filter(|&k| {
+            let id = ctx.file_str(&ids[k]);
+            let new = tree.seen.insert(id);
+            if !new {
+                tree.diagnostics.push(ctx.report(
+                    ids[k].start - 1,
+                    Code::DuplicateMemoryId,
+                    format!("duplicate memory_id: {id}"),
+                ));
+            }
+            new
+        })
+        .collect();
+    let mut template = Some(template);
+    for (n, &k) in fresh.iter().enumerate() {
+        // The last unit takes the template itself: one paragraph, one set of allocations.
+        let mut unit = if n + 1 == fresh.len() { template.take() } else { template.clone() }
+            .expect("the template is taken only by the last unit");
+        unit.memory_id = all_ids[k].to_owned();
+        if all_ids.len() > 1 {
+            unit.aliases = all_ids
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != k)
+                .map(|(_, s)| (*s).to_owned())
+                .collect();
         }
-        let mut unit = template.clone();
-        unit.memory_id = id.to_owned();
-        unit.aliases = all_ids
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != k)
-            .map(|(_, s)| (*s).to_owned())
-            .collect();
         tree.units.push(unit);
     }
 }
@@ -505,10 +540,10 @@ fn par_line_offset(par: &ParagraphText<'_>) -> usize {
     par.starts.partition_point(|(s, _)| *s <= par.stripped.start).saturating_sub(1)
 }
 
-fn legacy_paragraph(
-    ctx: &ParagraphCtx<'_, '_>,
-    defs: &mut HashMap<&str, Definition<'_>>,
-    tree: &mut TreeState,
+fn legacy_paragraph<'f>(
+    ctx: &ParagraphCtx<'_, 'f>,
+    defs: &mut FastMap<&str, Definition<'_>>,
+    tree: &mut TreeState<'f>,
 ) {
     let par = ctx.par.text();
     let mut cursor = 0;
@@ -516,8 +551,8 @@ fn legacy_paragraph(
     let mut failed = false;
     let mut pending = Vec::new();
     for group in citation_groups(par) {
-        let ids: Vec<(&str, usize)> =
-            group.ids.iter().map(|r| (&par[r.clone()], r.start)).collect();
+        let ids: Vec<(&'f str, usize)> =
+            group.ids.iter().map(|r| (ctx.file_str(r), r.start)).collect();
         if ids.iter().any(|(id, _)| !is_memory_id(id)) {
             // Python skips such a group without moving its cursor: the next legacy unit's
             // content runs from the previous legacy group.
@@ -547,7 +582,15 @@ fn legacy_paragraph(
                 Some(def) => {
                     def.used = true;
                     failed |= !def.ok;
-                    pending.push((id, at, content.to_owned(), def.when, def.refs.clone(), def.targets.clone(), def.labels.clone()));
+                    pending.push((
+                        id,
+                        at,
+                        content.to_owned(),
+                        def.when,
+                        def.refs.clone(),
+                        def.targets.clone(),
+                        def.labels.clone(),
+                    ));
                 }
             }
         }
@@ -567,7 +610,7 @@ fn legacy_paragraph(
     let base = tree.units.len();
     let line = to_u32(ctx.line_index + 1 + par_line_offset(ctx.par));
     for (k, (id, at, content, when, refs, targets, labels)) in pending.into_iter().enumerate() {
-        if !tree.seen.insert(id.to_owned()) {
+        if !tree.seen.insert(id) {
             tree.diagnostics.push(ctx.report(
                 at - 2,
                 Code::DuplicateMemoryId,
@@ -582,11 +625,11 @@ fn legacy_paragraph(
             content,
             when: when.map(str::to_owned),
             whens: when.map(str::to_owned).into_iter().collect(),
-            refs,
-            link_targets: targets.iter().map(|s| (*s).to_owned()).collect(),
-            labels: labels.iter().map(|s| (*s).to_owned()).collect(),
+            refs: refs.to_vec(),
+            link_targets: targets.to_vec(),
+            labels: labels.to_vec(),
             relation_targets: Vec::new(),
-            headings: ctx.headings.to_vec(),
+            headings: ctx.headings.clone(),
             topic_path: ctx.file.path.clone(),
             created_order: base + k,
             line,
@@ -620,7 +663,7 @@ fn union_refs(evidence: &[Evidence]) -> (Vec<String>, Vec<String>, Vec<String>) 
     let mut targets = Vec::new();
     let mut labels = Vec::new();
     for e in evidence {
-        for ((r, t), l) in e.refs.iter().zip(&e.targets).zip(&e.labels) {
+        for ((r, t), l) in e.refs.iter().zip(e.targets.iter()).zip(e.labels.iter()) {
             if !refs.contains(r) {
                 refs.push(r.clone());
                 targets.push(t.clone());

@@ -116,18 +116,18 @@ fn classify(line: &str, offset: usize, in_fence: bool) -> LineKind {
         return LineKind::Fenced;
     }
     let first = line.as_bytes().first().copied();
-    if first == Some(b'[') {
-        if let Some(m) = definition_match(line) {
-            return LineKind::Definition { legacy: m.legacy };
-        }
+    if first == Some(b'[')
+        && let Some(m) = definition_match(line)
+    {
+        return LineKind::Definition { legacy: m.legacy };
     }
     if is_html(line) {
         return LineKind::Html;
     }
-    if first == Some(b'#') {
-        if let Some((level, text)) = heading_match(line) {
-            return LineKind::Heading { level, text: offset + text.start..offset + text.end };
-        }
+    if first == Some(b'#')
+        && let Some((level, text)) = heading_match(line)
+    {
+        return LineKind::Heading { level, text: offset + text.start..offset + text.end };
     }
     if is_blank(line) {
         return LineKind::Blank;
@@ -195,6 +195,16 @@ impl Document {
     pub fn paragraph_text(&self, paragraph: &Paragraph) -> String {
         let joined: Vec<&str> = paragraph.lines.clone().map(|i| self.line_text(i)).collect();
         super::text::py_strip(&joined.join("\n")).to_owned()
+    }
+
+    /// The block IDs ending the paragraph (` ^a ^b`), identity last; empty when it has none.
+    /// This is only the suffix grammar: whether the paragraph is a valid record is the parser's
+    /// business.
+    pub fn block_ids(&self, paragraph: &Paragraph) -> Vec<String> {
+        let text = self.paragraph_text(paragraph);
+        super::grammar::block_suffix(&text)
+            .map(|(_, ids)| ids.into_iter().map(|r| text[r].to_owned()).collect())
+            .unwrap_or_default()
     }
 
     /// Reassembles the text from the lines: always equal to the input of [`Document::parse`].

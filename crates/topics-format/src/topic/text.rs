@@ -4,7 +4,38 @@
 //! `str.strip()`; both recognise more characters than Rust's `lines` and `trim`. Matching them
 //! exactly is what makes segmentation agree byte for byte on every input.
 
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
+
+/// A fast non-cryptographic hasher (FxHash's multiply-rotate) for the parser's short string
+/// keys: SipHash's DoS resistance buys nothing for maps that live for one parse.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A `HashMap` with [`FxHasher`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A `HashSet` with [`FxHasher`].
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// Whether `c` is whitespace for Python (`str.isspace`, and the `\s` of a `str` regex).
 ///
@@ -58,6 +89,18 @@ pub(crate) struct LineSpan {
     pub(crate) next: usize,
 }
 
+/// Bytes that can start a `str.splitlines` line break.
+static MAY_BREAK: [bool; 256] = {
+    let mut table = [false; 256];
+    let starts: [u8; 9] = [b'\n', b'\r', 0x0b, 0x0c, 0x1c, 0x1d, 0x1e, 0xc2, 0xe2];
+    let mut k = 0;
+    while k < starts.len() {
+        table[starts[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
 /// Splits `text` exactly like Python's `str.splitlines()`, keeping the breaks as byte ranges.
 ///
 /// Breaks: `\n`, `\r\n`, `\r`, `\x0b`, `\x0c`, `\x1c`, `\x1d`, `\x1e`, U+0085, U+2028, U+2029.
@@ -68,6 +111,11 @@ pub(crate) fn split_lines(text: &str) -> Vec<LineSpan> {
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
+        // Skip ordinary bytes fast: only these can start a line break.
+        match bytes[i..].iter().position(|&b| MAY_BREAK[usize::from(b)]) {
+            Some(skip) => i += skip,
+            None => break,
+        }
         let b = bytes[i];
         let brk = match b {
             b'\n' | 0x0b | 0x0c | 0x1c..=0x1e => 1,

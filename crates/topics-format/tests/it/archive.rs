@@ -1,1 +1,8 @@
-//! Source-archive integration tests: corpus snapshots, scan, append planning, fuzz loop.
+//! Source-archive integration tests: corpus snapshots, scan, append planning, resolution, and the
+//! property and fuzz loops.
+
+mod append;
+mod corpus;
+mod fuzz;
+mod resolve;
+mod roundtrip;

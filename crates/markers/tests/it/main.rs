@@ -1,0 +1,7 @@
+//! Integration tests of `scriptorium-markers` (one binary, one module per area).
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+mod pending;
+mod plan;
+mod support;

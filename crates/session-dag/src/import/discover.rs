@@ -1,0 +1,193 @@
+//! Finding transcripts under command-line paths and grouping the files that must be parsed
+//! together (a Claude Code session with its sidechains).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use super::{Error, Format, Input, Parsed, parse};
+
+/// One file of a [`Unit`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitFile {
+    /// The transcript.
+    pub path: PathBuf,
+    /// Claude Code: a sub-agent transcript (`agent-*.jsonl`, beside the session or under
+    /// `<session>/subagents/`).
+    pub sidechain: bool,
+    /// Claude Code: the sub-agent's `agent-*.meta.json`, when it exists.
+    pub meta: Option<PathBuf>,
+}
+
+/// Files parsed together into one or more sessions: for Claude Code every file whose first
+/// `sessionId` is the same (main transcripts first, then sidechains); for the other formats one
+/// file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unit {
+    /// The format.
+    pub format: Format,
+    /// The files, main transcripts first, each group in path order.
+    pub files: Vec<UnitFile>,
+}
+
+impl Unit {
+    /// The first file (named in errors).
+    pub fn first_path(&self) -> &Path {
+        self.files.first().map_or(Path::new(""), |f| f.path.as_path())
+    }
+
+    /// The total size of the unit's transcripts in bytes (for progress bars), 0 if unknown.
+    pub fn len_bytes(&self) -> u64 {
+        self.files.iter().filter_map(|f| fs::metadata(&f.path).ok()).map(|m| m.len()).sum()
+    }
+
+    /// Reads the unit's files and parses them (see [`parse`]).
+    pub fn parse(&self) -> Result<Parsed, Error> {
+        let mut contents = Vec::with_capacity(self.files.len());
+        for file in &self.files {
+            let bytes = read(&file.path)?;
+            // A missing or unreadable `.meta.json` only loses the agent's description.
+            let meta = file.meta.as_ref().and_then(|m| fs::read(m).ok());
+            contents.push((bytes, meta));
+        }
+        let inputs: Vec<Input<'_>> = self
+            .files
+            .iter()
+            .zip(&contents)
+            .map(|(file, (bytes, meta))| Input {
+                path: &file.path,
+                bytes,
+                sidechain: file.sidechain,
+                meta: meta.as_deref(),
+            })
+            .collect();
+        parse(self.format, &inputs)
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+}
+
+/// Finds the transcripts under `paths` (files are taken as given; directories are searched
+/// recursively for `*.jsonl`, symlinked directories are not followed) and groups them into
+/// [`Unit`]s. Claude Code files are grouped by their first `sessionId` (see the module docs), so
+/// sidechains join their session whether they sit beside it (`agent-*.jsonl`) or under
+/// `<session>/subagents/`.
+///
+/// A path that does not exist or cannot be listed is returned in the error list; the other
+/// paths are still discovered.
+pub fn discover(format: Format, paths: &[PathBuf]) -> (Vec<Unit>, Vec<Error>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for path in paths {
+        match fs::metadata(path) {
+            Ok(m) if m.is_dir() => walk(path, &mut files, &mut errors),
+            Ok(_) => files.push(path.clone()),
+            Err(source) => errors.push(Error::Io { path: path.clone(), source }),
+        }
+    }
+    files.sort();
+    files.dedup();
+    if format != Format::ClaudeCode {
+        let units = files
+            .into_iter()
+            .map(|path| Unit {
+                format,
+                files: vec![UnitFile { path, sidechain: false, meta: None }],
+            })
+            .collect();
+        return (units, errors);
+    }
+    // Group by session key; mains before sidechains, each in path order.
+    let mut groups: BTreeMap<String, (Vec<UnitFile>, Vec<UnitFile>)> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for path in files {
+        let sidechain = is_sidechain_path(&path);
+        let key = match session_key(&path) {
+            Ok(Some(key)) => key,
+            Ok(None) => {
+                // No record names a session: the file is its own unit.
+                format!("\u{0}{}", path.display())
+            }
+            Err(err) => {
+                errors.push(err);
+                continue;
+            }
+        };
+        let meta = sidechain.then(|| path.with_extension("meta.json")).filter(|m| m.is_file());
+        let group = groups.entry(key.clone()).or_insert_with(|| {
+            order.push(key);
+            (Vec::new(), Vec::new())
+        });
+        let file = UnitFile { path, sidechain, meta };
+        if sidechain { group.1.push(file) } else { group.0.push(file) }
+    }
+    let units = order
+        .into_iter()
+        .filter_map(|key| groups.remove(&key))
+        .map(|(mut mains, sidechains)| {
+            mains.extend(sidechains);
+            Unit { format, files: mains }
+        })
+        .collect();
+    (units, errors)
+}
+
+/// Whether a Claude Code file is a sub-agent transcript: `agent-*.jsonl`, or anything under a
+/// `subagents` directory.
+fn is_sidechain_path(path: &Path) -> bool {
+    let agent = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("agent-"));
+    agent || path.components().any(|c| c.as_os_str() == "subagents")
+}
+
+/// The first `sessionId` of a Claude Code file, reading only up to the first line that has one.
+fn session_key(path: &Path) -> Result<Option<String>, Error> {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(rename = "sessionId", default)]
+        session_id: Option<String>,
+    }
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let file = fs::File::open(path).map_err(io)?;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
+            return Ok(None);
+        }
+        if let Ok(Peek { session_id: Some(id) }) = serde_json::from_slice::<Peek>(&line) {
+            return Ok(Some(id));
+        }
+    }
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<Error>) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(source) => {
+            errors.push(Error::Io { path: dir.to_path_buf(), source });
+            return;
+        }
+    };
+    for entry in entries {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(source) => {
+                errors.push(Error::Io { path: dir.to_path_buf(), source });
+                continue;
+            }
+        };
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => walk(&path, files, errors),
+            Ok(_) if path.extension().is_some_and(|e| e == "jsonl") && path.is_file() => {
+                files.push(path);
+            }
+            Ok(_) => {}
+            Err(source) => errors.push(Error::Io { path, source }),
+        }
+    }
+}
