@@ -1,1 +1,2 @@
-//! End-to-end tests of the `scriptorium` binary across crates; the tests live in `tests/it/`.
+//! End-to-end tests across crates: the example workspace the README runs, and real transcripts
+//! carried from import through the written-marker walk. The tests live in `it/` and `data/`.

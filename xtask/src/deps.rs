@@ -74,7 +74,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("scriptorium-testkit", &[]),
-    ("scriptorium-tests", &[]),
+    (
+        "scriptorium-tests",
+        &[
+            "scriptorium-topics-format",
+            "scriptorium-session-dag",
+            "scriptorium-markers",
+            "scriptorium-txn",
+            "scriptorium-views",
+            "scriptorium-search",
+            "scriptorium-history",
+            "scriptorium-writer",
+            "scriptorium-backend",
+            "scriptorium-server",
+        ],
+    ),
     ("xtask", &[]),
 ];
 

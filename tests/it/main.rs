@@ -1,0 +1,3 @@
+//! End-to-end tests that need no third-party data.
+
+mod example_workspace;
