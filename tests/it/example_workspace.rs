@@ -13,13 +13,14 @@ fn example() -> PathBuf {
 }
 
 fn read_tree(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    for entry in std::fs::read_dir(dir).expect("list the example workspace") {
+        let path = entry.expect("read a directory entry").path();
         if path.is_dir() {
             read_tree(root, &path, out);
         } else {
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
-            out.insert(rel, std::fs::read_to_string(&path).unwrap());
+            let rel = path.strip_prefix(root).expect("inside the root").to_string_lossy();
+            let text = std::fs::read_to_string(&path).expect("a UTF-8 file");
+            out.insert(rel.replace('\\', "/"), text);
         }
     }
 }

@@ -128,7 +128,10 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 /// Runs the suites (extra arguments go to criterion as a filter), then judges and summarises.
 pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     let mut cmd = crate::cargo();
-    cmd.args(["bench", "--workspace", "--benches", "--locked"]);
+    // `--bench '*'` runs only the criterion targets; the libraries' own libtest harnesses would
+    // reject criterion's options.
+    cmd.args(["bench", "--workspace", "--bench", "*", "--locked"]);
+    let extra = extra.strip_prefix(&["--".to_owned()][..]).unwrap_or(extra);
     if !extra.is_empty() {
         cmd.arg("--").args(extra);
     }

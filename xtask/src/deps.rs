@@ -8,6 +8,53 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 
+/// The crates of layers L0 and L1 (SPEC §4).
+const L0_L1: &[&str] = &[
+    "scriptorium-topics-format",
+    "scriptorium-session-dag",
+    "scriptorium-markers",
+    "scriptorium-txn",
+    "scriptorium-views",
+    "scriptorium-search",
+    "scriptorium-history",
+];
+/// L0–L2: what `backend` may use.
+const UP_TO_L2: &[&str] = &[
+    "scriptorium-topics-format",
+    "scriptorium-session-dag",
+    "scriptorium-markers",
+    "scriptorium-txn",
+    "scriptorium-views",
+    "scriptorium-search",
+    "scriptorium-history",
+    "scriptorium-writer",
+];
+/// L0–L3: what `server` may use.
+const UP_TO_L3: &[&str] = &[
+    "scriptorium-topics-format",
+    "scriptorium-session-dag",
+    "scriptorium-markers",
+    "scriptorium-txn",
+    "scriptorium-views",
+    "scriptorium-search",
+    "scriptorium-history",
+    "scriptorium-writer",
+    "scriptorium-backend",
+];
+/// Every library crate: what `cli` and the end-to-end tests may use.
+const ALL_LIBRARIES: &[&str] = &[
+    "scriptorium-topics-format",
+    "scriptorium-session-dag",
+    "scriptorium-markers",
+    "scriptorium-txn",
+    "scriptorium-views",
+    "scriptorium-search",
+    "scriptorium-history",
+    "scriptorium-writer",
+    "scriptorium-backend",
+    "scriptorium-server",
+];
+
 /// For each of our packages, the packages of ours it may depend on (normal, build and dev
 /// dependencies alike). `scriptorium-testkit` is additionally allowed as a dev-dependency of any
 /// package and never as a normal one.
@@ -19,76 +66,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("scriptorium-views", &["scriptorium-topics-format"]),
     ("scriptorium-search", &["scriptorium-topics-format"]),
     ("scriptorium-history", &[]),
-    (
-        "scriptorium-writer",
-        &[
-            "scriptorium-topics-format",
-            "scriptorium-session-dag",
-            "scriptorium-markers",
-            "scriptorium-txn",
-            "scriptorium-views",
-            "scriptorium-search",
-            "scriptorium-history",
-        ],
-    ),
-    (
-        "scriptorium-backend",
-        &[
-            "scriptorium-topics-format",
-            "scriptorium-session-dag",
-            "scriptorium-markers",
-            "scriptorium-txn",
-            "scriptorium-views",
-            "scriptorium-search",
-            "scriptorium-history",
-            "scriptorium-writer",
-        ],
-    ),
-    (
-        "scriptorium-server",
-        &[
-            "scriptorium-topics-format",
-            "scriptorium-session-dag",
-            "scriptorium-markers",
-            "scriptorium-txn",
-            "scriptorium-views",
-            "scriptorium-search",
-            "scriptorium-history",
-            "scriptorium-writer",
-            "scriptorium-backend",
-        ],
-    ),
-    (
-        "scriptorium-cli",
-        &[
-            "scriptorium-topics-format",
-            "scriptorium-session-dag",
-            "scriptorium-markers",
-            "scriptorium-txn",
-            "scriptorium-views",
-            "scriptorium-search",
-            "scriptorium-history",
-            "scriptorium-writer",
-            "scriptorium-backend",
-            "scriptorium-server",
-        ],
-    ),
+    ("scriptorium-writer", L0_L1),
+    ("scriptorium-backend", UP_TO_L2),
+    ("scriptorium-server", UP_TO_L3),
+    ("scriptorium-cli", ALL_LIBRARIES),
     ("scriptorium-testkit", &[]),
-    (
-        "scriptorium-tests",
-        &[
-            "scriptorium-topics-format",
-            "scriptorium-session-dag",
-            "scriptorium-markers",
-            "scriptorium-txn",
-            "scriptorium-views",
-            "scriptorium-search",
-            "scriptorium-history",
-            "scriptorium-writer",
-            "scriptorium-backend",
-            "scriptorium-server",
-        ],
-    ),
+    ("scriptorium-tests", ALL_LIBRARIES),
     ("xtask", &[]),
 ];
 

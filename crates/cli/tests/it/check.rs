@@ -21,14 +21,14 @@ fn stdout_lines(out: &std::process::Output) -> Vec<String> {
 
 /// Copies a directory tree (regular files only).
 fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
+    fs::create_dir_all(to).expect("create the copy's directory");
+    for entry in fs::read_dir(from).expect("list the corpus directory") {
+        let entry = entry.expect("read a directory entry");
         let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
+        if entry.file_type().expect("a file type").is_dir() {
             copy_tree(&entry.path(), &target);
         } else {
-            fs::copy(entry.path(), target).unwrap();
+            fs::copy(entry.path(), target).expect("copy a corpus file");
         }
     }
 }
