@@ -1,0 +1,1 @@
+//! Integration tests of `scriptorium-history`, read back with the real `git` CLI.

@@ -1,0 +1,2 @@
+//! Criterion: one-paragraph edit transactions (filled by the transactions issue).
+fn main() {}

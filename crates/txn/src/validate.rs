@@ -1,0 +1,1 @@
+//! Validation of a staged, normalized topic tree against the baseline (reference §4.5).

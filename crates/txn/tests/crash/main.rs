@@ -1,0 +1,3 @@
+//! The kill -9 supervisor (filled by the transactions issue).
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Transaction pipeline tests: begin, edit, install, recovery, faults, concurrency, archiving.

@@ -1,0 +1,1 @@
+//! Validation tests: every violation code triggered, the workspace byte-identical after.
