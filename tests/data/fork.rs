@@ -1,6 +1,6 @@
-//! A real Claude Code user-edit fork carried from import to the written-marker walk: once one
-//! branch is written (marked), the other branch owes exactly its own turns, and the shared prefix
-//! is never offered twice.
+//! Real Claude Code transcripts carried from import to the written-marker walk: once one branch
+//! of a user-edit fork is written (marked), the other branch owes exactly its own turns and the
+//! shared prefix is never offered twice; a compaction summary is never a record.
 
 use std::path::PathBuf;
 
@@ -69,5 +69,45 @@ fn fork_trial(data: &std::path::Path) -> Result<(), Failed> {
 
 /// The trials of this area.
 pub(crate) fn trials() -> Vec<Trial> {
-    vec![data_trial("real_edit_fork_import_then_pending", fork_trial)]
+    vec![
+        data_trial("real_edit_fork_import_then_pending", fork_trial),
+        data_trial("real_compaction_summary_is_never_a_record", compaction_trial),
+    ]
+}
+
+/// The real compaction transcript: the summary node is imported as a compaction summary and is
+/// never a record, so memory never writes the summary back as if it were a new turn.
+fn compaction_trial(data: &std::path::Path) -> Result<(), Failed> {
+    let file = data.join("codemie-code/claude/session-624a4a58.jsonl");
+    let home = tempfile::tempdir().map_err(fail)?;
+    let store = EmbeddedStore::open(home.path().join("sessions")).map_err(fail)?;
+    let (units, errors) = discover(Format::ClaudeCode, &[file]);
+    check(errors.is_empty(), format!("discover errors: {errors:?}"))?;
+    for unit in &units {
+        import_unit(&store, unit).map_err(fail)?;
+    }
+    let sessions = store
+        .list_sessions(scriptorium_session_dag::Page { offset: 0, limit: 10 })
+        .map_err(fail)?;
+    let session = &sessions.first().ok_or_else(|| fail("no session imported"))?.id;
+    let branch = store.branch(session, None).map_err(fail)?;
+    let summaries: Vec<_> = branch
+        .iter()
+        .filter(|n| n.kind == scriptorium_session_dag::NodeKind::CompactionSummary)
+        .collect();
+    check(
+        summaries.len() == 1,
+        format!("one compaction summary on the head branch, got {}", summaries.len()),
+    )?;
+    let recs = records(&branch);
+    check(!recs.is_empty(), "the session has records")?;
+    check(
+        recs.iter().all(|n| n.kind == scriptorium_session_dag::NodeKind::Message),
+        "only messages are records",
+    )?;
+    check(!recs.iter().any(|n| n.id == summaries[0].id), "the summary is never a record")?;
+    let workspace = WorkspaceId::parse("w-0123abcd").map_err(fail)?;
+    let owed = pending(&store, session, None, &workspace).map_err(fail)?;
+    check(owed.len() == recs.len(), "an unmarked branch owes exactly its records")?;
+    Ok(())
 }
