@@ -5,6 +5,8 @@
 //! - `deps`: the allowed edges between our crates (SPEC §4); any other edge fails.
 //! - `tidy`: the repository rules of STYLE.md that a compiler cannot check.
 //! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
+//! - `crash`: the kill -9 supervisor of the transaction engine, for N iterations (CI runs a few
+//!   as part of the tests; run many locally).
 //!
 //! `deps` and `tidy` also run as ordinary `#[test]`s, so plain `cargo test` enforces them.
 
@@ -24,8 +26,11 @@ fn main() -> ExitCode {
         Some("deps") => deps::check(&repo_root()).map(|()| println!("deps: ok")),
         Some("tidy") => tidy::check(&repo_root()).map(|()| println!("tidy: ok")),
         Some("bench") => bench::run(&repo_root(), &args[1..]),
+        Some("crash") => crash(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask <ci|deps|tidy|bench [criterion filter]>");
+            eprintln!(
+                "usage: cargo xtask <ci|deps|tidy|bench [criterion args]|crash [--iterations N]>"
+            );
             return ExitCode::from(2);
         }
     };
@@ -60,6 +65,19 @@ fn run_step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
         bail!("`{name}` failed ({status})");
     }
     Ok(())
+}
+
+/// `cargo xtask crash [--iterations N]`: the kill -9 supervisor, longer than in CI.
+fn crash(args: &[String]) -> anyhow::Result<()> {
+    let iterations = match args {
+        [] => "500".to_owned(),
+        [flag, n] if flag == "--iterations" && n.parse::<u32>().is_ok() => n.clone(),
+        _ => bail!("usage: cargo xtask crash [--iterations N]"),
+    };
+    let mut cmd = cargo();
+    cmd.args(["test", "--release", "--package", "scriptorium-txn", "--test", "crash", "--locked"])
+        .env("SCRIPTORIUM_CRASH_ITERATIONS", &iterations);
+    run_step(&format!("kill -9 supervisor, {iterations} iterations"), cmd)
 }
 
 fn ci() -> anyhow::Result<()> {

@@ -1,12 +1,566 @@
-//! Git history of the memory workspace.
+//! Git history of the memory workspace: one commit per installed transaction, written with `gix`
+//! directly from the workspace files, readable by the plain `git` CLI.
 //!
-//! This crate will own one git commit per installed transaction, built directly from the workspace
-//! files with `gix` (no shelling out), each carrying a `Txn-Id:` trailer; catch-up on open when the
-//! last commit does not carry the installed transaction; and `log(path)`.
+//! Key decision: git is history, not the commit point. The transaction engine installs first;
+//! a commit failure afterwards is reported by the caller as `memory_committed = true,
+//! git_committed = false`, never as a rollback, and [`History::catch_up`] repairs it on the next
+//! open. So that a one-paragraph transaction commits in milliseconds however large `sources/`
+//! is, [`History::commit`] edits `HEAD`'s tree at exactly the paths the transaction changed and
+//! reads no other workspace file; full scans (first commit, catch-up) reuse git's stat cache in
+//! `.git/index`, so even they rehash only files whose stat data changed.
 //!
-//! Key decision: git is history, not the commit point. A failed commit after an install is
-//! reported as `memory_committed = true, git_committed = false`, never as a rollback.
+//! Commit layout:
+//! - message: the caller's message, a blank line, and the trailer `Txn-Id: <txn id>`;
+//! - author and committer: the fixed identity `Scriptorium <memory@scriptorium.invalid>` at the
+//!   caller-supplied [`Time`], so no git configuration is needed;
+//! - tree: every regular file of the workspace except internal paths ([`is_internal_path`]:
+//!   `.scriptorium*`, `.nativemem*`, `.git`); symlinks are skipped, never followed;
+//! - `.git/index` is rewritten from the new tree (carrying stat data) so `git status` is clean.
 //!
 //! # Limitations
 //!
-//! Not implemented yet: this crate is filled by the transactions issue.
+//! - Callers must hold the workspace write lock: two writers racing on `HEAD` make the second
+//!   fail with `GIT_COMMIT_FAILED` (gix updates `HEAD` compare-and-set), not merge.
+//! - Objects and refs are written without `fsync` (gix's default): a power loss right after a
+//!   commit can lose it, which the next [`History::catch_up`] repairs; a process kill cannot.
+//! - History is linear as far as this crate is concerned: [`History::log`] follows first parents.
+//! - Keeping `.git/index` in step costs time proportional to the number of tracked files (not
+//!   their size): the index is read and rewritten on every commit.
+//! - Files are read whole into memory to be hashed; file names must be valid UTF-8 on non-Unix
+//!   systems. Names git refuses in trees (`.git` spelled any way, `git~1`) are skipped.
+//!
+//! # Example
+//!
+//! ```
+//! use scriptorium_history::{CommitRequest, History, Time};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! std::fs::create_dir_all(dir.path().join("topics"))?;
+//! std::fs::write(dir.path().join("topics/core.md"), "# Core\n")?;
+//!
+//! let history = History::open_or_init(dir.path(), Time::utc(1_700_000_000))?;
+//! std::fs::write(dir.path().join("topics/core.md"), "# Core\n\nA paragraph.\n")?;
+//! let changed = ["topics/core.md".to_owned()];
+//! let outcome = history.commit(CommitRequest {
+//!     txn_id: "t-0001",
+//!     message: "memory: edit topics/core.md",
+//!     changed: Some(&changed),
+//!     time: Time::utc(1_700_000_060),
+//! })?;
+//! assert!(outcome.created);
+//! assert_eq!(history.last_txn_id()?.as_deref(), Some("t-0001"));
+//! assert_eq!(history.log(Some("topics/core.md"), 10)?.len(), 2);
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod message;
+mod paths;
+mod scan;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BStr, BString, ByteSlice, ByteVec};
+use gix::hash::ObjectId;
+
+pub use error::{Error, ErrorCode};
+pub use message::{IDENTITY_EMAIL, IDENTITY_NAME, INITIAL_MESSAGE, TXN_ID_TRAILER, Time};
+pub use paths::{is_internal_path, is_runtime_name};
+
+use message::{check_txn_id, summary_of, txn_id_of, with_trailer};
+use paths::{check_changed_path, is_git_reserved_name, is_internal_bytes};
+use scan::{Found, Scanner};
+
+/// The lines [`History::open_or_init`] makes sure `.git/info/exclude` holds, so that the git CLI
+/// ignores runtime state as well.
+pub const EXCLUDES: [&str; 2] = ["/.scriptorium*", "/.nativemem*"];
+
+/// The git history of one memory workspace (the repository at `<root>/.git`).
+///
+/// It holds only the workspace root and opens the repository for each call (about a
+/// millisecond), because a `gix::Repository` is neither `Send` nor `Sync` with the features
+/// we build gix with, and so that refs and packs rewritten meanwhile by the git CLI (`git gc`)
+/// are always seen fresh. `History` is `Send + Sync`.
+#[derive(Clone, Debug)]
+pub struct History {
+    root: PathBuf,
+}
+
+/// The repository opened for one call.
+struct Repo<'h> {
+    root: &'h Path,
+    repo: gix::Repository,
+}
+
+/// One commit to make; see [`History::commit`].
+#[derive(Clone, Copy, Debug)]
+pub struct CommitRequest<'a> {
+    /// The installed transaction; becomes the `Txn-Id:` trailer.
+    pub txn_id: &'a str,
+    /// The commit message without trailer, e.g. `memory: incremental transaction` (trailing
+    /// whitespace is trimmed; an empty one becomes `memory: transaction <txn id>`).
+    pub message: &'a str,
+    /// Workspace-relative paths (`/`-separated) the transaction changed, including the derived
+    /// views it rebuilt. A path that no longer exists is removed; a directory stands for its
+    /// whole subtree. Paths not listed keep their entry from `HEAD`. `None` scans the whole
+    /// workspace.
+    pub changed: Option<&'a [String]>,
+    /// The author and committer time.
+    pub time: Time,
+}
+
+/// What [`History::commit`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitOutcome {
+    /// The hex id of `HEAD` afterwards (the new commit, or the existing one).
+    pub commit: String,
+    /// Whether a new commit was made.
+    pub created: bool,
+    /// Whether `.git/index` was rewritten. `false` means only that `git status` may show
+    /// spurious changes until the next commit; the history itself is complete.
+    pub index_written: bool,
+    /// How many workspace files were read and hashed (the rest came from `HEAD`'s tree or
+    /// from the stat cache); useful to check that unchanged files are not reread.
+    pub files_hashed: usize,
+}
+
+/// One commit as listed by [`History::log`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogEntry {
+    /// The hex commit id.
+    pub commit: String,
+    /// The committer time.
+    pub time: Time,
+    /// The first line of the message.
+    pub summary: String,
+    /// The `Txn-Id` trailer, if the commit has one.
+    pub txn_id: Option<String>,
+}
+
+struct HeadInfo {
+    commit: ObjectId,
+    tree: ObjectId,
+    txn_id: Option<String>,
+}
+
+impl History {
+    /// Open the repository at `<root>/.git`, creating it if missing.
+    ///
+    /// Also makes sure `.git/info/exclude` holds [`EXCLUDES`], and, if `HEAD` has no commit yet,
+    /// commits the existing workspace files as [`INITIAL_MESSAGE`] (an empty tree if there are
+    /// none) at `time`, without a `Txn-Id` trailer. Nothing is committed when `HEAD` exists.
+    ///
+    /// Atomicity: repository creation is not atomic (a crash can leave a partial `.git`, which
+    /// then fails to open with `GIT_UNAVAILABLE`); `info/exclude` is replaced by a rename; the
+    /// initial commit is atomic as described at [`History::commit`]. Call it under the workspace
+    /// write lock.
+    pub fn open_or_init(root: impl AsRef<Path>, time: Time) -> Result<History, Error> {
+        let root = root.as_ref().to_path_buf();
+        let exists = root.join(".git").symlink_metadata().is_ok();
+        let repo = if exists {
+            gix::open_opts(&root, gix::open::Options::isolated())
+                .map_err(|source| Error::Repository { op: "open", root: root.clone(), source })?
+        } else {
+            gix::ThreadSafeRepository::init_opts(
+                &root,
+                gix::create::Kind::WithWorktree,
+                gix::create::Options::default(),
+                gix::open::Options::isolated(),
+            )
+            .map_err(|source| Error::Repository { op: "init", root: root.clone(), source })?
+            .to_thread_local()
+        };
+        ensure_excludes(repo.git_dir())?;
+        let history = History { root };
+        let open = Repo { root: &history.root, repo };
+        if open.head()?.is_none() {
+            open.commit_inner(format!("{INITIAL_MESSAGE}\n"), None, None, time)?;
+        }
+        Ok(history)
+    }
+
+    fn open(&self) -> Result<Repo<'_>, Error> {
+        let repo = gix::open_opts(&self.root, gix::open::Options::isolated())
+            .map_err(|source| Error::Repository { op: "open", root: self.root.clone(), source })?;
+        Ok(Repo { root: &self.root, repo })
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Commit the installed transaction `request.txn_id`.
+    ///
+    /// The new tree is `HEAD`'s tree with exactly the `changed` paths re-read from the
+    /// workspace (see [`CommitRequest::changed`]); only those files are read and hashed, and
+    /// only the trees on their paths are rewritten. Unchanged files cost nothing but their entry
+    /// in `.git/index`, which is read and rewritten whole (time proportional to the number of
+    /// tracked files, independent of their size). With `changed: None` the whole workspace is scanned, rehashing only files
+    /// whose stat data differs from `.git/index`. Internal paths are never committed (a listed
+    /// internal path is ignored, and internal entries of a foreign `HEAD` are dropped);
+    /// symlinks are skipped, never followed (a path that became a symlink is removed).
+    ///
+    /// No commit is made (`created: false`) if the tree equals `HEAD`'s and `HEAD` already
+    /// carries this transaction id. If the tree is unchanged but `HEAD` names another
+    /// transaction (or none), an empty-diff commit is still made, so that `HEAD` always names
+    /// the installed transaction.
+    ///
+    /// Atomicity: blobs and trees are written first (each loose object by temp file and
+    /// rename), then `HEAD`'s branch is moved in one locked compare-and-set step (the
+    /// linearization point: the commit exists iff the ref moved), then `.git/index` is replaced
+    /// by lock file and rename. A failure before the ref update leaves only unreferenced objects;
+    /// a failure writing the index is reported as `index_written: false`, not as an error.
+    pub fn commit(&self, request: CommitRequest<'_>) -> Result<CommitOutcome, Error> {
+        check_txn_id(request.txn_id)?;
+        let message = with_trailer(request.message, request.txn_id);
+        self.open()?.commit_inner(message, Some(request.txn_id), request.changed, request.time)
+    }
+
+    /// The `Txn-Id` trailer of `HEAD`; `None` if `HEAD` has none (e.g. a commit made with the
+    /// git CLI, or the initial commit) or there is no commit at all.
+    pub fn last_txn_id(&self) -> Result<Option<String>, Error> {
+        Ok(self.open()?.head()?.and_then(|head| head.txn_id))
+    }
+
+    /// Make `HEAD` name `installed_txn_id` if it does not already: commit the current workspace
+    /// (full scan) as `memory: catch up with transaction <id>` with that trailer. Returns `None`
+    /// when `HEAD` already carries it. Commits made meanwhile by the git CLI (without a trailer,
+    /// with other files, after `git gc`) are simply the parent of the catch-up commit.
+    ///
+    /// Atomicity: as [`History::commit`].
+    pub fn catch_up(
+        &self,
+        installed_txn_id: &str,
+        time: Time,
+    ) -> Result<Option<CommitOutcome>, Error> {
+        check_txn_id(installed_txn_id)?;
+        let open = self.open()?;
+        let current = open.head()?.and_then(|head| head.txn_id);
+        if current.as_deref() == Some(installed_txn_id) {
+            return Ok(None);
+        }
+        let message = format!("memory: catch up with transaction {installed_txn_id}");
+        let message = with_trailer(&message, installed_txn_id);
+        open.commit_inner(message, Some(installed_txn_id), None, time).map(Some)
+    }
+
+    /// The history, newest first, following first parents, at most `limit` entries (pass
+    /// `usize::MAX` for all). With a path (a file or a directory), only commits whose tree
+    /// entry at that path differs from their first parent's (for the root commit: exists) —
+    /// the same list `git log -- <path>` gives for a linear history.
+    pub fn log(&self, path: Option<&str>, limit: usize) -> Result<Vec<LogEntry>, Error> {
+        let path = path.map(check_changed_path).transpose()?;
+        self.open()?.log(path, limit)
+    }
+}
+
+impl Repo<'_> {
+    fn log(&self, path: Option<&str>, limit: usize) -> Result<Vec<LogEntry>, Error> {
+        let mut entries = Vec::new();
+        let Some(head) = self.head()? else { return Ok(entries) };
+        if limit == 0 {
+            return Ok(entries);
+        }
+        let walk = self
+            .repo
+            .find_commit(head.commit)
+            .map_err(|source| Error::read("read commit", None, source))?
+            .ancestors()
+            .first_parent_only()
+            .all()
+            .map_err(|source| Error::read("walk history", None, source))?;
+        for info in walk {
+            let info = info.map_err(|source| Error::read("walk history", None, source))?;
+            let commit =
+                info.object().map_err(|source| Error::read("read commit", None, source))?;
+            if let Some(path) = path {
+                let tree = commit.tree_id().map_err(|e| Error::read("read commit", None, e))?;
+                let here = self.entry_at(tree.detach(), path)?;
+                let before = match info.parent_ids().next() {
+                    Some(parent) => {
+                        let parent = self
+                            .repo
+                            .find_commit(parent)
+                            .map_err(|source| Error::read("read commit", None, source))?;
+                        let tree =
+                            parent.tree_id().map_err(|e| Error::read("read commit", None, e))?;
+                        self.entry_at(tree.detach(), path)?
+                    }
+                    None => None,
+                };
+                if here == before {
+                    continue;
+                }
+            }
+            let time = commit.time().map_err(|source| Error::read("read commit", None, source))?;
+            let message = commit.message_raw_sloppy();
+            entries.push(LogEntry {
+                commit: commit.id().to_hex().to_string(),
+                time: time.into(),
+                summary: summary_of(message),
+                txn_id: txn_id_of(message),
+            });
+            if entries.len() >= limit {
+                break;
+            }
+        }
+        Ok(entries)
+    }
+
+    fn entry_at(
+        &self,
+        tree: ObjectId,
+        path: &str,
+    ) -> Result<Option<(gix::object::tree::EntryMode, ObjectId)>, Error> {
+        let tree =
+            self.repo.find_tree(tree).map_err(|e| Error::read("read tree", Some(path), e))?;
+        let entry =
+            tree.lookup_entry_by_path(path).map_err(|e| Error::read("read tree", Some(path), e))?;
+        Ok(entry.map(|entry| (entry.mode(), entry.object_id())))
+    }
+
+    /// Every non-tree entry at or below `path` in `tree`, as full paths.
+    fn leaves_under(
+        &self,
+        tree: ObjectId,
+        path: &str,
+        out: &mut Vec<BString>,
+    ) -> Result<(), Error> {
+        let read = |e| Error::read("read tree", Some(path), e);
+        let root = self.repo.find_tree(tree).map_err(read)?;
+        match root.lookup_entry_by_path(path).map_err(read)? {
+            None => Ok(()),
+            Some(entry) if entry.mode().is_tree() => {
+                self.collect_leaves(entry.object_id(), path.into(), out)
+            }
+            Some(_) => {
+                out.push(path.into());
+                Ok(())
+            }
+        }
+    }
+
+    fn collect_leaves(
+        &self,
+        tree: ObjectId,
+        prefix: BString,
+        out: &mut Vec<BString>,
+    ) -> Result<(), Error> {
+        let read = |e| Error::read("read tree", prefix.to_str().ok(), e);
+        let tree = self.repo.find_tree(tree).map_err(read)?;
+        let decoded = tree.decode().map_err(read)?;
+        for entry in &decoded.entries {
+            let mut path = prefix.clone();
+            path.push_byte(b'/');
+            path.push_str(entry.filename);
+            if entry.mode.is_tree() {
+                self.collect_leaves(entry.oid.to_owned(), path, out)?;
+            } else {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+
+    fn head(&self) -> Result<Option<HeadInfo>, Error> {
+        let head = self.repo.head().map_err(|source| Error::read("read HEAD", None, source))?;
+        let Some(id) = head.id() else { return Ok(None) };
+        let commit =
+            self.repo.find_commit(id).map_err(|source| Error::read("read HEAD", None, source))?;
+        let tree = commit.tree_id().map_err(|source| Error::read("read HEAD", None, source))?;
+        Ok(Some(HeadInfo {
+            commit: id.detach(),
+            tree: tree.detach(),
+            txn_id: txn_id_of(commit.message_raw_sloppy()),
+        }))
+    }
+
+    fn commit_inner(
+        &self,
+        message: String,
+        txn_id: Option<&str>,
+        changed: Option<&[String]>,
+        time: Time,
+    ) -> Result<CommitOutcome, Error> {
+        let repo = &self.repo;
+        let head = self.head()?;
+        let mut scanner = Scanner::new(repo, self.root);
+        let base = match (changed, &head) {
+            (Some(_), Some(head)) => head.tree,
+            _ => ObjectId::empty_tree(repo.object_hash()),
+        };
+        let mut editor =
+            repo.edit_tree(base).map_err(|source| Error::read("read tree", None, source))?;
+        let edit_err = |path: &BStr| {
+            let path = path.to_str_lossy().into_owned();
+            move |source| Error::Write { op: "edit tree", path: Some(path), source }
+        };
+        let mut files = Vec::new();
+        match changed {
+            None => scanner.walk(BStr::new(""), &mut files)?,
+            Some(paths) => {
+                if head.is_some() {
+                    // Internal entries a foreign commit may have added never survive.
+                    let tree = repo
+                        .find_tree(base)
+                        .map_err(|source| Error::read("read tree", None, source))?;
+                    let decoded =
+                        tree.decode().map_err(|source| Error::read("read tree", None, source))?;
+                    let internal: Vec<String> = decoded
+                        .entries
+                        .iter()
+                        .filter(|e| {
+                            is_internal_bytes(e.filename) || is_git_reserved_name(e.filename)
+                        })
+                        .map(|e| e.filename.to_str_lossy().into_owned())
+                        .collect();
+                    for name in internal {
+                        editor.remove(&name).map_err(edit_err(name.as_bytes().as_bstr()))?;
+                    }
+                }
+                let mut removals: Vec<BString> = Vec::new();
+                for path in paths {
+                    let path = check_changed_path(path)?;
+                    if is_internal_path(path)
+                        || path.split('/').any(|c| is_git_reserved_name(c.as_bytes()))
+                    {
+                        continue;
+                    }
+                    // Subtrees are never removed and then written into again: gix's editor
+                    // keeps a removed subtree cached and would resurrect its old entries.
+                    // A directory is instead updated leaf by leaf.
+                    match scanner.find(path)? {
+                        Found::Nothing => removals.push(path.into()),
+                        Found::File => match scanner.hash_file(path.into())? {
+                            Some((kind, id)) => files.push((path.into(), kind, id)),
+                            None => removals.push(path.into()),
+                        },
+                        Found::Dir => {
+                            let start = files.len();
+                            scanner.walk(path.into(), &mut files)?;
+                            let present: HashSet<&BString> =
+                                files[start..].iter().map(|(path, _, _)| path).collect();
+                            let mut before = Vec::new();
+                            self.leaves_under(base, path, &mut before)?;
+                            removals.extend(before.into_iter().filter(|p| !present.contains(p)));
+                        }
+                    }
+                }
+                for path in removals {
+                    editor.remove(&path).map_err(edit_err(path.as_bstr()))?;
+                }
+            }
+        }
+        for (path, kind, id) in files {
+            editor.upsert(&path, kind, id).map_err(edit_err(path.as_bstr()))?;
+        }
+        let tree = editor.write().map_err(|source| Error::write("write tree", None, source))?;
+        let tree = tree.detach();
+
+        if let Some(head) = &head
+            && head.tree == tree
+            && txn_id.is_some()
+            && head.txn_id.as_deref() == txn_id
+        {
+            let index_written = self.write_index(tree, &scanner).is_ok();
+            return Ok(CommitOutcome {
+                commit: head.commit.to_hex().to_string(),
+                created: false,
+                index_written,
+                files_hashed: scanner.hashed,
+            });
+        }
+
+        let signature = time.signature();
+        let mut time_buf = gix::date::parse::TimeBuf::default();
+        let signature = signature.to_ref(&mut time_buf);
+        let parents: Vec<ObjectId> = head.iter().map(|head| head.commit).collect();
+        let commit = repo
+            .commit_as(signature, signature, "HEAD", &message, tree, parents)
+            .map_err(|source| Error::write("update HEAD", Some("HEAD"), source))?;
+        let index_written = self.write_index(tree, &scanner).is_ok();
+        Ok(CommitOutcome {
+            commit: commit.to_hex().to_string(),
+            created: true,
+            index_written,
+            files_hashed: scanner.hashed,
+        })
+    }
+
+    /// Replace `.git/index` by the entries of `tree`, carrying stat data for files this commit
+    /// read and for unchanged entries of the previous index (unless racy there), so that
+    /// `git status` and the next full scan need not rehash them.
+    fn write_index(&self, tree: ObjectId, scanner: &Scanner<'_>) -> Result<(), Error> {
+        let mut index = self
+            .repo
+            .index_from_tree(&tree)
+            .map_err(|source| Error::write("build index", None, source))?;
+        let options = gix::index::entry::stat::Options::default();
+        let old = scanner.old_index();
+        for (entry, path) in index.entries_mut_with_paths() {
+            if let Some((id, stat)) = scanner.recorded.get(path)
+                && *id == entry.id
+            {
+                entry.stat = *stat;
+            } else if let Some(old) = old
+                && let Some(previous) = old.entry_by_path(path)
+                && previous.id == entry.id
+                && previous.mode == entry.mode
+                && !previous.stat.is_racy(old.timestamp(), options)
+            {
+                entry.stat = previous.stat;
+            }
+        }
+        index
+            .write(gix::index::write::Options::default())
+            .map_err(|source| Error::write("write index", Some(".git/index"), source))
+    }
+}
+
+/// Add the missing [`EXCLUDES`] lines to `<git_dir>/info/exclude` (temp file and rename).
+fn ensure_excludes(git_dir: &Path) -> Result<(), Error> {
+    let info = git_dir.join("info");
+    let path = info.join("exclude");
+    let current = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(Error::Exclude { op: "read info/exclude", path, source }),
+    };
+    let missing: Vec<&str> =
+        EXCLUDES.into_iter().filter(|line| !current.lines().any(|l| l.trim() == *line)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut next = current;
+    if !next.is_empty() && !next.ends_with('\n') {
+        next.push('\n');
+    }
+    for line in missing {
+        next.push_str(line);
+        next.push('\n');
+    }
+    let tmp = info.join("exclude.scriptorium-tmp");
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&info)?;
+        std::fs::write(&tmp, &next)?;
+        std::fs::rename(&tmp, &path)
+    };
+    write().map_err(|source| Error::Exclude {
+        op: "write info/exclude",
+        path: path.clone(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn history_is_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<super::History>();
+    }
+}

@@ -1,13 +1,167 @@
-//! Workspace transactions: staged, validated, crash-safe installs of `topics/`.
+//! Workspace transactions: staged, validated, crash-safe installs of `topics/`, and the
+//! append-only source archive.
 //!
-//! Key decision: the only crate of ours it depends on is `scriptorium-topics-format`; derived
-//! views and the search index are told about an install through traits the caller provides.
+//! Key decision: a transaction edits a private copy of `topics/` in
+//! `.scriptorium/txn/<txn-id>/topics/` (same filesystem as the live tree, never a copy of
+//! `sources/`), and installs it with one `renameat2(RENAME_EXCHANGE)` of the staged and the
+//! live directory, announced by an intent record, so a reader never sees a mix of two
+//! revisions and the next [`Workspace::open`] turns any crash into exactly the old or exactly
+//! the new revision. The only crate of ours it depends on is `scriptorium-topics-format`;
+//! derived views, the index and git history hear about an install through
+//! [`InstallObserver`]s the caller registers.
+//!
+//! The pipeline is a typestate ([`Workspace::begin`] → [`Staged`] → [`Staged::validate`] →
+//! [`Validated`] → [`Validated::install`] → [`Installed`]); a rejected validation hands the
+//! stage back with every violation ([`Rejected`]). Every filesystem call of staging, install,
+//! recovery and archiving goes through the [`Fs`] trait, so tests fail any one of them
+//! ([`FaultFs`]).
+//!
+//! # On disk
+//!
+//! | path | what |
+//! |---|---|
+//! | `topics/`, `sources/` | canonical trees (directories 0700, files 0600) |
+//! | `.scriptorium/` | runtime directory, 0700 |
+//! | `.scriptorium/workspace-id` | `w-` + 8 hex + `\n` |
+//! | `.scriptorium/write.lock` | the `flock` target, 0600, empty |
+//! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (stat fingerprint), `runtime` (digest of `runtime.json`), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file) |
+//! | `.scriptorium/intent.json` | present only during an install or archive append (see *Recovery*) |
+//! | `.scriptorium/runtime.json` | creation order and organizer counters (Python's layout) |
+//! | `.scriptorium/txn/<txn-id>/` | a stage: `topics/`, `owner.lock` (held by the owning process) |
+//! | `.scriptorium/tmp-*` | temporaries of atomic writes (deleted by recovery) |
+//!
+//! # Revision
+//!
+//! [`Revision`] is `<counter>-<16 hex>`: the counter of the revision record, and the first 8
+//! bytes of SHA-256 over `"scriptorium-revision/1"`, the counter, the record's `txn_id`, the
+//! digest of `topics/` (SHA-256 over each file's path and content hash, in path order; a
+//! symlink or special file counts by kind), the stat fingerprint of `sources/` (SHA-256 over
+//! each file's path, kind, size, mtime and inode — never its content, so a 500 MB archive costs
+//! one `lstat` per file), and the SHA-256 of `runtime.json`, NUL-separated. The counter and
+//! transaction ID come from the record; the three digests are always taken from the disk. So:
+//!
+//! - every install and every archive append moves it (the counter grows);
+//! - lock, status, cache and index files never move it (they are not in it);
+//! - a `topics/` edit made outside a transaction moves it too. [`Workspace::begin`] reads every
+//!   byte of `topics/` anyway and hashes it; [`Workspace::revision`] trusts the manifest for a
+//!   file whose size, mtime and inode are unchanged and whose mtime is older than the record
+//!   (re-hashing the rest), like git's index. [`Workspace::revision_state`] reports such an
+//!   edit; the next transaction takes the edited files as its baseline and records a fresh
+//!   manifest.
+//!
+//! # Install
+//!
+//! Under the write lock ([`Validated::install`]):
+//!
+//! 1. recovery of any crashed install; compare-and-set: the current revision must be the one
+//!    read at `begin` (`CONCURRENT_UPDATE` otherwise, retryable);
+//! 2. fsync every staged file, then every staged directory (deepest first);
+//! 3. write the intent record (`txn_id`, stage, the inodes of the live and the staged
+//!    `topics/`, old and new revision, the new revision record, the new `runtime.json`):
+//!    temp file, fsync, rename, fsync `.scriptorium/`;
+//! 4. **`renameat2(RENAME_EXCHANGE)`** of `<stage>/topics` and `topics` — the linearization
+//!    point; the old tree is now `<stage>/topics`;
+//! 5. fsync the memory root and the stage directory;
+//! 6. write `runtime.json` (if creation order moved) and the revision record, each temp +
+//!    fsync + rename + fsync of `.scriptorium/`;
+//! 7. remove the stage (the old tree) and the intent record, fsync `.scriptorium/`;
+//! 8. tell the observers (still under the lock), release the lock.
+//!
+//! Without `RENAME_EXCHANGE` (`EINVAL`/`ENOSYS`/`EOPNOTSUPP`, remembered per workspace
+//! handle) step 4 becomes two renames: `topics` → `<stage>/old-topics`, then `<stage>/topics`
+//! → `topics` (the second is the linearization point); between them `topics/` is missing.
+//!
+//! # Recovery
+//!
+//! [`Workspace::open`] runs it under the write lock (so does every install and archive append,
+//! before starting). It removes `.scriptorium/tmp-*`, then reads the intent record:
+//!
+//! | crash point | on disk | recovery |
+//! |---|---|---|
+//! | during `begin`, editing, validation | stage dir, no intent | stage removed (its owner lock is free) |
+//! | before or while writing the intent (1–3) | stage, maybe `tmp-*`, no intent | temporaries and stage removed: old revision |
+//! | after the intent, before the swap (3–4) | intent; live `topics/` has the old inode | stage and intent removed: old revision |
+//! | fallback, between the two renames | intent; no `topics/`; `<stage>/old-topics` has the old inode | `old-topics` renamed back, stage and intent removed: old revision |
+//! | after the swap (4–7) | intent; live `topics/` has the new inode | fsync root, rewrite `runtime.json` and the revision record from the intent, remove the stage and the intent: new revision |
+//! | after step 7 | nothing | nothing |
+//! | archive append, before any rename | archive intent; `sources/` fingerprint as recorded | intent removed: old revision |
+//! | archive append, after a rename | archive intent; fingerprint moved | revision record rewritten (counter + 1, new fingerprint), intent removed: new revision |
+//!
+//! Any other combination (a live `topics/` that is neither tree) is reported as
+//! `CORRUPT_STATE` and left alone. Stages whose owner process is alive (its `owner.lock` is
+//! held) are never touched, so opening a workspace does not break another process's open
+//! transaction.
+//!
+//! Assumed of the disk: `fsync` of a file makes its bytes durable, `fsync` of a directory makes
+//! its entries durable, and `rename`/`renameat2` are atomic.
+//!
+//! # Concurrency
+//!
+//! One cross-process write lock (`flock` on `.scriptorium/write.lock`; timeout and poll
+//! interval chosen per call, default 10 s / 50 ms; a timeout is `BUSY`, retryable, naming the
+//! lock). `begin` holds it while reading the live tree; the caller edits without it; `install`
+//! takes it again and compares revisions. Of several transactions based on one revision exactly
+//! one installs; the others get `CONCURRENT_UPDATE` (or `BUSY`) and retry from a new `begin`.
+//! The lock is not re-entrant, and no public API hands it out, so it cannot be re-entered.
 //!
 //! # Limitations
 //!
-//! Being filled by the transactions issue.
+//! - Linux only (`renameat2`, `flock`, `O_NOFOLLOW`).
+//! - [`Workspace::revision`] trusts the stat of a file older than the revision record: an
+//!   outside edit that keeps size and mtime (e.g. `touch -r`) is seen only by the next
+//!   `begin`, which hashes every byte.
+//! - A multi-file archive batch is atomic per file, not as a whole (idempotent re-run).
+//! - The stage holds a full copy of `topics/` (fine for the 10 000-block budget; no
+//!   copy-on-write).
+//!
+//! # Example
+//!
+//! ```
+//! use scriptorium_topics_format::source::ArchiveRecord;
+//! use scriptorium_txn::{BeginOptions, LockTimeout, Workspace};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let ws = Workspace::init(dir.path())?;
+//! let mut record = ArchiveRecord::new("openprogram", "garden", "u1", 1, "user", "I'm Dana.");
+//! record.timestamp = Some("2024-04-02T09:14:00+02:00".into());
+//! ws.archive_sources(&[record], LockTimeout::DEFAULT)?;
+//!
+//! let mut staged = ws.begin(BeginOptions::default())?;
+//! staged.write_file(
+//!     "topics/people/dana.md",
+//!     "# Dana\n\nThe owner is Dana.[^e1]\n\n\
+//!      [^e1]: Time: `2024-04-02`; Sources: [intro](openprogram/garden/u1)\n",
+//! )?;
+//! let installed = staged.validate()?.install()?;
+//! assert_eq!(installed.changed_files, [".scriptorium/runtime.json", "topics/people/dana.md"]);
+//! assert_eq!(ws.revision()?, installed.revision);
+//! # Ok(())
+//! # }
+//! ```
 
+mod archive;
 pub mod code;
+mod error;
+pub mod fs;
+mod ids;
+mod install;
+mod lock;
+mod pipeline;
+mod sources;
+mod state;
 pub mod validate;
+mod workspace;
 
+pub use archive::ArchiveOutcome;
 pub use code::ErrorCode;
+pub use error::{Error, Result};
+pub use fs::{FaultFs, Fs, RealFs};
+pub use ids::{Clock, IdSource, RandomIds, Revision, SeqIds, SystemClock, TxnId, WorkspaceId};
+pub use lock::LockTimeout;
+pub use pipeline::{
+    BeginOptions, InstallEvent, InstallObserver, Installed, ObserverFailure, Rejected, Resolver,
+    Staged, Validated, writable_path,
+};
+pub use sources::LiveSources;
+pub use workspace::{Options, RevisionState, Workspace, migrate_permissions};

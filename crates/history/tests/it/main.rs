@@ -1,1 +1,8 @@
 //! Integration tests of `scriptorium-history`, read back with the real `git` CLI.
+
+mod catch_up;
+mod commit;
+mod interop;
+mod log;
+mod scan;
+mod support;

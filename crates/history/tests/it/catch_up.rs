@@ -1,0 +1,106 @@
+//! Catch-up: `HEAD` is made to name the installed transaction, whatever happened in between.
+
+use crate::support::{Ws, at, commit};
+
+#[test]
+fn catch_up_with_a_current_head_does_nothing() {
+    let ws = Ws::new();
+    ws.write("topics/a.md", "a\n");
+    let history = ws.open();
+    ws.write("topics/a.md", "a2\n");
+    commit(&history, "t-1", "memory: incremental transaction", Some(&["topics/a.md"]), at(1));
+    let head = ws.git(&["rev-parse", "HEAD"]);
+    assert_eq!(history.catch_up("t-1", at(2)).unwrap(), None);
+    assert_eq!(ws.git(&["rev-parse", "HEAD"]), head);
+}
+
+#[test]
+fn catch_up_commits_a_missed_install_with_its_trailer() {
+    let ws = Ws::new();
+    ws.write("topics/a.md", "a\n");
+    let history = ws.open();
+    // An install whose git commit never happened.
+    ws.write("topics/a.md", "a2\n");
+    ws.write("core.md", "core\n");
+    let outcome = history.catch_up("t-7", at(1)).unwrap().expect("committed");
+    assert!(outcome.created);
+    assert_eq!(
+        ws.git(&["log", "-1", "--format=%B"]),
+        "memory: catch up with transaction t-7\n\nTxn-Id: t-7\n\n"
+    );
+    assert_eq!(ws.tree_files(), ["core.md", "topics/a.md"]);
+    assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-7"));
+    // Even with nothing to add, a catch-up to a new id commits (HEAD names the installed one).
+    let again = history.catch_up("t-8", at(2)).unwrap().expect("committed");
+    assert!(again.created);
+    assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-8"));
+    ws.assert_clean();
+}
+
+#[test]
+fn a_commit_made_by_the_git_cli_in_between_does_not_break_catch_up() {
+    let ws = Ws::new();
+    ws.write("topics/a.md", "a\n");
+    ws.write("topics/b.md", "b\n");
+    let history = ws.open();
+    ws.write("topics/a.md", "a2\n");
+    commit(&history, "t-1", "memory: incremental transaction", Some(&["topics/a.md"]), at(1));
+
+    // Someone edits by hand and commits with the CLI, adding a new file as well.
+    ws.write("topics/b.md", "b by hand\n");
+    ws.write("notes.txt", "by hand\n");
+    ws.git(&["add", "notes.txt"]);
+    ws.git(&[
+        "-c",
+        "user.name=x",
+        "-c",
+        "user.email=y@example.invalid",
+        "commit",
+        "-qam",
+        "by hand",
+    ]);
+    let cli_commit = ws.git(&["rev-parse", "HEAD"]);
+    assert_eq!(history.last_txn_id().unwrap(), None, "the CLI commit has no trailer");
+
+    // Then a transaction installs but its commit is lost.
+    ws.write("topics/a.md", "a3\n");
+    ws.remove("notes.txt");
+    let outcome = history.catch_up("t-2", at(3)).unwrap().expect("committed");
+    assert!(outcome.created);
+    assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-2"));
+    assert_eq!(ws.git(&["rev-parse", "HEAD~1"]), cli_commit);
+    assert_eq!(ws.tree_files(), ["topics/a.md", "topics/b.md"]);
+    assert_eq!(ws.git(&["show", "HEAD:topics/b.md"]), "b by hand\n");
+    assert_eq!(ws.git(&["show", "HEAD:topics/a.md"]), "a3\n");
+    ws.assert_clean();
+
+    // And ordinary incremental commits continue on top.
+    ws.write("topics/b.md", "b4\n");
+    commit(&history, "t-3", "memory: incremental transaction", Some(&["topics/b.md"]), at(4));
+    assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-3"));
+    assert_eq!(history.catch_up("t-3", at(5)).unwrap(), None);
+    ws.assert_clean();
+}
+
+#[test]
+fn catch_up_reuses_the_stat_cache_instead_of_rehashing() {
+    let ws = Ws::new();
+    for i in 0..50 {
+        ws.write(&format!("sources/s{i:03}.md"), &format!("source {i}\n"));
+    }
+    // Old mtimes: the entries are not racy, so the cache is trusted (as git would).
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for i in 0..50 {
+        let file = std::fs::File::options()
+            .append(true)
+            .open(ws.path(&format!("sources/s{i:03}.md")))
+            .unwrap();
+        file.set_modified(past).unwrap();
+    }
+    let history = ws.open();
+    ws.write("topics/a.md", "a\n");
+    let outcome = history.catch_up("t-1", at(1)).unwrap().expect("committed");
+    assert_eq!(outcome.files_hashed, 1, "only the new file is read");
+    assert_eq!(ws.tree_files().len(), 51);
+    ws.assert_clean();
+}

@@ -1,0 +1,120 @@
+//! Source archiving (reference §3.5, SPEC §6): append-only, idempotent, under the write lock.
+
+use crate::error::{Error, Result};
+use crate::ids::{Revision, TxnId};
+use crate::install::recover_intent;
+use crate::lock::LockTimeout;
+use crate::sources::LiveSources;
+use crate::state::{Intent, RevisionRecord, SwapMode, write_atomic};
+use crate::workspace::{Workspace, ensure_dir, recover};
+use scriptorium_topics_format::source::{ArchiveRecord, plan_append};
+
+/// The outcome of [`Workspace::archive_sources`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArchiveOutcome {
+    /// Every record's source ID (archived now or before), in archive order.
+    pub source_ids: Vec<String>,
+    /// The archive files written (workspace-relative), empty when everything was archived.
+    pub changed_files: Vec<String>,
+    /// The revision after the append (unchanged when nothing was written).
+    pub revision: Revision,
+}
+
+impl Workspace {
+    /// Appends `records` to the live `sources/` archive (reference §3.5). Run it before a
+    /// writer's transaction begins: a transaction refuses `sources/` changes after its
+    /// `begin` (`SOURCES_CHANGED`).
+    ///
+    /// Under the write lock: plans the append against the live tree (every record checked,
+    /// every target path preflighted — inside `sources/`, no NFC + casefold collision, an
+    /// existing archive must scan complete, no symlink on the way — before anything is
+    /// written), then writes each planned file as a private temp file in `.scriptorium/`
+    /// (write, fsync, chmod 0600) renamed over the target, and fsyncs its directory; parent
+    /// directories are created 0700. Re-archiving writes nothing and keeps the revision.
+    ///
+    /// Atomicity: each file is replaced atomically (old or new bytes, never a torn append);
+    /// an intent record makes the revision move exactly when some file changed, even across a
+    /// crash. A multi-file batch interrupted by a crash may leave some files appended and
+    /// others not; re-running the batch completes it (the append is idempotent).
+    pub fn archive_sources(
+        &self,
+        records: &[ArchiveRecord],
+        lock_timeout: LockTimeout,
+    ) -> Result<ArchiveOutcome> {
+        let fs = self.fs();
+        let layout = self.layout();
+        let ids = self.inner.ids.as_ref();
+        let _lock = self.lock(lock_timeout)?;
+        recover(fs, layout, ids)?;
+        let tree = LiveSources::new(self.inner.fs.clone(), layout.root.clone());
+        let plan = plan_append(records, &tree)?;
+        if plan.writes.is_empty() {
+            return Ok(ArchiveOutcome {
+                source_ids: plan.source_ids,
+                changed_files: Vec::new(),
+                revision: self.current()?.revision,
+            });
+        }
+        let current = self.current()?;
+        let op = TxnId::generate(self.inner.clock.as_ref(), ids);
+        let intent = Intent {
+            version: 1,
+            kind: "archive".to_owned(),
+            txn_id: op.as_str().to_owned(),
+            stage: String::new(),
+            mode: SwapMode::Exchange,
+            old_ino: 0,
+            new_ino: 0,
+            old_revision: current.revision.as_str().to_owned(),
+            new_revision: String::new(),
+            record: RevisionRecord {
+                counter: current.record.counter + 1,
+                txn_id: op.as_str().to_owned(),
+                sources: String::new(),
+                ..current.record.clone()
+            },
+            runtime: None,
+            old_sources: current.sources.clone(),
+        };
+        let bytes = serde_json::to_vec(&intent)
+            .map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;
+        write_atomic(fs, layout, ids, &layout.intent, &bytes)?;
+
+        let result = (|| -> Result<()> {
+            for write in &plan.writes {
+                let parts: Vec<&str> = write.rel_path.split('/').collect();
+                let mut dir = layout.root.clone();
+                for part in &parts[..parts.len() - 1] {
+                    dir.push(part);
+                    ensure_dir(fs, &dir)?;
+                }
+                let target = layout.root.join(&write.rel_path);
+                let tmp = layout.runtime.join(format!("tmp-{}-source-archive", ids.hex8()));
+                let written = (|| -> Result<()> {
+                    fs.write(&tmp, write.new_text.as_bytes(), 0o600)
+                        .map_err(Error::io("write", &tmp))?;
+                    fs.sync_file(&tmp).map_err(Error::io("fsync", &tmp))?;
+                    fs.set_mode(&tmp, 0o600).map_err(Error::io("chmod", &tmp))?;
+                    fs.rename(&tmp, &target).map_err(Error::io("rename", &tmp))
+                })();
+                if let Err(e) = written {
+                    let _ = fs.remove_file(&tmp);
+                    return Err(e);
+                }
+                fs.sync_dir(&dir).map_err(Error::io("fsync dir", &dir))?;
+            }
+            recover_intent(fs, layout, ids)
+        })();
+        if let Err(error) = result {
+            // Recovery moves the revision iff some file changed, and removes the intent.
+            let _ = recover_intent(fs, layout, ids);
+            return Err(error);
+        }
+        Ok(ArchiveOutcome {
+            source_ids: plan.source_ids,
+            changed_files: plan.writes.into_iter().map(|w| w.rel_path).collect(),
+            revision: self.current()?.revision,
+        })
+    }
+}

@@ -1,0 +1,146 @@
+//! ID newtypes (`Revision`, `TxnId`, `WorkspaceId`) and the injected clock and randomness.
+
+use std::fmt;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The workspace revision: an opaque string that changes on every install and every archive
+/// append and whenever `topics/`, `sources/` or `.scriptorium/runtime.json` change outside a
+/// transaction; lock, status, cache and index files never move it.
+///
+/// Format (informative; compare revisions only for equality): `<counter>-<16 hex>`, where
+/// `counter` is the install/append counter recorded in `.scriptorium/revision` and the hex is
+/// the first 8 bytes of SHA-256 over the counter, the last installed transaction ID, the
+/// digest of the `topics/` tree, the stat fingerprint of `sources/` and the digest of
+/// `runtime.json` (see the `revision` section of the crate docs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Revision(pub(crate) String);
+
+impl Revision {
+    /// Wraps a revision string the caller read earlier (e.g. from a request's `base_revision`).
+    pub fn new(value: impl Into<String>) -> Self {
+        Revision(value.into())
+    }
+
+    /// The string form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Revision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A transaction ID: `t-<13-digit unix milliseconds>-<8 hex>` (sorts by start time).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TxnId(pub(crate) String);
+
+impl TxnId {
+    pub(crate) fn generate(clock: &dyn Clock, ids: &dyn IdSource) -> TxnId {
+        let millis = clock.now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        TxnId(format!("t-{millis:013}-{}", ids.hex8()))
+    }
+
+    /// The string form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for TxnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The workspace identity, `w-` + 8 lowercase hex (reference §1.4).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkspaceId(pub(crate) String);
+
+impl WorkspaceId {
+    /// Parses `w-[0-9a-f]{8}` (surrounding whitespace ignored).
+    pub fn parse(text: &str) -> Option<WorkspaceId> {
+        let text = text.trim();
+        let hex = text.strip_prefix("w-")?;
+        (hex.len() == 8 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .then(|| WorkspaceId(text.to_owned()))
+    }
+
+    /// The string form.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for WorkspaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The wall clock, injected so tests are deterministic.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Now.
+    fn now(&self) -> SystemTime;
+}
+
+/// [`SystemTime::now`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// Randomness for IDs, injected so tests are deterministic.
+pub trait IdSource: Send + Sync + fmt::Debug {
+    /// 8 lowercase hex digits.
+    fn hex8(&self) -> String;
+}
+
+/// `getrandom` (the OS generator); falls back to a time-seeded counter if it fails.
+#[derive(Debug, Default)]
+pub struct RandomIds {
+    fallback: AtomicU64,
+}
+
+impl IdSource for RandomIds {
+    fn hex8(&self) -> String {
+        let mut bytes = [0u8; 4];
+        if getrandom::fill(&mut bytes).is_err() {
+            let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            let n = self.fallback.fetch_add(1, Ordering::Relaxed);
+            let mixed = (nanos as u64) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            bytes.copy_from_slice(&mixed.to_le_bytes()[..4]);
+        }
+        hex::encode(bytes)
+    }
+}
+
+/// A deterministic sequence (a 64-bit LCG from `seed`) for tests.
+#[derive(Debug)]
+pub struct SeqIds {
+    state: Mutex<u64>,
+}
+
+impl SeqIds {
+    /// A sequence starting from `seed`.
+    pub fn new(seed: u64) -> Self {
+        SeqIds { state: Mutex::new(seed) }
+    }
+}
+
+impl IdSource for SeqIds {
+    fn hex8(&self) -> String {
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *state =
+            state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        format!("{:08x}", (*state >> 32) as u32)
+    }
+}

@@ -1,0 +1,305 @@
+//! The atomic install and the recovery of a half-done install or archive append (the steps
+//! and the recovery table are in the crate docs).
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crate::error::{Error, Result};
+use crate::fs::{FileKind, Fs, Meta, exchange_unsupported};
+use crate::ids::{IdSource, Revision};
+use crate::lock::LockTimeout;
+use crate::pipeline::{InstallEvent, InstallStage, Installed, ObserverFailure, Prepared};
+use crate::state::{
+    Intent, Layout, RevisionRecord, SwapMode, sha256_hex, sources_fingerprint, topics_digest, walk,
+    write_atomic,
+};
+use crate::workspace::{manifest_of, recover};
+
+/// Everything the install needs from the validated transaction.
+pub(crate) struct Job {
+    pub(crate) stage: InstallStage,
+    pub(crate) begin_revision: Revision,
+    pub(crate) base_revision: Option<Revision>,
+    pub(crate) lock_timeout: LockTimeout,
+    pub(crate) message: String,
+    pub(crate) prepared: Prepared,
+}
+
+pub(crate) fn install(mut job: Job) -> Result<Installed> {
+    let ws = job.stage.ws.clone();
+    let fs = ws.fs();
+    let layout = ws.layout();
+    let ids = ws.inner.ids.as_ref();
+    let lock = ws.lock(job.lock_timeout)?;
+    recover(fs, layout, ids)?;
+    let current = ws.current()?;
+    if current.revision != job.begin_revision {
+        return Err(Error::ConcurrentUpdate {
+            base_revision: job.base_revision.clone().unwrap_or(job.begin_revision.clone()),
+            revision: current.revision,
+        });
+    }
+
+    // The staged tree must be durable before it becomes live.
+    let stage_topics = job.stage.topics.clone();
+    let entries = walk(fs, &stage_topics)?;
+    for entry in entries.iter().filter(|e| e.kind == FileKind::File) {
+        let path = stage_topics.join(&entry.rel);
+        fs.sync_file(&path).map_err(Error::io("fsync", &path))?;
+    }
+    for entry in entries.iter().rev().filter(|e| e.kind == FileKind::Dir) {
+        let path = stage_topics.join(&entry.rel);
+        fs.sync_dir(&path).map_err(Error::io("fsync dir", &path))?;
+    }
+    fs.sync_dir(&stage_topics).map_err(Error::io("fsync dir", &stage_topics))?;
+
+    let manifest = manifest_of(fs, &stage_topics, &job.prepared.hashes)?;
+    let topics = topics_digest(manifest.iter().map(|m| (m.path.as_str(), m.sha256.as_str())));
+    let runtime = match &job.prepared.runtime {
+        Some(text) => sha256_hex(text.as_bytes()),
+        None => current.runtime.clone(),
+    };
+    let record = RevisionRecord {
+        version: 1,
+        counter: current.record.counter + 1,
+        txn_id: job.stage.txn_id.as_str().to_owned(),
+        topics,
+        sources: current.sources.clone(),
+        runtime,
+        files: manifest,
+    };
+    let new_revision = record.revision();
+    let old_ino = stat(fs, &layout.topics)?.ino;
+    let new_ino = stat(fs, &stage_topics)?.ino;
+    let mode = if ws.inner.no_exchange.load(Ordering::Relaxed) {
+        SwapMode::Rename
+    } else {
+        SwapMode::Exchange
+    };
+    let stage_rel = job.stage.dir.strip_prefix(&layout.root).map_or_else(
+        |_| job.stage.dir.to_string_lossy().into_owned(),
+        |p| p.to_string_lossy().into_owned(),
+    );
+    let intent = Intent {
+        version: 1,
+        kind: "install".to_owned(),
+        txn_id: job.stage.txn_id.as_str().to_owned(),
+        stage: stage_rel,
+        mode,
+        old_ino,
+        new_ino,
+        old_revision: current.revision.as_str().to_owned(),
+        new_revision: new_revision.as_str().to_owned(),
+        record,
+        runtime: job.prepared.runtime.clone(),
+        old_sources: String::new(),
+    };
+    let intent_bytes =
+        serde_json::to_vec(&intent).map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;
+    write_atomic(fs, layout, ids, &layout.intent, &intent_bytes)?;
+
+    if let Err(error) = swap_and_finish(&ws, &job.stage.dir, &stage_topics, mode, &intent) {
+        // Let recovery decide from the disk: forward if the swap happened, back otherwise.
+        let recovered = recover_intent(fs, layout, ids);
+        let live_is_new = fs.metadata(&layout.topics).is_ok_and(|m| m.ino == new_ino);
+        match (recovered, live_is_new) {
+            (Ok(()), true) => {}
+            (Err(_), true) => {
+                return Err(Error::Unfinished {
+                    txn_id: job.stage.txn_id.clone(),
+                    revision: new_revision,
+                    source: Box::new(error),
+                });
+            }
+            (_, false) => return Err(error),
+        }
+    }
+    job.stage.disarm();
+
+    let installed = Installed {
+        txn_id: job.stage.txn_id.clone(),
+        revision: new_revision,
+        base_revision: job.begin_revision.clone(),
+        changed_files: std::mem::take(&mut job.prepared.changed_files),
+        block_ids: std::mem::take(&mut job.prepared.block_ids),
+        evidence_ids: std::mem::take(&mut job.prepared.evidence_ids),
+        covered: std::mem::take(&mut job.prepared.covered),
+        message: job.message.clone(),
+        observer_failures: Vec::new(),
+    };
+    let mut failures = Vec::new();
+    for observer in &ws.inner.observers {
+        let event = InstallEvent {
+            root: &layout.root,
+            installed: &installed,
+            files: &job.prepared.files,
+            units: &job.prepared.units,
+        };
+        if let Err(e) = observer.installed(&event) {
+            failures.push(ObserverFailure {
+                observer: observer.name().to_owned(),
+                message: e.to_string(),
+            });
+        }
+    }
+    drop(lock);
+    Ok(Installed { observer_failures: failures, ..installed })
+}
+
+fn stat(fs: &dyn Fs, path: &Path) -> Result<Meta> {
+    fs.metadata(path).map_err(Error::io("stat", path))
+}
+
+fn swap_and_finish(
+    ws: &crate::Workspace,
+    stage_dir: &Path,
+    stage_topics: &Path,
+    mode: SwapMode,
+    intent: &Intent,
+) -> Result<()> {
+    let fs = ws.fs();
+    let layout = ws.layout();
+    let two_renames = |fs: &dyn Fs| -> Result<()> {
+        let old = stage_dir.join("old-topics");
+        fs.rename(&layout.topics, &old).map_err(Error::io("rename", &layout.topics))?;
+        fs.rename(stage_topics, &layout.topics).map_err(Error::io("rename", stage_topics))
+    };
+    match mode {
+        SwapMode::Exchange => match fs.exchange(stage_topics, &layout.topics) {
+            Ok(()) => {}
+            Err(e) if exchange_unsupported(&e) => {
+                ws.inner.no_exchange.store(true, Ordering::Relaxed);
+                two_renames(fs)?;
+            }
+            Err(e) => return Err(Error::io("exchange", stage_topics)(e)),
+        },
+        SwapMode::Rename => two_renames(fs)?,
+    }
+    // The linearization point has passed: make the swap durable, then finish.
+    fs.sync_dir(&layout.root).map_err(Error::io("fsync dir", &layout.root))?;
+    fs.sync_dir(stage_dir).map_err(Error::io("fsync dir", stage_dir))?;
+    finish_install(fs, layout, ws.inner.ids.as_ref(), intent, stage_dir)
+}
+
+/// Roll-forward bookkeeping after the swap: `runtime.json`, the revision record, removal of
+/// the stage (holding the old tree) and of the intent record. Idempotent.
+fn finish_install(
+    fs: &dyn Fs,
+    layout: &Layout,
+    ids: &dyn IdSource,
+    intent: &Intent,
+    stage_dir: &Path,
+) -> Result<()> {
+    if let Some(runtime) = &intent.runtime {
+        write_atomic(fs, layout, ids, &layout.runtime_json, runtime.as_bytes())?;
+    }
+    write_atomic(fs, layout, ids, &layout.revision, &intent.record.to_bytes())?;
+    remove_tree_if_exists(fs, stage_dir)?;
+    remove_intent(fs, layout)
+}
+
+fn remove_tree_if_exists(fs: &dyn Fs, path: &Path) -> Result<()> {
+    match fs.remove_tree(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove", path)(e)),
+    }
+}
+
+fn remove_intent(fs: &dyn Fs, layout: &Layout) -> Result<()> {
+    match fs.remove_file(&layout.intent) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("unlink", &layout.intent)(e)),
+    }
+    fs.sync_dir(&layout.runtime).map_err(Error::io("fsync dir", &layout.runtime))
+}
+
+/// Finishes or undoes whatever the intent record describes. The caller holds the write lock.
+pub(crate) fn recover_intent(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> {
+    let bytes = match fs.read(&layout.intent) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("read", &layout.intent)(e)),
+    };
+    let intent: Intent = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::corrupt(&layout.intent, format!("unreadable intent record: {e}")))?;
+    match intent.kind.as_str() {
+        "install" => recover_install(fs, layout, ids, &intent),
+        "archive" => recover_archive(fs, layout, ids, &intent),
+        other => Err(Error::corrupt(&layout.intent, format!("unknown intent kind {other:?}"))),
+    }
+}
+
+fn recover_install(
+    fs: &dyn Fs,
+    layout: &Layout,
+    ids: &dyn IdSource,
+    intent: &Intent,
+) -> Result<()> {
+    let stage_dir = layout.root.join(&intent.stage);
+    if !stage_dir.starts_with(&layout.txn) || intent.stage.contains("..") {
+        return Err(Error::corrupt(
+            &layout.intent,
+            "intent names a stage outside .scriptorium/txn",
+        ));
+    }
+    let live = match fs.metadata(&layout.topics) {
+        Ok(meta) => Some(meta),
+        Err(e) if e.kind() == ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io("stat", &layout.topics)(e)),
+    };
+    match live {
+        Some(meta) if meta.kind == FileKind::Dir && meta.ino == intent.new_ino => {
+            // Swapped: roll forward.
+            fs.sync_dir(&layout.root).map_err(Error::io("fsync dir", &layout.root))?;
+            if fs.metadata(&stage_dir).is_ok() {
+                fs.sync_dir(&stage_dir).map_err(Error::io("fsync dir", &stage_dir))?;
+            }
+            finish_install(fs, layout, ids, intent, &stage_dir)
+        }
+        Some(meta) if meta.kind == FileKind::Dir && meta.ino == intent.old_ino => {
+            // Not swapped: roll back.
+            remove_tree_if_exists(fs, &stage_dir)?;
+            remove_intent(fs, layout)
+        }
+        None => {
+            // Two-rename fallback, between its renames: put the old tree back.
+            let old = stage_dir.join("old-topics");
+            match fs.metadata(&old) {
+                Ok(meta) if meta.kind == FileKind::Dir && meta.ino == intent.old_ino => {
+                    fs.rename(&old, &layout.topics).map_err(Error::io("rename", &old))?;
+                    fs.sync_dir(&layout.root).map_err(Error::io("fsync dir", &layout.root))?;
+                    remove_tree_if_exists(fs, &stage_dir)?;
+                    remove_intent(fs, layout)
+                }
+                _ => Err(Error::corrupt(
+                    &layout.topics,
+                    format!(
+                        "topics/ is missing and transaction {} left no old tree",
+                        intent.txn_id
+                    ),
+                )),
+            }
+        }
+        Some(_) => Err(Error::corrupt(
+            &layout.topics,
+            format!("topics/ is neither the old nor the new tree of transaction {}", intent.txn_id),
+        )),
+    }
+}
+
+fn recover_archive(
+    fs: &dyn Fs,
+    layout: &Layout,
+    ids: &dyn IdSource,
+    intent: &Intent,
+) -> Result<()> {
+    let now = sources_fingerprint(fs, &layout.sources)?;
+    if now != intent.old_sources {
+        let record = RevisionRecord { sources: now, ..intent.record.clone() };
+        write_atomic(fs, layout, ids, &layout.revision, &record.to_bytes())?;
+    }
+    remove_intent(fs, layout)
+}

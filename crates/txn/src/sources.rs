@@ -1,0 +1,88 @@
+//! Read access to the live `sources/` tree for the topic parser ([`SourceFiles`]) and the append
+//! planner ([`ArchiveTree`]), through the [`Fs`] seam, refusing symlinks on every component.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use scriptorium_topics_format::catalog::{FileLookup, SourceFiles};
+use scriptorium_topics_format::source::ArchiveTree;
+
+use crate::fs::{FileKind, Fs};
+
+/// The live `sources/` of one workspace as the format crate sees it. Paths are
+/// workspace-relative (`sources/p/_v2/t.md`); a path with an empty, `.` or `..` component, or
+/// with a symlink anywhere along it, is never read.
+#[derive(Clone, Debug)]
+pub struct LiveSources {
+    fs: Arc<dyn Fs>,
+    root: PathBuf,
+}
+
+impl LiveSources {
+    /// The tree under `root` (the memory root).
+    pub fn new(fs: Arc<dyn Fs>, root: PathBuf) -> Self {
+        LiveSources { fs, root }
+    }
+
+    /// Checks every component of `rel` (which must stay inside the root): `Some(kind)` of the
+    /// last one, `None` when missing; a symlink on the way reports `Symlink`.
+    fn kind(&self, rel: &str) -> Option<FileKind> {
+        let mut path = self.root.clone();
+        if rel.is_empty() {
+            return Some(FileKind::Dir);
+        }
+        let parts: Vec<&str> = rel.split('/').collect();
+        if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+            return Some(FileKind::Other);
+        }
+        for (i, part) in parts.iter().enumerate() {
+            path.push(part);
+            let meta = self.fs.metadata(&path).ok()?;
+            if i + 1 < parts.len() && meta.kind != FileKind::Dir {
+                return Some(if meta.kind == FileKind::Symlink {
+                    FileKind::Symlink
+                } else {
+                    FileKind::Other
+                });
+            }
+            if i + 1 == parts.len() {
+                return Some(meta.kind);
+            }
+        }
+        None
+    }
+}
+
+impl SourceFiles for LiveSources {
+    fn lookup(&self, rel: &str) -> FileLookup {
+        match self.kind(rel) {
+            None => FileLookup::Missing,
+            Some(FileKind::File) => match self.fs.read(&self.root.join(rel)) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => FileLookup::Text(Arc::from(text)),
+                    Err(_) => FileLookup::NotRegularFile,
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileLookup::Missing,
+                Err(_) => FileLookup::NotRegularFile,
+            },
+            Some(_) => FileLookup::NotRegularFile,
+        }
+    }
+}
+
+impl ArchiveTree for LiveSources {
+    fn read(&self, rel: &str) -> FileLookup {
+        self.lookup(rel)
+    }
+
+    fn list_dir(&self, rel_dir: &str) -> Option<Vec<String>> {
+        if self.kind(rel_dir)? != FileKind::Dir {
+            return None;
+        }
+        let entries = self.fs.read_dir(&self.root.join(rel_dir)).ok()?;
+        let mut names: Vec<String> =
+            entries.into_iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
+        names.sort();
+        Some(names)
+    }
+}

@@ -1,0 +1,490 @@
+//! The workspace: layout, creation and opening (with recovery), the workspace ID, the
+//! permission migration and the current revision.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+use crate::fs::{FileKind, Fs, RealFs};
+use crate::ids::{Clock, IdSource, RandomIds, Revision, SystemClock, WorkspaceId};
+use crate::lock::{self, LockTimeout, WriteLock};
+use crate::pipeline::InstallObserver;
+use crate::state::{
+    Layout, ManifestEntry, RevisionRecord, irregular_hash, read_record, read_runtime, revision_of,
+    sha256_hex, sources_fingerprint, topics_digest, walk, write_atomic,
+};
+
+/// What [`Workspace::open_with`] injects: the filesystem, the clock, ID randomness, the lock
+/// timeout used by `open` itself, and the install observers.
+#[derive(Clone)]
+pub struct Options {
+    /// Every filesystem call of staging, install, recovery and archiving goes through it.
+    pub fs: Arc<dyn Fs>,
+    /// The clock (transaction IDs embed its milliseconds).
+    pub clock: Arc<dyn Clock>,
+    /// Randomness for transaction, workspace and temp-file IDs.
+    pub ids: Arc<dyn IdSource>,
+    /// How long `open`/`init` wait for the write lock (recovery needs it).
+    pub lock: LockTimeout,
+    /// Told about every successful install, in order (see [`InstallObserver`]).
+    pub observers: Vec<Arc<dyn InstallObserver>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fs: Arc::new(RealFs),
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(RandomIds::default()),
+            lock: LockTimeout::DEFAULT,
+            observers: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("fs", &self.fs)
+            .field("clock", &self.clock)
+            .field("ids", &self.ids)
+            .field("lock", &self.lock)
+            .field("observers", &self.observers.len())
+            .finish()
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) layout: Layout,
+    pub(crate) fs: Arc<dyn Fs>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) ids: Arc<dyn IdSource>,
+    pub(crate) observers: Vec<Arc<dyn InstallObserver>>,
+    /// Set once an exchange failed with `EINVAL`/`ENOSYS`: later installs go straight to the
+    /// two-rename fallback.
+    pub(crate) no_exchange: AtomicBool,
+    pub(crate) workspace_id: WorkspaceId,
+}
+
+/// An open memory workspace (reference §1.1 layout, SPEC §3). Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Workspace {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Workspace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workspace")
+            .field("root", &self.inner.layout.root)
+            .field("workspace_id", &self.inner.workspace_id)
+            .finish()
+    }
+}
+
+/// The revision and what the revision record says about the tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RevisionState {
+    /// The current revision (what `base_revision` must equal).
+    pub revision: Revision,
+    /// The install/append counter.
+    pub counter: u64,
+    /// The last installed transaction (empty before the first install).
+    pub txn_id: String,
+    /// `topics/` differs from what the last install recorded (edited outside a transaction);
+    /// the next transaction takes the edited files as its baseline.
+    pub topics_edited_outside: bool,
+    /// `sources/` differs (by stat) from what the last install or append recorded.
+    pub sources_changed_outside: bool,
+}
+
+/// The facts a revision is computed from.
+#[derive(Clone, Debug)]
+pub(crate) struct Current {
+    pub(crate) record: RevisionRecord,
+    pub(crate) revision: Revision,
+    pub(crate) topics: String,
+    pub(crate) sources: String,
+    pub(crate) runtime: String,
+}
+
+/// A full read of `topics/` (begin reads every byte anyway).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Snapshot {
+    /// Every regular file: (path relative to `topics/`, bytes, hash).
+    pub(crate) files: Vec<(String, Vec<u8>, String)>,
+    /// Directories (to recreate empty ones in the stage).
+    pub(crate) dirs: Vec<String>,
+    /// Entries that are neither regular files nor directories, or whose name is not UTF-8.
+    pub(crate) irregular: Vec<(String, FileKind)>,
+}
+
+impl Snapshot {
+    pub(crate) fn digest(&self) -> String {
+        let mut items: Vec<(String, String)> = self
+            .files
+            .iter()
+            .map(|(rel, _, hash)| (rel.clone(), hash.clone()))
+            .chain(self.irregular.iter().map(|(rel, kind)| (rel.clone(), irregular_hash(*kind))))
+            .collect();
+        items.sort();
+        topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+    }
+}
+
+const RACY_NS: i64 = 100_000_000;
+
+impl Workspace {
+    /// Creates (or completes) a workspace at `root` and opens it: `root/`, `topics/`,
+    /// `sources/`, `.scriptorium/` and `.scriptorium/txn/` (directories 0700), the workspace ID
+    /// and the revision record (files 0600). Idempotent; safe to race from several threads and
+    /// processes (everything after the directories is created under the write lock).
+    pub fn init(root: impl AsRef<Path>) -> Result<Workspace> {
+        Workspace::init_with(root, Options::default())
+    }
+
+    /// [`Workspace::init`] with injected [`Options`].
+    pub fn init_with(root: impl AsRef<Path>, options: Options) -> Result<Workspace> {
+        let root = root.as_ref();
+        let fs = options.fs.as_ref();
+        create_dir_all(fs, root)?;
+        let layout = Layout::new(root);
+        for dir in [&layout.topics, &layout.sources, &layout.runtime, &layout.txn] {
+            ensure_dir(fs, dir)?;
+        }
+        Workspace::open_with(root, options)
+    }
+
+    /// Opens an existing workspace (one with `topics/` or `.scriptorium/`), creating missing
+    /// parts of the layout. Under the write lock it first runs [`recovery`](crate#recovery),
+    /// which finishes or undoes a half-done install or archive append and removes abandoned
+    /// stages, then makes sure the workspace ID and the revision record exist. Once per process
+    /// and root it migrates permissions (directories 0700, files 0600; symlinks untouched).
+    pub fn open(root: impl AsRef<Path>) -> Result<Workspace> {
+        Workspace::open_with(root, Options::default())
+    }
+
+    /// [`Workspace::open`] with injected [`Options`] (tests pass a `FaultFs`, a fixed clock,
+    /// seeded IDs).
+    pub fn open_with(root: impl AsRef<Path>, options: Options) -> Result<Workspace> {
+        let root = root.as_ref().to_path_buf();
+        let fs = options.fs.clone();
+        let layout = Layout::new(&root);
+        let is_dir = |p: &Path| fs.metadata(p).is_ok_and(|m| m.kind == FileKind::Dir);
+        if !is_dir(&layout.topics) && !is_dir(&layout.runtime) {
+            return Err(Error::NotAWorkspace { root });
+        }
+        ensure_dir(fs.as_ref(), &layout.runtime)?;
+        ensure_dir(fs.as_ref(), &layout.txn)?;
+        let id = {
+            let _lock = lock::acquire(&layout.lock, options.lock)?;
+            recover(fs.as_ref(), &layout, options.ids.as_ref())?;
+            ensure_dir(fs.as_ref(), &layout.topics)?;
+            ensure_dir(fs.as_ref(), &layout.sources)?;
+            let id = ensure_workspace_id(fs.as_ref(), &layout, options.ids.as_ref())?;
+            if read_record(fs.as_ref(), &layout)?.is_none() {
+                let record = record_from_disk(fs.as_ref(), &layout, 0, "")?;
+                write_atomic(
+                    fs.as_ref(),
+                    &layout,
+                    options.ids.as_ref(),
+                    &layout.revision,
+                    &record.to_bytes(),
+                )?;
+            }
+            id
+        };
+        migrate_once(fs.as_ref(), &root)?;
+        Ok(Workspace {
+            inner: Arc::new(Inner {
+                layout,
+                fs,
+                clock: options.clock,
+                ids: options.ids,
+                observers: options.observers,
+                no_exchange: AtomicBool::new(false),
+                workspace_id: id,
+            }),
+        })
+    }
+
+    /// The memory root.
+    pub fn root(&self) -> &Path {
+        &self.inner.layout.root
+    }
+
+    /// The workspace ID (`w-` + 8 hex, `.scriptorium/workspace-id`).
+    pub fn workspace_id(&self) -> &WorkspaceId {
+        &self.inner.workspace_id
+    }
+
+    /// The path of the write lock, `.scriptorium/write.lock`.
+    pub fn lock_path(&self) -> &Path {
+        &self.inner.layout.lock
+    }
+
+    /// The current revision. Reads the revision record, stats `topics/` (re-hashing only files
+    /// whose stat differs from the record or is too recent to trust), stats `sources/` and
+    /// hashes `runtime.json`. Takes no lock; read-only.
+    pub fn revision(&self) -> Result<Revision> {
+        Ok(self.current()?.revision)
+    }
+
+    /// The current revision with what the record says about outside edits. Read-only.
+    pub fn revision_state(&self) -> Result<RevisionState> {
+        let current = self.current()?;
+        Ok(RevisionState {
+            topics_edited_outside: current.topics != current.record.topics,
+            sources_changed_outside: current.sources != current.record.sources,
+            counter: current.record.counter,
+            txn_id: current.record.txn_id.clone(),
+            revision: current.revision,
+        })
+    }
+
+    pub(crate) fn lock(&self, timeout: LockTimeout) -> Result<WriteLock> {
+        lock::acquire(&self.inner.layout.lock, timeout)
+    }
+
+    pub(crate) fn fs(&self) -> &dyn Fs {
+        self.inner.fs.as_ref()
+    }
+
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+
+    /// The current state, with `topics/` judged by stat against the record's manifest.
+    pub(crate) fn current(&self) -> Result<Current> {
+        let fs = self.fs();
+        let layout = self.layout();
+        let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
+        let rev_mtime = fs.metadata(&layout.revision).map_or(i64::MIN, |m| m.mtime_ns);
+        let manifest: HashMap<&str, &ManifestEntry> =
+            record.files.iter().map(|e| (e.path.as_str(), e)).collect();
+        let mut items: Vec<(String, String)> = Vec::new();
+        for entry in walk(fs, &layout.topics)? {
+            match entry.kind {
+                FileKind::Dir if entry.utf8 => {}
+                FileKind::File if entry.utf8 => {
+                    let path = layout.topics.join(&entry.rel);
+                    let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
+                    let trusted = manifest.get(entry.rel.as_str()).filter(|m| {
+                        m.len == meta.len
+                            && m.mtime_ns == meta.mtime_ns
+                            && m.ino == meta.ino
+                            && m.mtime_ns < rev_mtime.saturating_sub(RACY_NS)
+                    });
+                    let hash = match trusted {
+                        Some(m) => m.sha256.clone(),
+                        None => sha256_hex(&fs.read(&path).map_err(Error::io("read", &path))?),
+                    };
+                    items.push((entry.rel, hash));
+                }
+                kind => items.push((entry.rel, irregular_hash(kind))),
+            }
+        }
+        let topics = topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+        let sources = sources_fingerprint(fs, &layout.sources)?;
+        let (runtime, _) = read_runtime(fs, layout)?;
+        let revision = revision_of(record.counter, &record.txn_id, &topics, &sources, &runtime);
+        Ok(Current { record, revision, topics, sources, runtime })
+    }
+
+    /// Reads every byte of `topics/`.
+    pub(crate) fn snapshot(&self) -> Result<Snapshot> {
+        snapshot_tree(self.fs(), &self.layout().topics)
+    }
+}
+
+pub(crate) fn empty_record() -> RevisionRecord {
+    RevisionRecord {
+        version: 1,
+        counter: 0,
+        txn_id: String::new(),
+        topics: String::new(),
+        sources: String::new(),
+        runtime: String::new(),
+        files: Vec::new(),
+    }
+}
+
+pub(crate) fn snapshot_tree(fs: &dyn Fs, topics: &Path) -> Result<Snapshot> {
+    let mut snapshot = Snapshot::default();
+    for entry in walk(fs, topics)? {
+        match entry.kind {
+            FileKind::Dir if entry.utf8 => snapshot.dirs.push(entry.rel),
+            FileKind::File if entry.utf8 => {
+                let path = topics.join(&entry.rel);
+                let bytes = fs.read(&path).map_err(Error::io("read", &path))?;
+                let hash = sha256_hex(&bytes);
+                snapshot.files.push((entry.rel, bytes, hash));
+            }
+            kind => snapshot.irregular.push((entry.rel, kind)),
+        }
+    }
+    Ok(snapshot)
+}
+
+/// The manifest of the tree at `topics` (stat + hash of every regular file).
+pub(crate) fn manifest_of(
+    fs: &dyn Fs,
+    topics: &Path,
+    hashes: &HashMap<String, String>,
+) -> Result<Vec<ManifestEntry>> {
+    let mut out = Vec::new();
+    for entry in walk(fs, topics)? {
+        if entry.kind != FileKind::File || !entry.utf8 {
+            continue;
+        }
+        let path = topics.join(&entry.rel);
+        let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
+        let sha256 = match hashes.get(&entry.rel) {
+            Some(hash) => hash.clone(),
+            None => sha256_hex(&fs.read(&path).map_err(Error::io("read", &path))?),
+        };
+        out.push(ManifestEntry {
+            path: entry.rel,
+            sha256,
+            len: meta.len,
+            mtime_ns: meta.mtime_ns,
+            ino: meta.ino,
+        });
+    }
+    Ok(out)
+}
+
+/// A revision record describing the live disk as it is now.
+fn record_from_disk(
+    fs: &dyn Fs,
+    layout: &Layout,
+    counter: u64,
+    txn_id: &str,
+) -> Result<RevisionRecord> {
+    let snapshot = snapshot_tree(fs, &layout.topics)?;
+    let hashes: HashMap<String, String> =
+        snapshot.files.iter().map(|(rel, _, hash)| (rel.clone(), hash.clone())).collect();
+    Ok(RevisionRecord {
+        version: 1,
+        counter,
+        txn_id: txn_id.to_owned(),
+        topics: snapshot.digest(),
+        sources: sources_fingerprint(fs, &layout.sources)?,
+        runtime: read_runtime(fs, layout)?.0,
+        files: manifest_of(fs, &layout.topics, &hashes)?,
+    })
+}
+
+/// `mkdir -p` with 0700 for every directory it creates.
+fn create_dir_all(fs: &dyn Fs, path: &Path) -> Result<()> {
+    match fs.metadata(path) {
+        Ok(meta) if meta.kind == FileKind::Dir => return Ok(()),
+        Ok(_) => {
+            return Err(Error::Io {
+                op: "mkdir",
+                path: path.to_path_buf(),
+                source: std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            });
+        }
+        Err(_) => {}
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_all(fs, parent)?;
+    }
+    ensure_dir(fs, path)
+}
+
+/// Creates a directory (0700) unless one exists; a symlink or a file there is refused.
+pub(crate) fn ensure_dir(fs: &dyn Fs, path: &Path) -> Result<()> {
+    match fs.create_dir(path, 0o700) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = fs.metadata(path).map_err(Error::io("stat", path))?;
+            if meta.kind == FileKind::Dir {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    crate::ErrorCode::PathOutsideWorkspace,
+                    format!("{} is not a directory (symlinks are refused)", path.display()),
+                ))
+            }
+        }
+        Err(e) => Err(Error::io("mkdir", path)(e)),
+    }
+}
+
+/// Reads the workspace ID; if missing or invalid, writes a new one (the caller holds the lock).
+fn ensure_workspace_id(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<WorkspaceId> {
+    if let Ok(bytes) = fs.read(&layout.workspace_id) {
+        if let Some(id) = std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse) {
+            return Ok(id);
+        }
+    }
+    let id = WorkspaceId(format!("w-{}", ids.hex8()));
+    write_atomic(fs, layout, ids, &layout.workspace_id, format!("{id}\n").as_bytes())?;
+    Ok(id)
+}
+
+/// Permission migration, once per process per root.
+fn migrate_once(fs: &dyn Fs, root: &Path) -> Result<()> {
+    static DONE: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    let done = DONE.get_or_init(|| Mutex::new(HashSet::new()));
+    let key = root.to_path_buf();
+    if done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key) {
+        return Ok(());
+    }
+    migrate_permissions(fs, root)?;
+    done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key);
+    Ok(())
+}
+
+/// Every non-symlink path under `root` (and `root` itself): directories 0700, files 0600.
+/// Symlinks are never followed or changed.
+pub fn migrate_permissions(fs: &dyn Fs, root: &Path) -> Result<()> {
+    let fix = |path: &Path, want: u32| -> Result<()> {
+        let meta = fs.metadata(path).map_err(Error::io("stat", path))?;
+        if meta.mode != want && matches!(meta.kind, FileKind::Dir | FileKind::File) {
+            fs.set_mode(path, want).map_err(Error::io("chmod", path))?;
+        }
+        Ok(())
+    };
+    fix(root, 0o700)?;
+    for entry in walk(fs, root)? {
+        let path = root.join(&entry.rel);
+        match entry.kind {
+            FileKind::Dir => fix(&path, 0o700)?,
+            FileKind::File => fix(&path, 0o600)?,
+            FileKind::Symlink | FileKind::Other => {}
+        }
+    }
+    Ok(())
+}
+
+/// Recovery (see the crate docs' recovery table). The caller holds the write lock.
+pub(crate) fn recover(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> {
+    // 1. Temporaries of interrupted atomic writes.
+    for (name, kind) in
+        fs.read_dir(&layout.runtime).map_err(Error::io("read_dir", &layout.runtime))?
+    {
+        let name = name.to_string_lossy();
+        if kind == FileKind::File && name.starts_with("tmp-") {
+            let path = layout.runtime.join(name.as_ref());
+            fs.remove_file(&path).map_err(Error::io("unlink", &path))?;
+        }
+    }
+    // 2. A half-done install or archive append.
+    crate::install::recover_intent(fs, layout, ids)?;
+    // 3. Stages whose owner is gone.
+    for (name, kind) in fs.read_dir(&layout.txn).map_err(Error::io("read_dir", &layout.txn))? {
+        let path = layout.txn.join(&name);
+        if kind == FileKind::Dir && crate::lock::OwnerLock::is_held(&path.join("owner.lock")) {
+            continue;
+        }
+        let result =
+            if kind == FileKind::Dir { fs.remove_tree(&path) } else { fs.remove_file(&path) };
+        result.map_err(Error::io("remove stale stage", &path))?;
+    }
+    Ok(())
+}

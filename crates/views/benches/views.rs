@@ -1,0 +1,2 @@
+//! Criterion benchmarks of `scriptorium-views` (filled by the views and recall issue).
+fn main() {}
