@@ -75,7 +75,9 @@ fn crash(args: &[String]) -> anyhow::Result<()> {
         _ => bail!("usage: cargo xtask crash [--iterations N]"),
     };
     let mut cmd = cargo();
-    cmd.args(["test", "--release", "--package", "scriptorium-txn", "--test", "crash", "--locked"])
+    // Both supervisors: the engine's own (library calls) and the end-to-end one (the binary).
+    cmd.args(["test", "--release", "--locked", "--test", "crash"])
+        .args(["--package", "scriptorium-txn", "--package", "scriptorium-cli"])
         .env("SCRIPTORIUM_CRASH_ITERATIONS", &iterations);
     run_step(&format!("kill -9 supervisor, {iterations} iterations"), cmd)
 }

@@ -26,6 +26,11 @@ impl Home {
         self.root.join("sessions")
     }
 
+    /// Where rejected edits are kept, `<home>/drafts`.
+    pub(crate) fn drafts(&self) -> PathBuf {
+        self.root.join("drafts")
+    }
+
     /// The memory workspace, `<home>/memory`.
     pub(crate) fn memory(&self) -> PathBuf {
         self.root.join("memory")

@@ -9,9 +9,17 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod check;
+mod edit;
 mod home;
 mod import;
+mod init;
+mod log;
+mod memory;
 mod sessions;
+mod status;
+
+/// The exit code of a retryable failure (lock held, concurrent update): `EX_TEMPFAIL`.
+pub(crate) const EXIT_RETRYABLE: u8 = 75;
 
 /// Long-term memory for LLM agents: conversations become cited, reviewable Markdown.
 #[derive(Debug, Parser)]
@@ -27,6 +35,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Create the home, the memory workspace and its git history (idempotent).
+    Init(init::Args),
+    /// Show the workspace: revision, counts, last transaction, git state.
+    Status(status::Args),
+    /// Edit a topic file in $EDITOR (or from a file) through a validated transaction.
+    Edit(edit::Args),
+    /// Show the git history of the workspace or of one file.
+    Log(log::Args),
     /// Validate a memory workspace's topics/ and sources/ and print every diagnostic.
     Check(check::Args),
     /// Import transcripts (Claude Code, Codex, pi, generic JSONL) into the session store.
@@ -39,6 +55,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let home = home::Home::resolve(cli.home);
     let result = match cli.command {
+        Command::Init(args) => init::run(&home, args),
+        Command::Status(args) => status::run(&home, args),
+        Command::Edit(args) => edit::run(&home, args),
+        Command::Log(args) => log::run(&home, args),
         Command::Check(args) => check::run(&home, args),
         Command::Import(args) => import::run(&home, args),
         Command::Sessions(args) => sessions::run(&home, args),

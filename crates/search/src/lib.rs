@@ -1,12 +1,71 @@
-//! Recall: a persisted tantivy index over topic blocks and source records.
+//! Recall over a memory workspace: a persisted tantivy index of topic blocks and source
+//! records in `<memory>/.scriptorium/index/`, and the `<memory-context>` fence.
 //!
-//! This crate will own the index under `.scriptorium/index/`, updated incrementally from what each
-//! install and archive append changed, with CJK unigram + bigram tokenization, path, date and
-//! speaker filters, a relevance floor, and the `<memory-context>` fence.
+//! Key decision: a per-turn query never re-reads or re-hashes the trees. The index records the
+//! workspace revision it reflects (in its tantivy commit); [`Index::search`] compares the
+//! caller's current revision with it and, on a match, touches nothing but the memory-mapped
+//! index. On a mismatch it catches up with the changed files only ([`Index::sync`]): from the
+//! caller's hint when it knows what an install or an archive append changed, otherwise from a
+//! per-file manifest (stat first, content hash only when the stat changed).
 //!
-//! Key decision: a per-turn query never re-reads or re-hashes the trees; it compares the workspace
-//! revision (one small read) and otherwise only reads the index.
+//! What is indexed: one document per block paragraph (its identity ID, so the anchor
+//! `#^<block id>` resolves in the file; aliases are not repeated) and one per v2 archive frame
+//! (anchor `#source-…`). Text is tokenized as reference §9.2 (Unicode words, lower-cased) with
+//! CJK runs as unigrams + bigrams. Ranking is tantivy's BM25; a block is recallable only when
+//! every source it cites is archived and trusted; pending source records are never returned.
+//!
+//! The relevance floor (SPEC §10): stopwords are dropped from the query, so every hit matches a
+//! non-stopword term; and a hit must match at least [`Query::min_coverage`] of the query's
+//! weight (the IDF of its terms), so a query whose key terms are absent from memory returns
+//! nothing even when a common word (a name, "favorite") matches.
 //!
 //! # Limitations
 //!
-//! Not implemented yet: this crate is filled by the views and recall issue.
+//! - Legacy forms are not indexed: `sources/<provider>/<thread>.md`, `sources/D<n>.md` and
+//!   legacy `mem_` units. A block citing only legacy sources counts as pending.
+//! - An archive append re-indexes that whole archive file (all its frames), not only the new
+//!   frames.
+//! - Only one process can update the index at a time (tantivy's writer lock); a search that
+//!   needs to catch up while another process holds it fails with [`Error::Busy`] (retryable).
+//! - The stored revision is opaque; the caller owns the revision file.
+//!
+//! # Example
+//!
+//! ```
+//! use scriptorium_search::{Index, Query, fence, recall_text};
+//!
+//! use scriptorium_topics_format::source::{ArchiveRecord, plan_append};
+//!
+//! let memory = tempfile::tempdir()?;
+//! let mut record = ArchiveRecord::new("openprogram", "s1", "u1", 1, "user", "Dave runs a bike shop.");
+//! record.timestamp = Some("2024-03-15T10:00:00+08:00".into());
+//! let plan = plan_append(&[record], &std::collections::BTreeMap::new())?;
+//! for write in &plan.writes {
+//!     let path = memory.path().join(&write.rel_path);
+//!     std::fs::create_dir_all(path.parent().expect("archive paths have a parent"))?;
+//!     std::fs::write(path, &write.new_text)?;
+//! }
+//! let mut index = Index::open(memory.path())?;
+//! let hits = index.search("rev-1", &Query::new("bike shop"))?;
+//! assert_eq!(hits.len(), 1);
+//! assert!(fence(&recall_text(&hits)).contains("Dave runs a bike shop"));
+//! assert!(index.search("rev-1", &Query::new("quantum chromodynamics"))?.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod extract;
+mod fence;
+mod fs;
+mod index;
+mod model;
+mod schema;
+mod tokenize;
+
+pub use error::{Error, ErrorCode, Result};
+pub use fence::{SYSTEM_NOTE, fence, is_fenced, sanitize};
+pub use fs::{FileAccess, RealFs, Stat};
+pub use index::{Index, SyncReport};
+pub use model::{
+    Changes, DEFAULT_MIN_COVERAGE, DEFAULT_TOP_K, Hit, HitKind, MAX_TOP_K, Query, recall_text,
+};

@@ -48,7 +48,15 @@ impl Workspace {
         let _lock = self.lock(lock_timeout)?;
         recover(fs, layout, ids)?;
         let tree = LiveSources::new(self.inner.fs.clone(), layout.root.clone());
-        let plan = plan_append(records, &tree)?;
+        let plan = plan_append(records, &tree);
+        if let Some(error) = tree.take_errors().into_iter().next() {
+            return Err(Error::Io {
+                op: "read sources",
+                path: layout.sources.clone(),
+                source: std::io::Error::other(error),
+            });
+        }
+        let plan = plan?;
         if plan.writes.is_empty() {
             return Ok(ArchiveOutcome {
                 source_ids: plan.source_ids,

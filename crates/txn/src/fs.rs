@@ -60,6 +60,12 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn sync_file(&self, path: &Path) -> io::Result<()>;
     /// `fsync` of a directory (makes its entries durable).
     fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// `syncfs(2)` of the filesystem holding `path`: one call that makes every file and
+    /// directory written there durable (used for a whole staged tree instead of one `fsync`
+    /// per entry).
+    fn sync_fs(&self, path: &Path) -> io::Result<()>;
+    /// `link(2)`: a new name `to` for the file `from` (never follows a symlink at `from`).
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// `mkdir` with `mode` (fails if it exists).
     fn create_dir(&self, path: &Path, mode: u32) -> io::Result<()>;
     /// `rename(2)`, replacing a file or an empty directory at `to`.
@@ -141,6 +147,14 @@ impl Fs for RealFs {
 
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         File::open(path)?.sync_all()
+    }
+
+    fn sync_fs(&self, path: &Path) -> io::Result<()> {
+        rustix::fs::syncfs(File::open(path)?).map_err(io::Error::from)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
     }
 
     fn create_dir(&self, path: &Path, mode: u32) -> io::Result<()> {
@@ -275,6 +289,14 @@ impl Fs for FaultFs {
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         self.tick("sync_dir", path)?;
         self.inner.sync_dir(path)
+    }
+    fn sync_fs(&self, path: &Path) -> io::Result<()> {
+        self.tick("sync_fs", path)?;
+        self.inner.sync_fs(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.tick("hard_link", from)?;
+        self.inner.hard_link(from, to)
     }
     fn create_dir(&self, path: &Path, mode: u32) -> io::Result<()> {
         self.tick("create_dir", path)?;

@@ -11,7 +11,7 @@ use crate::ids::{IdSource, Revision};
 use crate::lock::LockTimeout;
 use crate::pipeline::{InstallEvent, InstallStage, Installed, ObserverFailure, Prepared};
 use crate::state::{
-    Intent, Layout, RevisionRecord, SwapMode, sha256_hex, sources_fingerprint, topics_digest, walk,
+    Intent, Layout, RevisionRecord, SwapMode, sha256_hex, sources_fingerprint, topics_digest,
     write_atomic,
 };
 use crate::workspace::{manifest_of, recover};
@@ -24,6 +24,8 @@ pub(crate) struct Job {
     pub(crate) lock_timeout: LockTimeout,
     pub(crate) message: String,
     pub(crate) prepared: Prepared,
+    /// Content hashes of the committed files read at `begin` (relative to `topics/`).
+    pub(crate) baseline_hashes: std::collections::HashMap<String, String>,
 }
 
 pub(crate) fn install(mut job: Job) -> Result<Installed> {
@@ -41,18 +43,22 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         });
     }
 
-    // The staged tree must be durable before it becomes live.
+    // The staged tree must be durable before it becomes live. Files the transaction did not
+    // change are replaced by hard links to the live (already durable) inodes: nothing to sync
+    // for them, and removing the old tree later frees no blocks. One `syncfs` then covers the
+    // changed files and every staged directory.
     let stage_topics = job.stage.topics.clone();
-    let entries = walk(fs, &stage_topics)?;
-    for entry in entries.iter().filter(|e| e.kind == FileKind::File) {
-        let path = stage_topics.join(&entry.rel);
-        fs.sync_file(&path).map_err(Error::io("fsync", &path))?;
+    for (rel, hash) in &job.prepared.hashes {
+        if job.baseline_hashes.get(rel) != Some(hash) {
+            continue;
+        }
+        let target = stage_topics.join(rel);
+        let tmp = stage_topics.join(format!("{rel}.link"));
+        if fs.hard_link(&layout.topics.join(rel), &tmp).is_ok() {
+            fs.rename(&tmp, &target).map_err(Error::io("rename", &tmp))?;
+        }
     }
-    for entry in entries.iter().rev().filter(|e| e.kind == FileKind::Dir) {
-        let path = stage_topics.join(&entry.rel);
-        fs.sync_dir(&path).map_err(Error::io("fsync dir", &path))?;
-    }
-    fs.sync_dir(&stage_topics).map_err(Error::io("fsync dir", &stage_topics))?;
+    fs.sync_fs(&stage_topics).map_err(Error::io("syncfs", &stage_topics))?;
 
     let manifest = manifest_of(fs, &stage_topics, &job.prepared.hashes)?;
     let topics = topics_digest(manifest.iter().map(|m| (m.path.as_str(), m.sha256.as_str())));
@@ -177,8 +183,9 @@ fn swap_and_finish(
         SwapMode::Rename => two_renames(fs)?,
     }
     // The linearization point has passed: make the swap durable, then finish.
+    // (The stage directory, which now holds the old tree, needs no fsync: wherever a power
+    // loss leaves that tree, recovery only deletes it.)
     fs.sync_dir(&layout.root).map_err(Error::io("fsync dir", &layout.root))?;
-    fs.sync_dir(stage_dir).map_err(Error::io("fsync dir", stage_dir))?;
     finish_install(fs, layout, ws.inner.ids.as_ref(), intent, stage_dir)
 }
 

@@ -55,13 +55,15 @@
 //!
 //! 1. recovery of any crashed install; compare-and-set: the current revision must be the one
 //!    read at `begin` (`CONCURRENT_UPDATE` otherwise, retryable);
-//! 2. fsync every staged file, then every staged directory (deepest first);
+//! 2. replace every staged file the transaction did not change by a hard link to the live
+//!    (durable) inode, then one `syncfs` makes the changed files and all staged directories
+//!    durable;
 //! 3. write the intent record (`txn_id`, stage, the inodes of the live and the staged
 //!    `topics/`, old and new revision, the new revision record, the new `runtime.json`):
 //!    temp file, fsync, rename, fsync `.scriptorium/`;
 //! 4. **`renameat2(RENAME_EXCHANGE)`** of `<stage>/topics` and `topics` — the linearization
 //!    point; the old tree is now `<stage>/topics`;
-//! 5. fsync the memory root and the stage directory;
+//! 5. fsync the memory root;
 //! 6. write `runtime.json` (if creation order moved) and the revision record, each temp +
 //!    fsync + rename + fsync of `.scriptorium/`;
 //! 7. remove the stage (the old tree) and the intent record, fsync `.scriptorium/`;
@@ -82,7 +84,7 @@
 //! | before or while writing the intent (1–3) | stage, maybe `tmp-*`, no intent | temporaries and stage removed: old revision |
 //! | after the intent, before the swap (3–4) | intent; live `topics/` has the old inode | stage and intent removed: old revision |
 //! | fallback, between the two renames | intent; no `topics/`; `<stage>/old-topics` has the old inode | `old-topics` renamed back, stage and intent removed: old revision |
-//! | after the swap (4–7) | intent; live `topics/` has the new inode | fsync root, rewrite `runtime.json` and the revision record from the intent, remove the stage and the intent: new revision |
+//! | after the swap (4–7) | intent; live `topics/` has the new inode | fsync root and stage, rewrite `runtime.json` and the revision record from the intent, remove the stage and the intent: new revision |
 //! | after step 7 | nothing | nothing |
 //! | archive append, before any rename | archive intent; `sources/` fingerprint as recorded | intent removed: old revision |
 //! | archive append, after a rename | archive intent; fingerprint moved | revision record rewritten (counter + 1, new fingerprint), intent removed: new revision |

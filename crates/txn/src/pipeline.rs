@@ -119,10 +119,8 @@ impl Workspace {
             &sources,
             &runtime_digest,
         );
-        if let Some(base) = &opts.base_revision {
-            if *base != revision {
-                return Err(Error::ConcurrentUpdate { base_revision: base.clone(), revision });
-            }
+        if let Some(base) = opts.base_revision.as_ref().filter(|base| **base != revision) {
+            return Err(Error::ConcurrentUpdate { base_revision: base.clone(), revision });
         }
         let files: Vec<TopicFile> = snapshot
             .files
@@ -135,6 +133,13 @@ impl Workspace {
         let resolver =
             ArchiveResolver::new(LiveSources::new(self.inner.fs.clone(), layout.root.clone()));
         let baseline = Baseline::read(&files, &resolver);
+        if let Some(error) = resolver.files().take_errors().into_iter().next() {
+            return Err(Error::Io {
+                op: "read sources",
+                path: layout.sources.clone(),
+                source: std::io::Error::other(error),
+            });
+        }
 
         let txn_id = TxnId::generate(self.inner.clock.as_ref(), self.inner.ids.as_ref());
         let dir = layout.txn.join(txn_id.as_str());
@@ -299,10 +304,10 @@ impl Staged {
             Ok(Ok(prepared)) => {
                 Ok(Validated { stage: self.stage, begin: self.begin, opts: self.opts, prepared })
             }
-            Ok(Err(violations)) => Err(Rejected { staged: self, violations }),
+            Ok(Err(violations)) => Err(Rejected { staged: Box::new(self), violations }),
             Err(error) => {
                 let violations = vec![Violation::tree(error.code(), error.to_string())];
-                Err(Rejected { staged: self, violations })
+                Err(Rejected { staged: Box::new(self), violations })
             }
         }
     }
@@ -388,6 +393,9 @@ impl Staged {
         let validation =
             validate::validate(&self.baseline, &normalized.files, &begin.resolver, &rules);
         violations.extend(validation.violations);
+        for error in begin.resolver.files().take_errors() {
+            violations.push(Violation::tree(ErrorCode::Io, error));
+        }
         if !violations.is_empty() {
             return Ok(Err(violations));
         }
@@ -553,6 +561,12 @@ impl Validated {
             lock_timeout: opts.lock_timeout,
             message: opts.message,
             prepared,
+            baseline_hashes: begin
+                .snapshot
+                .files
+                .iter()
+                .map(|(rel, _, hash)| (rel.clone(), hash.clone()))
+                .collect(),
         })
     }
 }
@@ -577,7 +591,7 @@ impl InstallStage {
 /// repair turn edits it again; the CLI saves the edited text).
 #[must_use = "a Rejected holds the stage; drop it to discard the edits"]
 pub struct Rejected {
-    staged: Staged,
+    staged: Box<Staged>,
     violations: Vec<Violation>,
 }
 
@@ -594,12 +608,12 @@ impl Rejected {
 
     /// Takes the stage back (to repair and validate again).
     pub fn into_staged(self) -> Staged {
-        self.staged
+        *self.staged
     }
 
     /// The stage and the violations.
     pub fn into_parts(self) -> (Staged, Vec<Violation>) {
-        (self.staged, self.violations)
+        (*self.staged, self.violations)
     }
 }
 

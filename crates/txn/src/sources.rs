@@ -2,7 +2,7 @@
 //! planner ([`ArchiveTree`]), through the [`Fs`] seam, refusing symlinks on every component.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use scriptorium_topics_format::catalog::{FileLookup, SourceFiles};
 use scriptorium_topics_format::source::ArchiveTree;
@@ -12,16 +12,33 @@ use crate::fs::{FileKind, Fs};
 /// The live `sources/` of one workspace as the format crate sees it. Paths are
 /// workspace-relative (`sources/p/_v2/t.md`); a path with an empty, `.` or `..` component, or
 /// with a symlink anywhere along it, is never read.
+///
+/// The format crate's traits cannot return IO errors, so a failed call (other than "not
+/// found") makes the path look unreadable (never missing, so an append cannot mistake an
+/// existing archive for a new one) and is remembered: [`LiveSources::take_errors`].
 #[derive(Clone, Debug)]
 pub struct LiveSources {
     fs: Arc<dyn Fs>,
     root: PathBuf,
+    errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl LiveSources {
     /// The tree under `root` (the memory root).
     pub fn new(fs: Arc<dyn Fs>, root: PathBuf) -> Self {
-        LiveSources { fs, root }
+        LiveSources { fs, root, errors: Arc::new(Mutex::new(Vec::new())) }
+    }
+
+    /// The IO errors met since the last call (each as `op path: error`).
+    pub fn take_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *self.errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    fn record(&self, op: &str, path: &std::path::Path, err: &std::io::Error) {
+        self.errors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(format!("{op} {}: {err}", path.display()));
     }
 
     /// Checks every component of `rel` (which must stay inside the root): `Some(kind)` of the
@@ -37,7 +54,14 @@ impl LiveSources {
         }
         for (i, part) in parts.iter().enumerate() {
             path.push(part);
-            let meta = self.fs.metadata(&path).ok()?;
+            let meta = match self.fs.metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(e) => {
+                    self.record("stat", &path, &e);
+                    return Some(FileKind::Other);
+                }
+            };
             if i + 1 < parts.len() && meta.kind != FileKind::Dir {
                 return Some(if meta.kind == FileKind::Symlink {
                     FileKind::Symlink
@@ -62,8 +86,10 @@ impl SourceFiles for LiveSources {
                     Ok(text) => FileLookup::Text(Arc::from(text)),
                     Err(_) => FileLookup::NotRegularFile,
                 },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileLookup::Missing,
-                Err(_) => FileLookup::NotRegularFile,
+                Err(e) => {
+                    self.record("read", &self.root.join(rel), &e);
+                    FileLookup::NotRegularFile
+                }
             },
             Some(_) => FileLookup::NotRegularFile,
         }
@@ -79,7 +105,14 @@ impl ArchiveTree for LiveSources {
         if self.kind(rel_dir)? != FileKind::Dir {
             return None;
         }
-        let entries = self.fs.read_dir(&self.root.join(rel_dir)).ok()?;
+        let path = self.root.join(rel_dir);
+        let entries = match self.fs.read_dir(&path) {
+            Ok(entries) => entries,
+            Err(e) => {
+                self.record("read_dir", &path, &e);
+                return None;
+            }
+        };
         let mut names: Vec<String> =
             entries.into_iter().map(|(name, _)| name.to_string_lossy().into_owned()).collect();
         names.sort();

@@ -373,3 +373,29 @@ impl RuntimeState {
         changed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runtime_json_round_trips_in_python_layout() {
+        let text = "{\n  \"creation_order\": {\n    \"0bfbe405\": 0,\n    \"258a76ef\": 1\n  },\n  \
+                    \"write_commits_since_global\": 0,\n  \"local_batches\": 0,\n  \
+                    \"local_tokens\": 0,\n  \"last_global_at\": null\n}\n";
+        assert_eq!(RuntimeState::parse(Some(text.as_bytes())).render(), text);
+        let empty = RuntimeState::parse(None).render();
+        assert!(empty.starts_with("{\n  \"creation_order\": {},\n"), "{empty}");
+        assert_eq!(RuntimeState::parse(Some(b"[1, 2]")), RuntimeState::parse(None));
+    }
+
+    #[test]
+    fn revision_strings_have_the_documented_shape() {
+        let revision = revision_of(12, "t-1", "a", "b", "c");
+        let (counter, hash) = revision.as_str().split_once('-').expect("dash");
+        assert_eq!(counter, "12");
+        assert_eq!(hash.len(), 16);
+        assert_ne!(revision, revision_of(12, "t-1", "a", "b", "d"));
+        assert_ne!(revision, revision_of(13, "t-1", "a", "b", "c"));
+    }
+}

@@ -417,10 +417,14 @@ pub(crate) fn ensure_dir(fs: &dyn Fs, path: &Path) -> Result<()> {
 
 /// Reads the workspace ID; if missing or invalid, writes a new one (the caller holds the lock).
 fn ensure_workspace_id(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<WorkspaceId> {
-    if let Ok(bytes) = fs.read(&layout.workspace_id) {
-        if let Some(id) = std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse) {
-            return Ok(id);
+    match fs.read(&layout.workspace_id) {
+        Ok(bytes) => {
+            if let Some(id) = std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse) {
+                return Ok(id);
+            }
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("read", &layout.workspace_id)(e)),
     }
     let id = WorkspaceId(format!("w-{}", ids.hex8()));
     write_atomic(fs, layout, ids, &layout.workspace_id, format!("{id}\n").as_bytes())?;
@@ -484,7 +488,18 @@ pub(crate) fn recover(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Resul
         }
         let result =
             if kind == FileKind::Dir { fs.remove_tree(&path) } else { fs.remove_file(&path) };
-        result.map_err(Error::io("remove stale stage", &path))?;
+        match result {
+            Ok(()) => {}
+            // Its owner was removing it at the same moment (a dropped stage removes its
+            // directory before releasing its owner lock).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e)
+                if fs.metadata(&path).is_err_and(|m| m.kind() == std::io::ErrorKind::NotFound) =>
+            {
+                drop(e);
+            }
+            Err(e) => return Err(Error::io("remove stale stage", &path)(e)),
+        }
     }
     Ok(())
 }

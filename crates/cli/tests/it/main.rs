@@ -2,5 +2,6 @@
 
 mod check;
 mod import;
+mod memory;
 mod sessions;
 mod support;

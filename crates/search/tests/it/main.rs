@@ -1,1 +1,4 @@
 //! Integration tests of `scriptorium-search`.
+
+mod fence;
+mod recall;

@@ -9,7 +9,6 @@ mod concurrency;
 mod faults;
 mod perms;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -192,7 +191,7 @@ pub(crate) fn replace(
     let text = staged.read_file(path)?.expect("file exists");
     assert!(text.contains(old), "{path} does not contain {old:?}");
     staged.write_file(path, &text.replacen(old, new, 1))?;
-    Ok(staged.validate()?.install()?)
+    staged.validate()?.install()
 }
 
 /// One transaction that adds `topics/facts/<name>.md` with one record citing u<source>.
@@ -207,29 +206,7 @@ pub(crate) fn add_fact(
         &format!("topics/facts/{name}.md"),
         &topic(name, &[(format!("Fact {name} holds."), source)]),
     )?;
-    Ok(staged.validate()?.install()?)
-}
-
-/// The block IDs of the live tree, by file.
-pub(crate) fn block_ids(root: &Path) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.join("topics")];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read_dir").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let text = std::fs::read_to_string(&path).expect("read");
-                let ids: Vec<String> = text
-                    .lines()
-                    .filter_map(|line| line.rsplit_once(" ^").map(|(_, id)| id.to_owned()))
-                    .collect();
-                out.insert(path.strip_prefix(root).expect("inside").display().to_string(), ids);
-            }
-        }
-    }
-    out
+    staged.validate()?.install()
 }
 
 /// Options that let several blocks disappear (agents).

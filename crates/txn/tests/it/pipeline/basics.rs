@@ -154,7 +154,8 @@ fn io_checks_refuse_what_is_not_a_topic_file() {
     let outside = tempfile::tempdir().expect("outside");
     std::fs::write(outside.path().join("x.md"), "# Outside\n").expect("write");
 
-    let cases: Vec<(&str, ErrorCode, Box<dyn Fn(&std::path::Path)>)> = vec![
+    type Edit<'a> = Box<dyn Fn(&std::path::Path) + 'a>;
+    let cases: Vec<(&str, ErrorCode, Edit<'_>)> = vec![
         (
             "symlink",
             ErrorCode::PathOutsideWorkspace,

@@ -1,1 +1,240 @@
-//! faults tests.
+//! Fault injection (redb's failing-IO harness): for one representative transaction (and one
+//! archive append) with N `Fs` calls, call k fails for every k in 0..N — once with the error
+//! path running its cleanup, once as a crash (every later call fails too). Then `open`
+//! recovers with the real filesystem, and the tree must equal exactly the pre- or the
+//! post-state, with no stage or temporary left, and a following transaction must work. Both
+//! with and without `RENAME_EXCHANGE`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use scriptorium_txn::{BeginOptions, FaultFs, Fs, LockTimeout, RealFs, Workspace};
+
+use scriptorium_txn::fs::{FileKind, Meta};
+
+use super::{fixture_with, options, records, stages, topic, tree_state};
+
+/// The real filesystem without `fsync`/`syncfs` (the calls still count in [`FaultFs`]):
+/// durability against power loss is not what these tests can observe, and skipping the
+/// flushes keeps hundreds of runs fast.
+#[derive(Debug)]
+struct NoSync;
+
+impl Fs for NoSync {
+    fn metadata(&self, path: &Path) -> std::io::Result<Meta> {
+        RealFs.metadata(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<(std::ffi::OsString, FileKind)>> {
+        RealFs.read_dir(path)
+    }
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        RealFs.read(path)
+    }
+    fn write(&self, path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+        RealFs.write(path, bytes, mode)
+    }
+    fn sync_file(&self, _: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn sync_dir(&self, _: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn sync_fs(&self, _: &Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        RealFs.hard_link(from, to)
+    }
+    fn create_dir(&self, path: &Path, mode: u32) -> std::io::Result<()> {
+        RealFs.create_dir(path, mode)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn exchange(&self, a: &Path, b: &Path) -> std::io::Result<()> {
+        RealFs.exchange(a, b)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        RealFs.remove_file(path)
+    }
+    fn remove_tree(&self, path: &Path) -> std::io::Result<()> {
+        RealFs.remove_tree(path)
+    }
+    fn set_mode(&self, path: &Path, mode: u32) -> std::io::Result<()> {
+        RealFs.set_mode(path, mode)
+    }
+}
+
+fn fixture(root: &Path) -> Workspace {
+    fixture_with(root, Arc::new(NoSync))
+}
+
+fn real() -> Arc<dyn Fs> {
+    Arc::new(NoSync)
+}
+
+type State = Vec<(String, String)>;
+
+/// The representative transaction: edit a record, add a file (so creation order moves).
+fn transaction(ws: &Workspace) -> scriptorium_txn::Result<()> {
+    let mut staged = ws.begin(BeginOptions::default())?;
+    let text = staged.read_file("topics/people/dana.md")?.unwrap_or_default();
+    staged.write_file("topics/people/dana.md", &text.replace("Lyon", "Paris"))?;
+    staged
+        .write_file("topics/people/luis.md", &topic("Luis", &[("Luis grows beans.".into(), 3)]))?;
+    staged.validate()?.install()?;
+    Ok(())
+}
+
+fn archive(ws: &Workspace) -> scriptorium_txn::Result<()> {
+    ws.archive_sources(&records(6..=7), LockTimeout::DEFAULT)?;
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    Fail,
+    Crash,
+}
+
+fn make(k: u64, mode: Mode, exchange: bool) -> FaultFs {
+    let inner = real();
+    let fs = match mode {
+        Mode::Fail => FaultFs::fail_at(inner, k),
+        Mode::Crash => FaultFs::crash_at(inner, k),
+    };
+    if exchange { fs } else { fs.without_exchange() }
+}
+
+/// Runs `op` on a fresh fixture through `fs`; returns the workspace root's guard.
+fn run(
+    fs: FaultFs,
+    op: fn(&Workspace) -> scriptorium_txn::Result<()>,
+) -> (tempfile::TempDir, Arc<FaultFs>, bool) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(fixture(dir.path()));
+    let fs = Arc::new(fs);
+    let ok = match Workspace::open_with(dir.path(), options(fs.clone(), 99)) {
+        Ok(ws) => op(&ws).is_ok(),
+        Err(_) => false,
+    };
+    (dir, fs, ok)
+}
+
+fn check_recovered(root: &Path, pre: &State, post: &State, what: &str) {
+    let ws = Workspace::open_with(root, options(real(), 5))
+        .unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
+    let state = tree_state(root, true);
+    assert!(state == *pre || state == *post, "{what}: neither pre nor post state:\n{state:#?}");
+    assert!(stages(root).is_empty(), "{what}: stages left: {:?}", stages(root));
+    let revision = ws.revision_state().expect("state");
+    assert!(!revision.topics_edited_outside && !revision.sources_changed_outside, "{what}");
+    // The workspace keeps working.
+    let text = std::fs::read_to_string(root.join("topics/projects/garden.md")).expect("read");
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin after recovery");
+    staged
+        .write_file("topics/projects/garden.md", &text.replace("south bed", "east bed"))
+        .expect("write");
+    staged.validate().expect("valid").install().expect("install after recovery");
+}
+
+fn sweep(op: fn(&Workspace) -> scriptorium_txn::Result<()>, exchange: bool) {
+    // Reference run: N calls, the pre- and the post-state.
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(fixture(dir.path()));
+    let pre = tree_state(dir.path(), true);
+    let counting = Arc::new({
+        let fs = FaultFs::counting(real());
+        if exchange { fs } else { fs.without_exchange() }
+    });
+    let ws = Workspace::open_with(dir.path(), options(counting.clone(), 99)).expect("open");
+    op(&ws).expect("reference run");
+    let n = counting.calls();
+    let post = tree_state(dir.path(), true);
+    assert_ne!(pre, post);
+    assert!(n > 20, "only {n} calls");
+
+    let mut outcomes = [0usize; 2];
+    for mode in [Mode::Fail, Mode::Crash] {
+        for k in 0..n {
+            let (dir, fs, ok) = run(make(k, mode, exchange), op);
+            assert!(fs.fired(), "call {k} never happened");
+            outcomes[usize::from(ok)] += 1;
+            if matches!(mode, Mode::Fail) {
+                // Without a crash the error path itself cleans up: nothing to recover.
+                assert!(stages(dir.path()).is_empty(), "{mode:?} {k}: stage left");
+            }
+            check_recovered(dir.path(), &pre, &post, &format!("{mode:?} k={k}/{n}"));
+        }
+    }
+    // Some faults hit after the linearization point and still install.
+    assert!(outcomes[0] > 0, "{outcomes:?}");
+}
+
+#[test]
+fn install_fault_at_every_call_with_exchange() {
+    sweep(transaction, true);
+}
+
+#[test]
+fn install_fault_at_every_call_with_two_renames() {
+    sweep(transaction, false);
+}
+
+#[test]
+fn archive_fault_at_every_call() {
+    sweep(archive, true);
+}
+
+#[test]
+fn failed_archive_rename_leaves_previous_bytes_and_no_temp() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(fixture(dir.path()));
+    let archive_path = dir.path().join("sources/openprogram/_v2/garden.md");
+    let before = std::fs::read(&archive_path).expect("read");
+    let revision = Workspace::open(dir.path()).expect("open").revision().expect("revision");
+    // Find the rename of the archive file: fail each call until the error names a rename.
+    for k in 0.. {
+        let probe = tempfile::tempdir().expect("tempdir");
+        drop(fixture(probe.path()));
+        let fs = Arc::new(FaultFs::fail_at(real(), k));
+        let Ok(ws) = Workspace::open_with(probe.path(), options(fs, 99)) else { continue };
+        let Err(err) = ws.archive_sources(&records(6..=7), LockTimeout::DEFAULT) else {
+            // The fault hit a call whose failure is tolerated (a probe during open).
+            continue;
+        };
+        let message = err.to_string();
+        if !message.contains("rename") || !message.contains("source-archive") {
+            assert!(k < 200, "no rename found");
+            continue;
+        }
+        let path = probe.path().join("sources/openprogram/_v2/garden.md");
+        assert_eq!(std::fs::read(&path).expect("read"), before);
+        let leftovers: Vec<String> = std::fs::read_dir(probe.path().join(".scriptorium"))
+            .expect("read_dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("tmp-") || name == "intent.json")
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        let reopened = Workspace::open(probe.path()).expect("open");
+        let state = tree_state(probe.path(), true);
+        assert_eq!(state, tree_state_of_fixture());
+        // Same content as the fixture, so the same revision modulo inode numbers: compare the
+        // counter part.
+        let now = reopened.revision().expect("revision");
+        assert_eq!(now.as_str().split('-').next(), revision.as_str().split('-').next());
+        // A retry archives exactly once.
+        let ws = Workspace::open(probe.path()).expect("open");
+        ws.archive_sources(&records(6..=7), LockTimeout::DEFAULT).expect("retry");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text.matches("<!-- source-id:openprogram/garden/u6 -->").count(), 1);
+        break;
+    }
+}
+
+fn tree_state_of_fixture() -> State {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(fixture(dir.path()));
+    tree_state(dir.path(), true)
+}

@@ -1,0 +1,54 @@
+//! `scriptorium log [PATH]`: the git history of the workspace or of one file.
+
+use std::process::ExitCode;
+
+use crate::home::Home;
+use crate::memory;
+
+/// Arguments of `scriptorium log`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// A workspace-relative path (e.g. `topics/people/dave.md`); all commits when omitted.
+    path: Option<String>,
+    /// At most this many commits.
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the command.
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let memory = memory::open(home, false)?;
+    let Some(history) = &memory.history else {
+        anyhow::bail!(
+            "git history unavailable: {}",
+            memory.history_error.as_deref().unwrap_or("unknown error")
+        );
+    };
+    let path = args.path.as_deref().map(|p| p.trim_start_matches("./").trim_end_matches('/'));
+    let entries = history.log(path, args.limit)?;
+    if args.json {
+        let rows: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "commit": e.commit, "time": e.time.seconds,
+                    "summary": e.summary, "txn_id": e.txn_id,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        for e in &entries {
+            let when = time::OffsetDateTime::from_unix_timestamp(e.time.seconds)
+                .ok()
+                .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+                .unwrap_or_default();
+            let txn = e.txn_id.as_deref().map(|t| format!("  [{t}]")).unwrap_or_default();
+            println!("{}  {when}  {}{txn}", &e.commit[..e.commit.len().min(12)], e.summary);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,297 @@
+//! From workspace files to index documents: the blocks of one topic file, the frames of one
+//! v2 archive, and the resolution of a block's citations against the index.
+
+use std::collections::HashMap;
+
+use scriptorium_topics_format::catalog::{SourceResolver, TargetError};
+use scriptorium_topics_format::source::id::parse_d_handle;
+use scriptorium_topics_format::source::unicode::strip;
+use scriptorium_topics_format::source::{TrustState, is_v2_emittable, scan};
+use scriptorium_topics_format::{TopicFile, parse_tree};
+use tantivy::TantivyDocument;
+
+use crate::model::{DateEncoding, parse_temporal};
+use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, index_text};
+
+/// Marks a citation whose target names no archived record (yet): the rest is the
+/// `sources/…#anchor` key, so the block is found again when that archive appears.
+pub(crate) const UNRESOLVED: &str = "\u{1}unresolved:";
+
+/// What a sync learned about source records before it commits: these win over the index.
+#[derive(Debug, Default)]
+pub(crate) struct Overrides {
+    /// Source id → trusted (`None`: the record is gone).
+    pub(crate) ids: HashMap<String, Option<bool>>,
+    /// `<archive>#<anchor>` → source id, for the archives this sync re-read.
+    pub(crate) anchors: HashMap<String, String>,
+    /// The archives this sync re-read (their anchors are exactly `anchors`).
+    pub(crate) archives: std::collections::HashSet<String>,
+}
+
+/// Looks up what the committed index knows about source records.
+pub(crate) trait SourceLookup {
+    /// The source id archived under `akey` (`<archive>#<anchor>`).
+    fn id_for_anchor(&self, akey: &str) -> Option<String>;
+    /// Whether the source record `id` is archived and trusted (`None`: not archived).
+    fn trusted(&self, id: &str) -> Option<bool>;
+}
+
+/// Resolves citations of one topic file for indexing: never fails (an unresolvable target
+/// becomes an [`UNRESOLVED`] reference, which makes the block pending).
+pub(crate) struct IndexResolver<'a> {
+    pub(crate) overrides: &'a Overrides,
+    pub(crate) lookup: &'a dyn SourceLookup,
+}
+
+impl IndexResolver<'_> {
+    fn anchor_id(&self, akey: &str) -> Option<String> {
+        if let Some(id) = self.overrides.anchors.get(akey) {
+            return Some(id.clone());
+        }
+        let archive = akey.split_once('#').map_or(akey, |(path, _)| path);
+        if self.overrides.archives.contains(archive) {
+            return None;
+        }
+        self.lookup.id_for_anchor(akey)
+    }
+
+    /// Whether a resolved reference is trusted.
+    pub(crate) fn trusted(&self, reference: &str) -> bool {
+        if reference.starts_with(UNRESOLVED) {
+            return false;
+        }
+        match self.overrides.ids.get(reference) {
+            Some(state) => state.unwrap_or(false),
+            None => self.lookup.trusted(reference).unwrap_or(false),
+        }
+    }
+}
+
+impl SourceResolver for IndexResolver<'_> {
+    fn resolve_target(&self, topic_path: &str, target: &str) -> Result<String, TargetError> {
+        let stripped = strip(target);
+        if parse_d_handle(stripped).is_some()
+            || (!stripped.contains('#') && is_v2_emittable(stripped))
+        {
+            return Ok(stripped.to_owned());
+        }
+        if let Some(akey) = archive_key(topic_path, stripped) {
+            if let Some(id) = self.anchor_id(&akey) {
+                return Ok(id);
+            }
+            return Ok(format!("{UNRESOLVED}{akey}"));
+        }
+        if let Some(handle) = d_fragment(stripped) {
+            return Ok(handle);
+        }
+        Ok(format!("{UNRESOLVED}{stripped}"))
+    }
+
+    fn link_target(&self, _topic_path: &str, source_ref: &str) -> String {
+        source_ref.to_owned()
+    }
+}
+
+/// `relpath#anchor` of a topic file (relative to `topics/`) → `sources/…#anchor`, when the
+/// path stays inside `sources/`.
+fn archive_key(topic_path: &str, target: &str) -> Option<String> {
+    let (raw_path, anchor) = target.split_once('#')?;
+    if raw_path.is_empty() || anchor.is_empty() || raw_path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = vec!["topics"];
+    parts.extend(topic_path.split('/').filter(|p| !p.is_empty()));
+    parts.pop();
+    for part in raw_path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    let path = parts.join("/");
+    path.starts_with("sources/").then(|| format!("{path}#{anchor}"))
+}
+
+/// `…#d<n>-<t>` (case-insensitive) → `D<n>:<t>`.
+fn d_fragment(target: &str) -> Option<String> {
+    let (_, fragment) = target.rsplit_once('#')?;
+    let rest = fragment.strip_prefix(['d', 'D'])?;
+    let (n, t) = rest.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(n) && digits(t)).then(|| format!("D{n}:{t}"))
+}
+
+/// Link text instead of links, no HTML comments, whitespace collapsed.
+pub(crate) fn clean_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("<!--") {
+            rest = after.find("-->").map_or("", |end| &after[end + 3..]);
+            out.push(' ');
+            continue;
+        }
+        if rest.starts_with('[')
+            && let Some(close) = rest.find("](")
+            && let Some(end) = rest[close..].find(')')
+            && !rest[1..close].contains(['[', ']', '\n'])
+        {
+            out.push_str(&rest[1..close]);
+            rest = &rest[close + end + 1..];
+            continue;
+        }
+        let mut chars = rest.chars();
+        if let Some(c) = chars.next() {
+            out.push(c);
+        }
+        rest = chars.as_str();
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn add_dates(doc: &mut TantivyDocument, fields: &Fields, dates: &[String]) {
+    for date in dates {
+        doc.add_text(fields.dates, date);
+        match parse_temporal(date).map(|t| t.encoding()) {
+            Some(DateEncoding::Day(v)) => doc.add_u64(fields.day, v),
+            Some(DateEncoding::Month(v)) => doc.add_u64(fields.month, v),
+            Some(DateEncoding::Year(v)) => doc.add_u64(fields.year, v),
+            None => {}
+        }
+    }
+}
+
+/// The documents of one topic file (`rel` is workspace-relative, `topics/…`): one per block
+/// paragraph, keyed by its identity (aliases are not repeated).
+pub(crate) fn block_docs(
+    fields: &Fields,
+    rel: &str,
+    text: &str,
+    resolver: &IndexResolver<'_>,
+) -> Vec<TantivyDocument> {
+    let Some(topic_path) = rel.strip_prefix("topics/") else {
+        return Vec::new();
+    };
+    let parsed = parse_tree(&[TopicFile::new(topic_path, text)], resolver);
+    let mut docs = Vec::new();
+    for unit in parsed.units.iter().filter(|u| !u.legacy && u.memory_id == u.identity) {
+        let content = clean_text(&unit.content);
+        let headings: Vec<&str> = unit.headings.iter().map(String::as_str).collect();
+        let dates: Vec<&str> = unit.whens.iter().map(String::as_str).collect();
+        let trusted = !unit.refs.is_empty() && unit.refs.iter().all(|r| resolver.trusted(r));
+        let mut doc = TantivyDocument::new();
+        doc.add_text(fields.kind, KIND_BLOCK);
+        doc.add_text(fields.id, &unit.identity);
+        doc.add_text(fields.file, rel);
+        doc.add_text(fields.paths, rel);
+        doc.add_text(fields.anchor, format!("^{}", unit.identity));
+        doc.add_text(fields.text, index_text(&content, rel, &headings, &dates, None));
+        doc.add_text(fields.content, &content);
+        for heading in &headings {
+            doc.add_text(fields.headings, heading);
+        }
+        add_dates(&mut doc, fields, &unit.whens);
+        doc.add_u64(fields.trusted, u64::from(trusted));
+        for reference in &unit.refs {
+            doc.add_text(fields.refs, reference.strip_prefix(UNRESOLVED).unwrap_or(reference));
+        }
+        doc.add_u64(fields.line, u64::from(unit.line));
+        docs.push(doc);
+    }
+    docs
+}
+
+/// One archived record as the index sees it.
+pub(crate) struct SourceRecord {
+    pub(crate) id: String,
+    pub(crate) akey: String,
+    pub(crate) trusted: bool,
+    pub(crate) doc: TantivyDocument,
+}
+
+/// The records of one v2 archive (`rel` workspace-relative); an incomplete archive yields the
+/// frames before its first fault, as the strict scan does.
+pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceRecord> {
+    let scanned = scan(rel, text);
+    let logical = rel.replace("/_v2/", "/");
+    let mut records = Vec::with_capacity(scanned.frames.len());
+    for frame in &scanned.frames {
+        let trusted = frame.trust() == TrustState::Trusted;
+        let label = frame.speaker_label();
+        let display = frame.speaker_display();
+        let speaker_id = frame.speaker_id();
+        let body = frame.content().unwrap_or(frame.record);
+        let timestamp = frame.timestamp();
+        let date = timestamp
+            .get(..10)
+            .filter(|d| parse_temporal(d).is_some())
+            .map(str::to_owned)
+            .into_iter()
+            .collect::<Vec<_>>();
+        let dates: Vec<&str> = date.iter().map(String::as_str).collect();
+        let speaker_text = display.as_deref().or(label);
+        let mut doc = TantivyDocument::new();
+        doc.add_text(fields.kind, KIND_SOURCE);
+        doc.add_text(fields.id, frame.source_id);
+        doc.add_text(fields.file, rel);
+        doc.add_text(fields.paths, rel);
+        if logical != rel {
+            doc.add_text(fields.paths, &logical);
+        }
+        doc.add_text(fields.anchor, frame.anchor);
+        let akey = format!("{rel}#{}", frame.anchor);
+        doc.add_text(fields.akey, &akey);
+        doc.add_text(fields.text, index_text(&clean_text(body), "", &[], &dates, speaker_text));
+        doc.add_text(fields.content, frame.record);
+        add_dates(&mut doc, fields, &date);
+        let mut speakers: Vec<String> = Vec::new();
+        for value in [speaker_id.as_deref(), display.as_deref(), label].into_iter().flatten() {
+            let lowered = value.to_lowercase();
+            if !lowered.is_empty() && !speakers.contains(&lowered) {
+                speakers.push(lowered);
+            }
+        }
+        for value in &speakers {
+            doc.add_text(fields.speaker, value);
+        }
+        if let Some(id) = &speaker_id {
+            doc.add_text(fields.speaker_id, id);
+        }
+        if let Some(display) = &display {
+            doc.add_text(fields.speaker_display, display);
+        }
+        if let Some(label) = label {
+            doc.add_text(fields.speaker_label, label);
+        }
+        doc.add_u64(fields.trusted, u64::from(trusted));
+        doc.add_u64(fields.line, u64::from(frame.line));
+        records.push(SourceRecord { id: frame.source_id.to_owned(), akey, trusted, doc });
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_keys() {
+        assert_eq!(
+            archive_key("projects/a.md", "../../sources/p/_v2/t.md#source-1").as_deref(),
+            Some("sources/p/_v2/t.md#source-1")
+        );
+        assert_eq!(archive_key("a.md", "../x.md#y"), None);
+        assert_eq!(d_fragment("../sources/D1.md#d1-3").as_deref(), Some("D1:3"));
+    }
+
+    #[test]
+    fn cleaning() {
+        assert_eq!(
+            clean_text("see [the tracker](x.md#^ab)  <!-- c --> now"),
+            "see the tracker now"
+        );
+    }
+}

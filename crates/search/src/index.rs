@@ -1,0 +1,692 @@
+//! The persisted index: open (or rebuild), incremental sync, search.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::{
+    BooleanQuery, ConstScoreQuery, Occur, Query as TantivyQuery, RangeQuery, TermQuery,
+};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{
+    DocAddress, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
+
+use crate::error::{Error, Result};
+use crate::extract::{IndexResolver, Overrides, SourceLookup, block_docs, source_docs};
+use crate::fs::{FileAccess, RealFs, Stat};
+use crate::model::{Changes, Hit, HitKind, Plan, Query};
+use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, SCHEMA_VERSION, build_schema, index_text};
+use crate::tokenize::{ScriptoriumTokenizer, TOKENIZER_NAME, for_each_token, query_terms};
+
+/// The manifest file, beside tantivy's own files in the index directory.
+const MANIFEST: &str = "scriptorium-manifest.json";
+/// tantivy's indexing arena (its minimum per thread).
+const WRITER_ARENA: usize = 15_000_000;
+/// Characters of recall text in a hit.
+const CONTENT_CHARS: usize = 1200;
+/// Characters of a snippet.
+const SNIPPET_CHARS: usize = 240;
+
+/// What the index's last commit records.
+#[derive(Debug, Serialize, Deserialize)]
+struct Payload {
+    version: u32,
+    revision: String,
+}
+
+/// The per-file state of the last sync.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Manifest {
+    version: u32,
+    files: BTreeMap<String, FileStamp>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct FileStamp {
+    size: u64,
+    mtime_ns: i128,
+    inode: u64,
+    hash: u64,
+}
+
+/// What one [`Index::sync`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// Files read and re-indexed (workspace-relative), sorted.
+    pub reindexed: Vec<String>,
+    /// Files whose documents were removed because the file is gone, sorted.
+    pub removed: Vec<String>,
+    /// Whether the whole workspace was walked (no usable hint or manifest).
+    pub full_walk: bool,
+}
+
+/// A persisted recall index of one memory workspace, in `<memory>/.scriptorium/index/`.
+///
+/// Architecture Invariant: [`Index::search`] with the revision the index already reflects
+/// performs no file access through the [`FileAccess`] seam (no directory walk, no read, no
+/// stat); it only reads tantivy's memory-mapped segments.
+pub struct Index {
+    root: PathBuf,
+    dir: PathBuf,
+    fs: Arc<dyn FileAccess>,
+    index: tantivy::Index,
+    reader: IndexReader,
+    fields: Fields,
+    revision: Option<String>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("root", &self.root)
+            .field("revision", &self.revision)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Index {
+    /// Opens the index of the workspace at `memory_root`. A missing, corrupt or outdated index
+    /// is deleted and recreated empty (the next sync fills it): never an error for that reason.
+    ///
+    /// Errors only when the index directory cannot be created or written.
+    pub fn open(memory_root: &Path) -> Result<Index> {
+        Index::open_with(memory_root, Arc::new(RealFs))
+    }
+
+    /// [`Index::open`] with an explicit file-access seam (tests count reads through it).
+    pub fn open_with(memory_root: &Path, fs: Arc<dyn FileAccess>) -> Result<Index> {
+        let dir = memory_root.join(".scriptorium").join("index");
+        let (schema, fields) = build_schema();
+        let opened = open_existing(&dir, &schema);
+        let (index, reader, revision) = match opened {
+            Some(found) => found,
+            None => create_fresh(&dir, schema)?,
+        };
+        Ok(Index { root: memory_root.to_path_buf(), dir, fs, index, reader, fields, revision })
+    }
+
+    /// The workspace revision the index reflects (`None` for a fresh index).
+    pub fn revision(&self) -> Option<&str> {
+        self.revision.as_deref()
+    }
+
+    /// Number of indexed documents (blocks and source records).
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// Brings the index to `revision`: re-indexes only the files that changed. With a `hint`,
+    /// only the hinted files are looked at; otherwise every `topics/**/*.md` and v2 archive is
+    /// stat'ed and compared with the manifest (size, mtime, inode; the content hash only when
+    /// the stat differs). Topic files citing source records whose trust changed are re-indexed
+    /// too. A fresh index ignores the hint and walks everything.
+    ///
+    /// Atomicity: the documents and the revision are published by one tantivy commit (its
+    /// `meta.json` is replaced atomically); the manifest is written after it (temp file +
+    /// rename), and a stale manifest only causes files to be re-read next time.
+    pub fn sync(&mut self, revision: &str, hint: Option<&Changes>) -> Result<SyncReport> {
+        self.reader.reload()?;
+        if let Some(stored) = read_payload(&self.index).map(|p| p.revision)
+            && stored == revision
+        {
+            self.revision = Some(stored);
+            return Ok(SyncReport::default());
+        }
+        let mut writer: IndexWriter<TantivyDocument> =
+            self.index.writer_with_num_threads(1, WRITER_ARENA)?;
+        let searcher = self.reader.searcher();
+        let manifest_path = self.dir.join(MANIFEST);
+        let mut manifest = self.load_manifest(&manifest_path);
+        let fresh = self.revision.as_deref().is_none_or(str::is_empty) || manifest.files.is_empty();
+        let full_walk = fresh || hint.is_none();
+        let candidates: BTreeSet<String> = match hint {
+            Some(changes) if !full_walk => {
+                changes.paths.iter().filter_map(|p| normalize_rel(p)).collect()
+            }
+            _ => {
+                let mut all = BTreeSet::new();
+                self.walk("topics", &mut all)?;
+                self.walk("sources", &mut all)?;
+                all.extend(manifest.files.keys().cloned());
+                all
+            }
+        };
+
+        // Which files changed, and their new text.
+        let mut changed: BTreeMap<String, Option<String>> = BTreeMap::new();
+        for rel in &candidates {
+            let path = self.root.join(rel);
+            let stat = self.fs.stat(&path).map_err(|e| Error::io(&path, e))?;
+            let old = manifest.files.get(rel).copied();
+            let Some(stat) = stat.filter(|s| s.is_file && indexable(rel)) else {
+                if old.is_some() {
+                    manifest.files.remove(rel);
+                    changed.insert(rel.clone(), None);
+                }
+                continue;
+            };
+            if !fresh && hint.is_none() && old.is_some_and(|o| same_stat(&o, &stat)) {
+                continue;
+            }
+            let bytes = self.fs.read(&path).map_err(|e| Error::io(&path, e))?;
+            let hash = fnv1a(&bytes);
+            let stamp =
+                FileStamp { size: stat.size, mtime_ns: stat.mtime_ns, inode: stat.inode, hash };
+            manifest.files.insert(rel.clone(), stamp);
+            if !fresh && old.is_some_and(|o| o.hash == hash) {
+                continue;
+            }
+            changed.insert(rel.clone(), Some(String::from_utf8(bytes).unwrap_or_default()));
+        }
+
+        let lookup = CommittedLookup { searcher: &searcher, fields: &self.fields };
+        let mut overrides = Overrides::default();
+        let mut affected_keys: Vec<String> = Vec::new();
+        let mut report = SyncReport { full_walk, ..SyncReport::default() };
+        for (rel, text) in changed.iter().filter(|(rel, _)| rel.starts_with("sources/")) {
+            let old = if fresh { Vec::new() } else { lookup.records_in(rel) };
+            writer.delete_term(Term::from_field_text(self.fields.file, rel));
+            overrides.archives.insert(rel.clone());
+            let mut seen = HashSet::new();
+            for record in
+                text.as_deref().map(|t| source_docs(&self.fields, rel, t)).unwrap_or_default()
+            {
+                let before = old.iter().find(|(id, _)| *id == record.id).map(|(_, t)| *t);
+                if before != Some(record.trusted) {
+                    affected_keys.push(record.id.clone());
+                    affected_keys.push(record.akey.clone());
+                }
+                overrides.ids.insert(record.id.clone(), Some(record.trusted));
+                overrides.anchors.insert(record.akey, record.id.clone());
+                seen.insert(record.id);
+                writer.add_document(record.doc)?;
+            }
+            for (id, _) in old.into_iter().filter(|(id, _)| !seen.contains(id)) {
+                overrides.ids.insert(id.clone(), None);
+                affected_keys.push(id);
+            }
+            if text.is_some() {
+                report.reindexed.push(rel.clone());
+            } else {
+                report.removed.push(rel.clone());
+            }
+        }
+
+        // Topic files: the changed ones, and those citing records whose trust changed.
+        let mut topics: BTreeMap<String, Option<String>> = changed
+            .iter()
+            .filter(|(rel, _)| rel.starts_with("topics/"))
+            .map(|(rel, text)| (rel.clone(), text.clone()))
+            .collect();
+        if !fresh {
+            for rel in lookup.files_citing(&affected_keys) {
+                if let std::collections::btree_map::Entry::Vacant(slot) = topics.entry(rel) {
+                    let path = self.root.join(slot.key());
+                    let text = match self.fs.read(&path) {
+                        Ok(bytes) => Some(String::from_utf8(bytes).unwrap_or_default()),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                        Err(e) => return Err(Error::io(&path, e)),
+                    };
+                    slot.insert(text);
+                }
+            }
+        }
+        let resolver = IndexResolver { overrides: &overrides, lookup: &lookup };
+        for (rel, text) in &topics {
+            writer.delete_term(Term::from_field_text(self.fields.file, rel));
+            match text {
+                Some(text) => {
+                    for doc in block_docs(&self.fields, rel, text, &resolver) {
+                        writer.add_document(doc)?;
+                    }
+                    report.reindexed.push(rel.clone());
+                }
+                None => report.removed.push(rel.clone()),
+            }
+        }
+        report.reindexed.sort();
+        report.removed.sort();
+
+        let payload = serde_json::to_string(&Payload {
+            version: SCHEMA_VERSION,
+            revision: revision.to_owned(),
+        })
+        .map_err(|e| Error::Index { message: e.to_string() })?;
+        let mut prepared = writer.prepare_commit()?;
+        prepared.set_payload(&payload);
+        prepared.commit()?;
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        self.revision = Some(revision.to_owned());
+        manifest.version = SCHEMA_VERSION;
+        let bytes =
+            serde_json::to_vec(&manifest).map_err(|e| Error::Index { message: e.to_string() })?;
+        self.fs.write_atomic(&manifest_path, &bytes).map_err(|e| Error::io(&manifest_path, e))?;
+        Ok(report)
+    }
+
+    /// Searches at `current_revision`: when the index already reflects it, nothing but the
+    /// index is touched; otherwise the index first catches up ([`Index::sync`] without a hint).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a bad query (checked before anything else);
+    /// [`Error::Busy`] when another process is updating the index.
+    pub fn search(&mut self, current_revision: &str, query: &Query) -> Result<Vec<Hit>> {
+        let plan = Plan::new(query)?;
+        if self.revision.as_deref() != Some(current_revision) {
+            self.sync(current_revision, None)?;
+        }
+        self.search_plan(&plan)
+    }
+
+    /// Searches what the index holds now, without comparing revisions.
+    pub fn search_committed(&self, query: &Query) -> Result<Vec<Hit>> {
+        self.search_plan(&Plan::new(query)?)
+    }
+
+    fn search_plan(&self, plan: &Plan) -> Result<Vec<Hit>> {
+        let terms = query_terms(&plan.text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        if plan.prefix.as_deref().is_some_and(|p| p.starts_with("sources")) && !plan.include_sources
+        {
+            return Ok(Vec::new());
+        }
+        let searcher = self.reader.searcher();
+        let total_docs = searcher.num_docs() as f32;
+        let mut weights: Vec<(String, f32)> = Vec::with_capacity(terms.len());
+        let mut clauses: Vec<(Occur, Box<dyn TantivyQuery>)> = Vec::new();
+        for term in terms {
+            let t = Term::from_field_text(self.fields.text, &term);
+            let df = searcher.doc_freq(&t)? as f32;
+            let idf = (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln();
+            if df > 0.0 {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)),
+                ));
+            }
+            weights.push((term, idf));
+        }
+        if clauses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let total_weight: f32 = weights.iter().map(|(_, w)| w).sum();
+        let mut must: Vec<(Occur, Box<dyn TantivyQuery>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
+        let filter = |q: Box<dyn TantivyQuery>| -> (Occur, Box<dyn TantivyQuery>) {
+            (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
+        };
+        must.push(filter(Box::new(TermQuery::new(
+            Term::from_field_u64(self.fields.trusted, 1),
+            IndexRecordOption::Basic,
+        ))));
+        if !plan.include_sources {
+            must.push(filter(Box::new(TermQuery::new(
+                Term::from_field_text(self.fields.kind, KIND_BLOCK),
+                IndexRecordOption::Basic,
+            ))));
+        }
+        if let Some(speaker) = &plan.speaker {
+            must.push(filter(Box::new(TermQuery::new(
+                Term::from_field_text(self.fields.kind, KIND_SOURCE),
+                IndexRecordOption::Basic,
+            ))));
+            must.push(filter(Box::new(TermQuery::new(
+                Term::from_field_text(self.fields.speaker, speaker),
+                IndexRecordOption::Basic,
+            ))));
+        }
+        if let Some(prefix) = &plan.prefix {
+            must.push(filter(Box::new(RangeQuery::new(
+                Bound::Included(Term::from_field_text(self.fields.paths, prefix)),
+                Bound::Excluded(Term::from_field_text(
+                    self.fields.paths,
+                    &format!("{prefix}\u{10FFFF}"),
+                )),
+            ))));
+        }
+        if let Some(window) = plan.window {
+            let range = |field, (lo, hi): (u64, u64)| -> (Occur, Box<dyn TantivyQuery>) {
+                (
+                    Occur::Should,
+                    Box::new(RangeQuery::new(
+                        Bound::Included(Term::from_field_u64(field, lo)),
+                        Bound::Included(Term::from_field_u64(field, hi)),
+                    )),
+                )
+            };
+            must.push(filter(Box::new(BooleanQuery::new(vec![
+                range(self.fields.day, window.days),
+                range(self.fields.month, window.months),
+                range(self.fields.year, window.years),
+            ]))));
+        }
+        let query = BooleanQuery::new(must);
+        let limit = (plan.top_k * 4).max(20);
+        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut hits = Vec::with_capacity(plan.top_k);
+        let mut doc_terms: Vec<String> = Vec::new();
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            let stored = StoredDoc::read(&doc, &self.fields);
+            let text = stored.index_text();
+            doc_terms.clear();
+            for_each_token(&text, |token, _, _| doc_terms.push(token.to_owned()));
+            let matched: f32 = weights
+                .iter()
+                .filter(|(term, _)| doc_terms.iter().any(|t| t == term))
+                .map(|(_, w)| w)
+                .sum();
+            if total_weight > 0.0 && matched / total_weight < plan.min_coverage {
+                continue;
+            }
+            let first_term =
+                weights.iter().map(|(t, _)| t.as_str()).find(|t| doc_terms.iter().any(|d| d == t));
+            hits.push(stored.into_hit(score, first_term));
+            if hits.len() == plan.top_k {
+                break;
+            }
+        }
+        Ok(hits)
+    }
+
+    fn load_manifest(&self, path: &Path) -> Manifest {
+        self.fs
+            .read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Manifest>(&bytes).ok())
+            .filter(|m| m.version == SCHEMA_VERSION)
+            .unwrap_or_default()
+    }
+
+    /// Every regular `*.md` file under `<root>/<top>`, workspace-relative; symlinks skipped.
+    fn walk(&self, top: &str, out: &mut BTreeSet<String>) -> Result<()> {
+        let mut stack = vec![top.to_owned()];
+        while let Some(rel_dir) = stack.pop() {
+            let dir = self.root.join(&rel_dir);
+            let entries = match self.fs.read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&dir, e)),
+            };
+            for entry in entries {
+                let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
+                    continue;
+                };
+                let rel = format!("{rel_dir}/{name}");
+                let Some(stat) = self.fs.stat(&entry).map_err(|e| Error::io(&entry, e))? else {
+                    continue;
+                };
+                if stat.is_dir {
+                    stack.push(rel);
+                } else if stat.is_file && indexable(&rel) {
+                    out.insert(rel);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Topic files and v2 archives.
+fn indexable(rel: &str) -> bool {
+    rel.ends_with(".md")
+        && (rel.starts_with("topics/")
+            || (rel.starts_with("sources/")
+                && scriptorium_topics_format::source::is_v2_source_path(rel)))
+}
+
+fn normalize_rel(path: &str) -> Option<String> {
+    let trimmed = path.trim().trim_start_matches("./").trim_start_matches('/');
+    (!trimmed.is_empty() && !trimmed.split('/').any(|c| c == "..")).then(|| trimmed.to_owned())
+}
+
+fn same_stat(old: &FileStamp, new: &Stat) -> bool {
+    old.size == new.size && old.mtime_ns == new.mtime_ns && old.inode == new.inode
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+fn read_payload(index: &tantivy::Index) -> Option<Payload> {
+    let metas = index.load_metas().ok()?;
+    serde_json::from_str(metas.payload.as_deref()?).ok()
+}
+
+fn register(index: &tantivy::Index) {
+    index.tokenizers().register(TOKENIZER_NAME, TextAnalyzer::from(ScriptoriumTokenizer));
+}
+
+fn reader_for(index: &tantivy::Index) -> tantivy::Result<IndexReader> {
+    index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()
+}
+
+/// An index of our schema version, with a working reader; `None` means "rebuild".
+fn open_existing(
+    dir: &Path,
+    schema: &tantivy::schema::Schema,
+) -> Option<(tantivy::Index, IndexReader, Option<String>)> {
+    let index = tantivy::Index::open_in_dir(dir).ok()?;
+    let payload = read_payload(&index)?;
+    if payload.version != SCHEMA_VERSION || index.schema() != *schema {
+        return None;
+    }
+    register(&index);
+    let reader = reader_for(&index).ok()?;
+    let revision = (!payload.revision.is_empty()).then_some(payload.revision);
+    Some((index, reader, revision))
+}
+
+fn create_fresh(
+    dir: &Path,
+    schema: tantivy::schema::Schema,
+) -> Result<(tantivy::Index, IndexReader, Option<String>)> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(dir, e)),
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let index = tantivy::Index::create_in_dir(dir, schema)?;
+    register(&index);
+    let mut writer: IndexWriter<TantivyDocument> =
+        index.writer_with_num_threads(1, WRITER_ARENA)?;
+    let payload =
+        serde_json::to_string(&Payload { version: SCHEMA_VERSION, revision: String::new() })
+            .map_err(|e| Error::Index { message: e.to_string() })?;
+    let mut prepared = writer.prepare_commit()?;
+    prepared.set_payload(&payload);
+    prepared.commit()?;
+    drop(writer);
+    let reader = reader_for(&index)?;
+    Ok((index, reader, None))
+}
+
+/// Reads the committed index during a sync.
+struct CommittedLookup<'a> {
+    searcher: &'a Searcher,
+    fields: &'a Fields,
+}
+
+impl CommittedLookup<'_> {
+    fn docs(&self, field: tantivy::schema::Field, value: &str) -> Vec<TantivyDocument> {
+        let query = TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic);
+        let Ok(addresses) = self.searcher.search(&query, &DocSetCollector) else {
+            return Vec::new();
+        };
+        let mut addresses: Vec<DocAddress> = addresses.into_iter().collect();
+        addresses.sort();
+        addresses.into_iter().filter_map(|a| self.searcher.doc(a).ok()).collect()
+    }
+
+    fn first_str(&self, doc: &TantivyDocument, field: tantivy::schema::Field) -> Option<String> {
+        doc.get_first(field).and_then(|v| v.as_str().map(str::to_owned))
+    }
+
+    /// (source id, trusted) of every record indexed from `rel`.
+    fn records_in(&self, rel: &str) -> Vec<(String, bool)> {
+        self.docs(self.fields.file, rel)
+            .iter()
+            .filter_map(|doc| {
+                let id = self.first_str(doc, self.fields.id)?;
+                let trusted = doc.get_first(self.fields.trusted).and_then(|v| v.as_u64())? == 1;
+                Some((id, trusted))
+            })
+            .collect()
+    }
+
+    /// Topic files with a block citing any of `keys` (source ids or archive keys).
+    fn files_citing(&self, keys: &[String]) -> BTreeSet<String> {
+        let mut files = BTreeSet::new();
+        for key in keys {
+            for doc in self.docs(self.fields.refs, key) {
+                if let Some(file) = self.first_str(&doc, self.fields.file) {
+                    files.insert(file);
+                }
+            }
+        }
+        files
+    }
+}
+
+impl SourceLookup for CommittedLookup<'_> {
+    fn id_for_anchor(&self, akey: &str) -> Option<String> {
+        self.docs(self.fields.akey, akey)
+            .first()
+            .and_then(|doc| self.first_str(doc, self.fields.id))
+    }
+
+    fn trusted(&self, id: &str) -> Option<bool> {
+        self.docs(self.fields.id, id)
+            .iter()
+            .find(|doc| self.first_str(doc, self.fields.kind).as_deref() == Some(KIND_SOURCE))
+            .and_then(|doc| doc.get_first(self.fields.trusted).and_then(|v| v.as_u64()))
+            .map(|v| v == 1)
+    }
+}
+
+/// The stored fields of one hit.
+struct StoredDoc {
+    kind: HitKind,
+    id: String,
+    path: String,
+    anchor: String,
+    content: String,
+    headings: Vec<String>,
+    dates: Vec<String>,
+    refs: Vec<String>,
+    speaker_id: Option<String>,
+    speaker_display: Option<String>,
+    speaker_label: Option<String>,
+    line: u64,
+}
+
+impl StoredDoc {
+    fn read(doc: &TantivyDocument, fields: &Fields) -> StoredDoc {
+        let first = |field| doc.get_first(field).and_then(|v| v.as_str().map(str::to_owned));
+        let all = |field| {
+            doc.get_all(field).filter_map(|v| v.as_str().map(str::to_owned)).collect::<Vec<_>>()
+        };
+        let kind = if first(fields.kind).as_deref() == Some(KIND_SOURCE) {
+            HitKind::Source
+        } else {
+            HitKind::Block
+        };
+        StoredDoc {
+            kind,
+            id: first(fields.id).unwrap_or_default(),
+            path: first(fields.file).unwrap_or_default(),
+            anchor: first(fields.anchor).unwrap_or_default(),
+            content: first(fields.content).unwrap_or_default(),
+            headings: all(fields.headings),
+            dates: all(fields.dates),
+            refs: all(fields.refs),
+            speaker_id: first(fields.speaker_id),
+            speaker_display: first(fields.speaker_display),
+            speaker_label: first(fields.speaker_label),
+            line: doc.get_first(fields.line).and_then(|v| v.as_u64()).unwrap_or(0),
+        }
+    }
+
+    /// The text the document was indexed under (see `extract`).
+    fn index_text(&self) -> String {
+        let headings: Vec<&str> = self.headings.iter().map(String::as_str).collect();
+        let dates: Vec<&str> = self.dates.iter().map(String::as_str).collect();
+        match self.kind {
+            HitKind::Block => index_text(&self.content, &self.path, &headings, &dates, None),
+            HitKind::Source => {
+                let speaker = self.speaker_display.as_deref().or(self.speaker_label.as_deref());
+                index_text(&self.content, "", &headings, &dates, speaker)
+            }
+        }
+    }
+
+    fn into_hit(self, score: f32, first_term: Option<&str>) -> Hit {
+        let content = match self.kind {
+            HitKind::Block if !self.dates.is_empty() => {
+                format!("[{}] {}", self.dates.join("; "), self.content)
+            }
+            _ => self.content.clone(),
+        };
+        let snippet = snippet(&self.content, first_term);
+        Hit {
+            kind: self.kind,
+            id: self.id,
+            path: self.path,
+            anchor: format!("#{}", self.anchor),
+            line: self.line,
+            headings: self.headings,
+            snippet,
+            content: truncate_chars(&content, CONTENT_CHARS),
+            score,
+            dates: self.dates,
+            refs: self.refs,
+            speaker_id: self.speaker_id,
+            speaker_display: self.speaker_display,
+            speaker_label: self.speaker_label,
+        }
+    }
+}
+
+fn truncate_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// About [`SNIPPET_CHARS`] characters of `content` around the first occurrence of `term`.
+fn snippet(content: &str, term: Option<&str>) -> String {
+    let flat = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut start_token = 0;
+    if let Some(term) = term {
+        let mut found = None;
+        for_each_token(&flat, |token, from, _| {
+            if found.is_none() && token == term {
+                found = Some(from);
+            }
+        });
+        start_token = found.unwrap_or(0);
+    }
+    let chars_before = flat[..start_token].chars().count();
+    let skip = chars_before.saturating_sub(SNIPPET_CHARS / 4);
+    let body: String = flat.chars().skip(skip).take(SNIPPET_CHARS).collect();
+    let mut out = String::new();
+    if skip > 0 {
+        out.push('…');
+    }
+    out.push_str(&body);
+    if flat.chars().count() > skip + SNIPPET_CHARS {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,401 @@
+//! The index over a small workspace: incremental sync, the no-IO revision check, rebuild,
+//! CJK, filters, trust and anchors.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use scriptorium_search::{Changes, ErrorCode, FileAccess, HitKind, Index, Query, RealFs, Stat};
+use scriptorium_topics_format::source::{ArchiveRecord, TrustState, plan_append};
+
+/// Counts every call through the seam.
+#[derive(Default)]
+struct CountingFs {
+    calls: AtomicUsize,
+}
+
+impl CountingFs {
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl FileAccess for CountingFs {
+    fn stat(&self, path: &Path) -> io::Result<Option<Stat>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        RealFs.stat(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        RealFs.read(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        RealFs.read_dir(path)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        RealFs.write_atomic(path, bytes)
+    }
+}
+
+fn record(thread: &str, message: &str, speaker: &str, content: &str, ts: &str) -> ArchiveRecord {
+    let mut r = ArchiveRecord::new("openprogram", thread, message, 1, "user", content);
+    r.timestamp = Some(ts.to_owned());
+    r.speaker_id = Some(speaker.to_lowercase());
+    r.speaker_display = Some(speaker.to_owned());
+    r
+}
+
+/// Archives `records` into the workspace (append), returning the written paths.
+fn archive(root: &Path, records: &[ArchiveRecord]) -> Vec<String> {
+    let mut tree = BTreeMap::new();
+    for r in records {
+        let rel = format!("sources/openprogram/_v2/{}.md", r.thread);
+        if let Ok(text) = std::fs::read_to_string(root.join(&rel)) {
+            tree.insert(rel, text);
+        }
+    }
+    let plan = plan_append(records, &tree).expect("valid records");
+    let mut written = Vec::new();
+    for w in plan.writes {
+        let path = root.join(&w.rel_path);
+        std::fs::create_dir_all(path.parent().expect("test step")).expect("test step");
+        std::fs::write(&path, &w.new_text).expect("test step");
+        written.push(w.rel_path);
+    }
+    written
+}
+
+fn anchor_of(root: &Path, source_id: &str) -> (String, String) {
+    let (provider, rest) = source_id.split_once('/').expect("test step");
+    let (thread, _) = rest.split_once('/').expect("test step");
+    let rel = format!("sources/{provider}/_v2/{thread}.md");
+    let text = std::fs::read_to_string(root.join(&rel)).expect("test step");
+    let scan = scriptorium_topics_format::source::scan(&rel, &text);
+    (rel.clone(), scan.frame(source_id).expect("test step").anchor.to_owned())
+}
+
+/// A footnote definition citing `source_id` from `topics/<topic>`.
+fn definition(root: &Path, topic: &str, label: &str, when: &str, source_id: &str) -> String {
+    let (rel, anchor) = anchor_of(root, source_id);
+    let depth = topic.matches('/').count() + 1;
+    let up = "../".repeat(depth);
+    format!("[^{label}]: Time: `{when}`; Sources: [src]({up}{rel}#{anchor})")
+}
+
+fn write_topic(root: &Path, topic: &str, text: &str) {
+    let path = root.join("topics").join(topic);
+    std::fs::create_dir_all(path.parent().expect("test step")).expect("test step");
+    std::fs::write(path, text).expect("test step");
+}
+
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A workspace with two archives and two topic files.
+fn workspace() -> Workspace {
+    let dir = tempfile::tempdir().expect("test step");
+    let root = dir.path();
+    archive(
+        root,
+        &[
+            record(
+                "s1",
+                "u1",
+                "Craig",
+                "I'm building a budget tracker in Flask.",
+                "2024-03-15T10:00:00+08:00",
+            ),
+            record(
+                "s1",
+                "u2",
+                "Craig",
+                "Dave runs a bike shop in Leeds.",
+                "2024-03-20T08:00:00+08:00",
+            ),
+            record("s2", "u1", "Lin", "我们讨论了写入流程和事务。", "2024-05-02T09:00:00+08:00"),
+        ],
+    );
+    let mut pending = record(
+        "s3",
+        "u1",
+        "Stranger",
+        "The secret volcano lair is in Iceland.",
+        "2024-06-01T00:00:00Z",
+    );
+    pending.trust_state = TrustState::Pending;
+    archive(root, &[pending]);
+    let d1 =
+        definition(root, "projects/budget.md", "e-aaaaaaaaaa", "2024-03-15", "openprogram/s1/u1");
+    let d2 = definition(root, "projects/budget.md", "e-bbbbbbbbbb", "2024-03", "openprogram/s1/u2");
+    write_topic(
+        root,
+        "projects/budget.md",
+        &format!(
+            "# Budget\n\n## Status\n\nCraig is building a budget tracker in Flask.[^e-aaaaaaaaaa] ^6dfc15f1\n\n\
+             Dave owns a bicycle repair business.[^e-bbbbbbbbbb] ^4d5ed8b5\n\n{d1}\n{d2}\n"
+        ),
+    );
+    let d3 = definition(root, "notes/design.md", "e-cccccccccc", "2024-05-02", "openprogram/s2/u1");
+    let d4 = definition(root, "notes/design.md", "e-dddddddddd", "2024", "openprogram/s3/u1");
+    write_topic(
+        root,
+        "notes/design.md",
+        &format!(
+            "# 设计\n\n写入流程先归档证据再安装事务。[^e-cccccccccc] ^abc12345\n\n\
+             The volcano lair hides a telescope.[^e-dddddddddd] ^def45678\n\n{d3}\n{d4}\n"
+        ),
+    );
+    Workspace { dir }
+}
+
+fn ids(hits: &[scriptorium_search::Hit]) -> Vec<String> {
+    hits.iter().map(|h| h.id.clone()).collect()
+}
+
+#[test]
+fn finds_blocks_and_sources_with_resolving_anchors() {
+    let ws = workspace();
+    let mut index = Index::open(ws.root()).expect("test step");
+    let hits = index.search("r1", &Query::new("budget tracker Flask")).expect("test step");
+    assert!(!hits.is_empty());
+    let block = hits.iter().find(|h| h.kind == HitKind::Block).expect("the block");
+    assert_eq!(block.id, "6dfc15f1");
+    assert_eq!(block.path, "topics/projects/budget.md");
+    assert_eq!(block.anchor, "#^6dfc15f1");
+    assert_eq!(block.headings, ["Budget", "Status"]);
+    assert_eq!(block.dates, ["2024-03-15"]);
+    assert!(block.content.starts_with("[2024-03-15] Craig is building"));
+    let text = std::fs::read_to_string(ws.root().join(&block.path)).expect("test step");
+    assert!(text.contains(&format!(" {}\n", &block.anchor[1..])), "block anchor resolves");
+
+    let source = hits.iter().find(|h| h.kind == HitKind::Source).expect("the source record");
+    assert_eq!(source.id, "openprogram/s1/u1");
+    assert_eq!(source.speaker_display.as_deref(), Some("Craig"));
+    let archive = std::fs::read_to_string(ws.root().join(&source.path)).expect("test step");
+    let anchor = source.anchor.strip_prefix('#').expect("test step");
+    assert!(archive.contains(&format!("<a id=\"{anchor}\"></a>")), "source anchor resolves");
+}
+
+#[test]
+fn incremental_update_sees_new_block_and_drops_deleted_one() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    assert_eq!(
+        ids(&index.search("r1", &Query::new("bicycle repair")).expect("test step")),
+        ["4d5ed8b5"]
+    );
+
+    // Append an archive record, then edit the topic: delete one paragraph, add another.
+    let written = archive(
+        root,
+        &[record(
+            "s1",
+            "u3",
+            "Craig",
+            "Craig adopted a greyhound named Pixel.",
+            "2024-04-01T10:00:00Z",
+        )],
+    );
+    let d1 =
+        definition(root, "projects/budget.md", "e-aaaaaaaaaa", "2024-03-15", "openprogram/s1/u1");
+    let d5 =
+        definition(root, "projects/budget.md", "e-eeeeeeeeee", "2024-04-01", "openprogram/s1/u3");
+    write_topic(
+        root,
+        "projects/budget.md",
+        &format!(
+            "# Budget\n\n## Status\n\nCraig is building a budget tracker in Flask.[^e-aaaaaaaaaa] ^6dfc15f1\n\n\
+             Craig has a greyhound called Pixel.[^e-eeeeeeeeee] ^0a1b2c3d\n\n{d1}\n{d5}\n"
+        ),
+    );
+    let mut paths = written;
+    paths.push("topics/projects/budget.md".to_owned());
+    let report = index.sync("r2", Some(&Changes { paths })).expect("test step");
+    assert!(!report.full_walk);
+    assert_eq!(report.reindexed, ["sources/openprogram/_v2/s1.md", "topics/projects/budget.md"]);
+
+    let hits = index.search("r2", &Query::new("greyhound Pixel")).expect("test step");
+    assert!(ids(&hits).contains(&"0a1b2c3d".to_owned()), "{hits:?}");
+    assert!(ids(&hits).contains(&"openprogram/s1/u3".to_owned()), "the appended record");
+    assert!(
+        !ids(&index.search("r2", &Query::new("bicycle repair")).expect("test step"))
+            .contains(&"4d5ed8b5".to_owned())
+    );
+
+    // Without a hint, an unknown revision catches up from the manifest: only the changed file.
+    let d1 =
+        definition(root, "projects/budget.md", "e-aaaaaaaaaa", "2024-03-15", "openprogram/s1/u1");
+    write_topic(
+        root,
+        "projects/budget.md",
+        &format!(
+            "# Budget\n\nCraig is building a budget tracker in Flask and Rust.[^e-aaaaaaaaaa] ^6dfc15f1\n\n{d1}\n"
+        ),
+    );
+    let report = index.sync("r3", None).expect("test step");
+    assert!(report.full_walk);
+    assert_eq!(report.reindexed, ["topics/projects/budget.md"]);
+    assert!(
+        index
+            .search("r3", &Query::new("greyhound Pixel"))
+            .expect("test step")
+            .iter()
+            .all(|h| h.kind == HitKind::Source)
+    );
+
+    // Reopening reads the persisted revision and index.
+    drop(index);
+    let index = Index::open(root).expect("test step");
+    assert_eq!(index.revision(), Some("r3"));
+}
+
+#[test]
+fn unchanged_revision_search_does_no_file_io() {
+    let ws = workspace();
+    let fs = Arc::new(CountingFs::default());
+    let mut index = Index::open_with(ws.root(), fs.clone()).expect("test step");
+    index.search("r1", &Query::new("budget")).expect("test step");
+    assert!(fs.calls() > 0, "the first search syncs");
+    let before = fs.calls();
+    for _ in 0..5 {
+        assert!(!index.search("r1", &Query::new("budget tracker")).expect("test step").is_empty());
+    }
+    assert_eq!(fs.calls(), before, "no file access at an unchanged revision");
+    // A new revision with nothing changed: stats only, no reads of unchanged files.
+    index.search("r2", &Query::new("budget")).expect("test step");
+    assert!(fs.calls() > before);
+}
+
+#[test]
+fn missing_or_corrupt_index_is_rebuilt() {
+    let ws = workspace();
+    let mut index = Index::open(ws.root()).expect("test step");
+    index.search("r1", &Query::new("budget")).expect("test step");
+    drop(index);
+    let dir = ws.root().join(".scriptorium/index");
+    std::fs::write(dir.join("meta.json"), "{ not json").expect("test step");
+    let mut index = Index::open(ws.root()).expect("test step");
+    assert_eq!(index.revision(), None);
+    assert!(!index.search("r1", &Query::new("budget tracker")).expect("test step").is_empty());
+    drop(index);
+    std::fs::remove_dir_all(&dir).expect("test step");
+    let mut index = Index::open(ws.root()).expect("test step");
+    assert!(!index.search("r1", &Query::new("budget tracker")).expect("test step").is_empty());
+}
+
+#[test]
+fn cjk_query_finds_cjk_text() {
+    let ws = workspace();
+    let mut index = Index::open(ws.root()).expect("test step");
+    let hits = index.search("r1", &Query::new("写入流程")).expect("test step");
+    assert!(ids(&hits).contains(&"abc12345".to_owned()), "{hits:?}");
+    assert!(ids(&hits).contains(&"openprogram/s2/u1".to_owned()));
+}
+
+#[test]
+fn filters() {
+    let ws = workspace();
+    let mut index = Index::open(ws.root()).expect("test step");
+    let q = |text: &str| Query::new(text);
+
+    let mut prefix = q("Craig budget tracker");
+    prefix.path_prefix = Some("projects".into());
+    assert!(
+        index
+            .search("r1", &prefix)
+            .expect("test step")
+            .iter()
+            .all(|h| h.path.starts_with("topics/projects/"))
+    );
+    prefix.path_prefix = Some("sources/openprogram/s1".into());
+    let hits = index.search("r1", &prefix).expect("test step");
+    assert!(!hits.is_empty() && hits.iter().all(|h| h.kind == HitKind::Source), "logical path");
+
+    let mut dates = q("Craig Dave budget bicycle bike");
+    dates.date_from = Some("2024-03-16".into());
+    dates.date_to = Some("2024-03-31".into());
+    let found = ids(&index.search("r1", &dates).expect("test step"));
+    assert!(found.contains(&"4d5ed8b5".to_owned()), "month 2024-03 overlaps: {found:?}");
+    assert!(found.contains(&"openprogram/s1/u2".to_owned()));
+    assert!(!found.contains(&"6dfc15f1".to_owned()));
+    dates.date_from = Some("2024-04".into());
+    dates.date_to = Some("2024-03".into());
+    let err = index.search("r1", &dates).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    dates.date_from = Some("2024-13".into());
+    assert_eq!(index.search("r1", &dates).unwrap_err().code(), ErrorCode::InvalidArgument);
+
+    let mut speaker = q("budget tracker bike");
+    speaker.speaker = Some("craig".into());
+    let hits = index.search("r1", &speaker).expect("test step");
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter().all(|h| h.kind == HitKind::Source && h.speaker_id.as_deref() == Some("craig"))
+    );
+    speaker.speaker = Some("LIN".into());
+    assert!(index.search("r1", &speaker).expect("test step").is_empty());
+    speaker.include_sources = false;
+    speaker.speaker = Some("craig".into());
+    let err = index.search("r1", &speaker).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidArgument);
+    assert_eq!(err.code().as_str(), "INVALID_ARGUMENT");
+    assert!(err.to_string().contains("topics-only"));
+
+    let mut topics_only = q("budget tracker");
+    topics_only.include_sources = false;
+    assert!(
+        index
+            .search("r1", &topics_only)
+            .expect("test step")
+            .iter()
+            .all(|h| h.kind == HitKind::Block)
+    );
+
+    let mut many = q("Craig");
+    many.top_k = 50;
+    assert!(index.search("r1", &many).expect("test step").len() <= 10);
+}
+
+#[test]
+fn pending_blocks_and_sources_are_excluded() {
+    let ws = workspace();
+    let mut index = Index::open(ws.root()).expect("test step");
+    assert!(index.search("r1", &Query::new("volcano lair")).expect("test step").is_empty());
+}
+
+#[test]
+fn relevance_floor() {
+    let ws = workspace();
+    let mut index = Index::open(ws.root()).expect("test step");
+    assert!(
+        index.search("r1", &Query::new("what is the")).expect("test step").is_empty(),
+        "stopwords only"
+    );
+    assert!(
+        index
+            .search("r1", &Query::new("quantum chromodynamics lecture"))
+            .expect("test step")
+            .is_empty()
+    );
+    assert!(
+        index
+            .search("r1", &Query::new("What is Craig's favourite opera singer?"))
+            .expect("test step")
+            .is_empty()
+    );
+    assert!(
+        !index.search("r1", &Query::new("What is Craig building?")).expect("test step").is_empty()
+    );
+}

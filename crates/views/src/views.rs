@@ -1,0 +1,264 @@
+//! `timeline/`, `recent_events.jsonl` and `relations.json` from parsed units, byte for byte as
+//! the Python implementation writes them (reference §7.4), and the stable creation order
+//! (§7.5).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use scriptorium_topics_format::Unit;
+use scriptorium_topics_format::topic::is_valid_temporal;
+
+use crate::paths::{is_py_space, normalize, relative, topic_dir};
+use crate::pyjson;
+
+/// The default number of units in `recent_events.jsonl`.
+pub const DEFAULT_RECENT_LIMIT: usize = 50;
+
+/// The derived views of one topic tree, as bytes, plus the updated creation order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Views {
+    /// Workspace-relative path (`timeline/2024.md`, `timeline/2024/01.md`,
+    /// `timeline/2024/01/01.md`) → file text. Exactly the files `timeline/` must hold.
+    pub timeline: BTreeMap<String, String>,
+    /// The `recent_events.jsonl` text (empty when there are no units or the limit is 0).
+    pub recent_events: String,
+    /// The `relations.json` text.
+    pub relations: String,
+    /// `runtime.json`'s `creation_order` after this rebuild: the given order plus every new ID.
+    pub creation_order: BTreeMap<String, u64>,
+}
+
+/// Rebuilds the views from the units of a parsed tree (in tree order, as
+/// [`parse_tree`](scriptorium_topics_format::parse_tree) returns them). Pure and deterministic.
+///
+/// `creation_order` is `runtime.json`'s map; IDs it lacks get `max + 1`, `max + 2`, … in parse
+/// order, and IDs it holds keep their numbers (moves and reorders change nothing). `None` (no
+/// runtime state at all) seeds it from the units' `created_order` first. IDs of units that no
+/// longer exist are kept, as the Python implementation keeps them.
+///
+/// Block links to IDs that no unit has are listed as they are (the transaction's validation
+/// rejects them before a rebuild; the Python code would raise here).
+pub fn rebuild(
+    units: &[Unit],
+    creation_order: Option<&BTreeMap<String, u64>>,
+    recent_limit: usize,
+) -> Views {
+    let order = creation_order_for(units, creation_order);
+    Views {
+        timeline: timeline(units),
+        recent_events: recent_events(units, &order, recent_limit),
+        relations: relations(units),
+        creation_order: order,
+    }
+}
+
+fn creation_order_for(
+    units: &[Unit],
+    given: Option<&BTreeMap<String, u64>>,
+) -> BTreeMap<String, u64> {
+    let mut order = given.cloned().unwrap_or_default();
+    if given.is_none() {
+        for unit in units {
+            order.insert(unit.memory_id.clone(), unit.created_order as u64);
+        }
+    }
+    let mut next = order.values().max().map_or(0, |max| max + 1);
+    for unit in units {
+        if !order.contains_key(&unit.memory_id) {
+            order.insert(unit.memory_id.clone(), next);
+            next += 1;
+        }
+    }
+    order
+}
+
+/// `{"backlinks": {target: [sorted sources]}, "outbound": {id: [sorted unique targets]}}`,
+/// keys sorted, one line, `\n`.
+fn relations(units: &[Unit]) -> String {
+    let mut outbound: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for unit in units {
+        // A later unit with the same ID replaces an earlier one, as a Python dict does.
+        outbound
+            .insert(&unit.memory_id, unit.relation_targets.iter().map(String::as_str).collect());
+    }
+    let mut backlinks: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (source, targets) in &outbound {
+        for target in targets {
+            backlinks.entry(target).or_default().push(source);
+        }
+    }
+    let mut out = String::with_capacity(32 + 16 * outbound.len());
+    out.push_str("{\"backlinks\": {");
+    for (i, (target, sources)) in backlinks.iter_mut().enumerate() {
+        sources.sort_unstable();
+        if i > 0 {
+            out.push_str(", ");
+        }
+        pyjson::string(&mut out, target);
+        out.push_str(": ");
+        pyjson::string_list(&mut out, sources.iter().copied());
+    }
+    out.push_str("}, \"outbound\": {");
+    for (i, (source, targets)) in outbound.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        pyjson::string(&mut out, source);
+        out.push_str(": ");
+        pyjson::string_list(&mut out, targets.iter().copied());
+    }
+    out.push_str("}}\n");
+    out
+}
+
+/// A real `YYYY`, `YYYY-MM` or `YYYY-MM-DD` value (not `undated`).
+fn is_dated(value: &str) -> bool {
+    value != "undated" && is_valid_temporal(value)
+}
+
+/// One timeline row before sorting.
+struct Row<'a> {
+    unit: &'a Unit,
+    text: &'a str,
+    refs: &'a [String],
+    targets: &'a [String],
+    labels: &'a [String],
+}
+
+fn timeline(units: &[Unit]) -> BTreeMap<String, String> {
+    let mut grouped: HashMap<&str, Vec<Row<'_>>> = HashMap::new();
+    for unit in units {
+        let mut dated =
+            unit.evidence.iter().filter(|e| e.when.as_deref().is_some_and(is_dated)).peekable();
+        if dated.peek().is_some() {
+            for evidence in dated {
+                let when = evidence.when.as_deref().unwrap_or_default();
+                grouped.entry(when).or_default().push(Row {
+                    unit,
+                    text: &evidence.quote,
+                    refs: &evidence.refs,
+                    targets: &evidence.targets,
+                    labels: &evidence.labels,
+                });
+            }
+        } else if let Some(when) = unit.when.as_deref().filter(|w| is_dated(w)) {
+            grouped.entry(when).or_default().push(Row {
+                unit,
+                text: &unit.content,
+                refs: &unit.refs,
+                targets: &unit.link_targets,
+                labels: &unit.labels,
+            });
+        }
+    }
+    grouped
+        .into_iter()
+        .map(|(when, mut rows)| {
+            let parts: Vec<&str> = when.split('-').collect();
+            let path = format!("timeline/{}.md", parts.join("/"));
+            let mut dir: Vec<&str> = vec!["timeline"];
+            dir.extend(&parts[..parts.len() - 1]);
+            // Stable: ties keep parse order, like Python's `sorted`.
+            rows.sort_by(|a, b| {
+                let key_a = (a.refs.first().map_or("", String::as_str), a.unit.memory_id.as_str());
+                let key_b = (b.refs.first().map_or("", String::as_str), b.unit.memory_id.as_str());
+                key_a.cmp(&key_b)
+            });
+            let mut text = format!("# {when}");
+            for row in &rows {
+                text.push_str("\n\n");
+                push_row(&mut text, row, &dir);
+            }
+            let trimmed = text.trim_end_matches(is_py_space).len();
+            text.truncate(trimmed);
+            text.push('\n');
+            (path, text)
+        })
+        .collect()
+}
+
+/// `<quote> [Topic](<rel>#^<id>) [<label>](<rel source link>)…`
+fn push_row(out: &mut String, row: &Row<'_>, dir: &[&str]) {
+    let unit = row.unit;
+    let mut topic = vec!["topics"];
+    topic.extend(normalize(&unit.topic_path));
+    out.push_str(row.text);
+    out.push_str(" [Topic](");
+    out.push_str(&relative(&topic, dir));
+    out.push('#');
+    if !unit.memory_id.starts_with("mem_") {
+        out.push('^');
+    }
+    out.push_str(&unit.memory_id);
+    out.push_str(") ");
+    let labels = if row.labels.len() == row.refs.len() { row.labels } else { row.refs };
+    let source_dir = topic_dir(&unit.topic_path);
+    for (i, (label, link)) in labels.iter().zip(row.targets).enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let (path, fragment) = match link.split_once('#') {
+            Some((path, fragment)) => (path, Some(fragment)),
+            None => (link.as_str(), None),
+        };
+        out.push('[');
+        out.push_str(label);
+        out.push_str("](");
+        if path.starts_with('/') {
+            // An absolute target has no workspace-relative form; it is kept as written.
+            out.push_str(path);
+        } else {
+            let joined = format!("{}/{path}", source_dir.join("/"));
+            out.push_str(&relative(&normalize(&joined), dir));
+        }
+        if let Some(fragment) = fragment {
+            out.push('#');
+            out.push_str(fragment);
+        }
+        out.push(')');
+    }
+}
+
+/// The last `limit` units in ascending creation order, one JSON object per line.
+fn recent_events(units: &[Unit], order: &BTreeMap<String, u64>, limit: usize) -> String {
+    if limit == 0 {
+        return String::new();
+    }
+    let mut sorted: Vec<(u64, &Unit)> =
+        units.iter().map(|u| (order.get(&u.memory_id).copied().unwrap_or(0), u)).collect();
+    sorted.sort_by_key(|(created, _)| *created);
+    let skip = sorted.len().saturating_sub(limit);
+    let mut out = String::new();
+    for (created, unit) in &sorted[skip..] {
+        out.push_str("{\"memory_id\": ");
+        pyjson::string(&mut out, &unit.memory_id);
+        out.push_str(", \"when\": ");
+        match &unit.when {
+            Some(when) => pyjson::string(&mut out, when),
+            None => out.push_str("null"),
+        }
+        out.push_str(", \"whens\": ");
+        let mut whens: Vec<&str> = Vec::new();
+        for when in unit.evidence.iter().filter_map(|e| e.when.as_deref()) {
+            if !whens.contains(&when) {
+                whens.push(when);
+            }
+        }
+        pyjson::string_list(&mut out, whens);
+        out.push_str(", \"content\": ");
+        pyjson::string(&mut out, &unit.content);
+        for key in ["refs", "source_refs"] {
+            out.push_str(", \"");
+            out.push_str(key);
+            out.push_str("\": ");
+            pyjson::string_list(&mut out, unit.refs.iter().map(String::as_str));
+        }
+        out.push_str(", \"topic_path\": ");
+        pyjson::string(&mut out, &format!("topics/{}", unit.topic_path));
+        out.push_str(", \"headings\": ");
+        pyjson::string_list(&mut out, unit.headings.iter().map(String::as_str));
+        out.push_str(", \"created_order\": ");
+        out.push_str(&created.to_string());
+        out.push_str("}\n");
+    }
+    out
+}
