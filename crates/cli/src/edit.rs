@@ -149,7 +149,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             match (&after.git_commit, &after.git_error) {
                 (Some(commit), _) => println!("  git commit {}", &commit[..commit.len().min(12)]),
                 (None, Some(err)) => {
-                    eprintln!("memory committed, but the git commit failed: {err}")
+                    eprintln!("memory committed, but the git commit failed: {err}");
                 }
                 (None, None) => {}
             }
