@@ -28,6 +28,16 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("session_dag/import_largest_transcript", Budget::MinMegabytesPerSec(50.0)),
     ("markers/pending_marked_tip_100k", Budget::MaxNanos(10.0 * US)),
     ("markers/pending_100_unwritten_100k", Budget::MaxNanos(100.0 * US)),
+    ("transaction/one_paragraph_edit_git_1k_blocks", Budget::MaxNanos(30.0 * MS)),
+    ("transaction/one_paragraph_edit_git_10k_blocks", Budget::MaxNanos(150.0 * MS)),
+    // The render reads only `topics/core.md`; the budget applies to a realistic master (the
+    // reference measured an 11 883-token one). `views/core_render_10k` (a 10 000-paragraph
+    // master) is reported without a budget.
+    ("views/core_render_12k_tokens", Budget::MaxNanos(1.0 * MS)),
+    ("views/rebuild_10k_blocks", Budget::MaxNanos(50.0 * MS)),
+    ("search/warm_search", Budget::MaxNanos(100.0 * US)),
+    ("search/open_and_first_search", Budget::MaxNanos(50.0 * MS)),
+    ("search/incremental_update_one_paragraph", Budget::MaxNanos(20.0 * MS)),
 ];
 
 /// One measured benchmark.

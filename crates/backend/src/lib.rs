@@ -1,9 +1,38 @@
-//! The nine-method `MemoryBackend` interface, `LocalBackend`, configuration and the runtime
-//! services (idle-session watcher, nightly reorganize).
+//! The memory backend: where the transaction engine, the derived views and the git history are
+//! put together, and (with the backend issue) the nine-method `MemoryBackend` interface,
+//! `LocalBackend`, configuration and the runtime services (idle-session watcher, nightly
+//! reorganize).
 //!
-//! Key decision: this is the layer where async, the wall clock, HTTP and git meet; everything
-//! below it is synchronous and has the clock and ID generation injected.
+//! Key decision: this is the layer where the wall clock and git meet the synchronous crates
+//! below it. [`memory::MemoryWorkspace`] opens a workspace with one install observer that, after
+//! every install and still under the write lock, rebuilds the derived views from the installed
+//! units and then records the transaction (and the views it rewrote) as one git commit. Neither
+//! step can undo an install: a failure is reported as "memory committed, git not".
 //!
 //! # Limitations
 //!
-//! Not implemented yet: this crate is filled by the backend issue.
+//! - The `MemoryBackend` trait, `LocalBackend`, configuration and the watcher land with the
+//!   backend issue.
+//! - Views that a crash left stale between an install and their rebuild are refreshed by the
+//!   next install or by a full rebuild, not on open.
+//!
+//! # Example
+//!
+//! ```
+//! use scriptorium_backend::memory::MemoryWorkspace;
+//! use scriptorium_txn::BeginOptions;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let memory = MemoryWorkspace::open(dir.path().join("memory"), true)?;
+//! let mut staged = memory.workspace().begin(BeginOptions::default())?;
+//! staged.write_file("topics/empty.md", "# Nothing cited yet\n")?;
+//! // A file without records is pruned by normalization: the install changes nothing.
+//! let installed = staged.validate().map_err(|r| format!("{:?}", r.violations()))?.install()?;
+//! assert!(installed.changed_files.is_empty());
+//! assert!(memory.history().is_some());
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod memory;

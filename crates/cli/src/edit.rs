@@ -92,7 +92,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         message: args.message.clone().unwrap_or_else(|| format!("memory: edit {ws_path}")),
         ..BeginOptions::default()
     };
-    let mut staged = match memory.workspace.begin(options) {
+    let mut staged = match memory.workspace().begin(options) {
         Ok(staged) => staged,
         Err(err) if err.is_retryable() => {
             eprintln!("{}: {err}", err.code());
@@ -141,7 +141,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     };
     match validated.install() {
         Ok(installed) => {
-            let after = memory.derived.last();
+            let after = memory.after_install();
             println!("installed {ws_path}: revision {}", installed.revision.as_str());
             for (key, id) in &installed.block_ids {
                 println!("  new block ^{id} ({key})");

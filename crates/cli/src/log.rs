@@ -21,10 +21,10 @@ pub(crate) struct Args {
 /// Runs the command.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
-    let Some(history) = &memory.history else {
+    let Some(history) = memory.history() else {
         anyhow::bail!(
             "git history unavailable: {}",
-            memory.history_error.as_deref().unwrap_or("unknown error")
+            memory.history_error().unwrap_or("unknown error")
         );
     };
     let path = args.path.as_deref().map(|p| p.trim_start_matches("./").trim_end_matches('/'));

@@ -43,20 +43,20 @@ fn count_sources(root: &std::path::Path) -> (usize, usize) {
 /// Runs the command.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
-    let ws = &memory.workspace;
+    let ws = memory.workspace();
     let root = ws.root();
     let state = ws.revision_state()?;
     let files = read_topics(root)?;
     let parsed = parse_tree(&files, &ArchiveResolver::new(FsSources::new(root)));
     let (source_files, source_records) = count_sources(root);
-    let head = memory.history.as_ref().map(|h| h.log(None, 1));
+    let head = memory.history().map(|h| h.log(None, 1));
     let (git_head, git_txn, git_error) = match head {
         Some(Ok(entries)) => match entries.into_iter().next() {
             Some(e) => (Some(e.commit), e.txn_id, None),
             None => (None, None, None),
         },
         Some(Err(err)) => (None, None, Some(err.to_string())),
-        None => (None, None, memory.history_error.clone()),
+        None => (None, None, memory.history_error().map(str::to_owned)),
     };
     let in_sync = git_error.is_none()
         && (state.txn_id.is_empty() || git_txn.as_deref() == Some(&state.txn_id));

@@ -34,8 +34,11 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     let layout = ws.layout();
     let ids = ws.inner.ids.as_ref();
     let lock = ws.lock(job.lock_timeout)?;
+    crate::pipeline::prof("inst:lock");
     recover(fs, layout, ids)?;
+    crate::pipeline::prof("inst:recover");
     let current = ws.current()?;
+    crate::pipeline::prof("inst:current");
     if current.revision != job.begin_revision {
         return Err(Error::ConcurrentUpdate {
             base_revision: job.base_revision.clone().unwrap_or(job.begin_revision.clone()),
@@ -59,8 +62,10 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         }
     }
     fs.sync_fs(&stage_topics).map_err(Error::io("syncfs", &stage_topics))?;
+    crate::pipeline::prof("inst:links+syncfs");
 
     let manifest = manifest_of(fs, &stage_topics, &job.prepared.hashes)?;
+    crate::pipeline::prof("inst:manifest");
     let topics = topics_digest(manifest.iter().map(|m| (m.path.as_str(), m.sha256.as_str())));
     let runtime = match &job.prepared.runtime {
         Some(text) => sha256_hex(text.as_bytes()),
@@ -104,6 +109,7 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     let intent_bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;
     write_atomic(fs, layout, ids, &layout.intent, &intent_bytes)?;
+    crate::pipeline::prof("inst:intent");
 
     if let Err(error) = swap_and_finish(&ws, &job.stage.dir, &stage_topics, mode, &intent) {
         // Let recovery decide from the disk: forward if the swap happened, back otherwise.
@@ -122,6 +128,7 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         }
     }
     job.stage.disarm();
+    crate::pipeline::prof("inst:swap+finish");
 
     let installed = Installed {
         txn_id: job.stage.txn_id.clone(),
@@ -150,6 +157,7 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         }
     }
     drop(lock);
+    crate::pipeline::prof("inst:observers");
     Ok(Installed { observer_failures: failures, ..installed })
 }
 

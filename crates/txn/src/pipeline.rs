@@ -22,6 +22,19 @@ use crate::state::{
 use crate::validate::{self, Baseline, Limits, Required, Rules, Violation};
 use crate::workspace::{Snapshot, Workspace, empty_record};
 
+thread_local! { static T0: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) }; }
+pub(crate) fn prof(label: &str) {
+    if std::env::var_os("SPROF").is_none() {
+        return;
+    }
+    T0.with(|t| {
+        let now = std::time::Instant::now();
+        if let Some(p) = t.get() {
+            eprintln!("{label:>24}: {:>7.2} ms", (now - p).as_secs_f64() * 1e3);
+        }
+        t.set(Some(now));
+    });
+}
 /// The resolver every step of one transaction shares: each cited archive is read and scanned
 /// once per transaction (the `sources/` fingerprint check guarantees it did not change).
 pub type Resolver = ArchiveResolver<LiveSources>;
@@ -108,10 +121,13 @@ impl Workspace {
         let fs = self.fs();
         let layout = self.layout();
         let _lock = self.lock(opts.lock_timeout)?;
+        prof("begin:lock");
         let snapshot = self.snapshot()?;
+        prof("begin:snapshot");
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
         let sources = sources_fingerprint(fs, &layout.sources)?;
         let (runtime_digest, runtime) = read_runtime(fs, layout)?;
+        prof("begin:record+sources+runtime");
         let revision = revision_of(
             record.counter,
             &record.txn_id,
@@ -133,6 +149,7 @@ impl Workspace {
         let resolver =
             ArchiveResolver::new(LiveSources::new(self.inner.fs.clone(), layout.root.clone()));
         let baseline = Baseline::read(&files, &resolver);
+        prof("begin:files+baseline");
         if let Some(error) = resolver.files().take_errors().into_iter().next() {
             return Err(Error::Io {
                 op: "read sources",
@@ -153,7 +170,9 @@ impl Workspace {
             _owner: None,
         };
         stage._owner = Some(OwnerLock::create(&stage.dir.join("owner.lock"))?);
+        prof("begin:stage dir");
         write_tree(self, &stage.topics, &snapshot)?;
+        prof("begin:write_tree");
         let begin = Begin { revision, sources, runtime, snapshot, files, resolver };
         Ok(Staged { stage, begin: Arc::new(begin), baseline, opts })
     }
@@ -383,8 +402,10 @@ impl Staged {
         }
 
         // Normalize, validate, rewrite links.
+        prof("val:io checks");
         let committed: HashSet<String> = self.baseline.block_ids().iter().cloned().collect();
         let normalized = normalize(&files, &committed, self.baseline.units(), &begin.resolver);
+        prof("val:normalize");
         let rules = Rules {
             required: self.opts.required.clone(),
             allowed_new_sources: self.opts.allowed_new_sources.as_ref(),
@@ -392,6 +413,7 @@ impl Staged {
         };
         let validation =
             validate::validate(&self.baseline, &normalized.files, &begin.resolver, &rules);
+        prof("val:validate");
         violations.extend(validation.violations);
         for error in begin.resolver.files().take_errors() {
             violations.push(Violation::tree(ErrorCode::Io, error));
@@ -401,6 +423,7 @@ impl Staged {
         }
         let mut final_files = normalized.files;
         let rewritten = rewrite_links(&final_files, &validation.units, &begin.resolver);
+        prof("val:rewrite_links");
         let units = if rewritten.is_empty() {
             validation.units
         } else {
@@ -423,6 +446,7 @@ impl Staged {
         };
 
         // Write the normalized tree into the stage.
+        prof("val:reparse");
         let final_paths: HashSet<&str> = final_files.iter().map(|f| f.path.as_str()).collect();
         for file in &final_files {
             if on_disk.get(&file.path) != Some(&file.text) {
@@ -436,6 +460,7 @@ impl Staged {
         }
 
         // What changed against the baseline.
+        prof("val:write");
         let hashes: HashMap<String, String> =
             final_files.iter().map(|f| (f.path.clone(), sha256_hex(f.text.as_bytes()))).collect();
         let before: HashMap<&str, &str> = begin
@@ -455,6 +480,7 @@ impl Staged {
         }
 
         // Creation order (reference §7.5).
+        prof("val:hashes");
         let mut runtime_state = RuntimeState::parse(begin.runtime.as_deref());
         let runtime = if runtime_state.seed(self.baseline.units(), &units) {
             let text = runtime_state.render();
@@ -467,6 +493,7 @@ impl Staged {
         }
 
         // Covered refs.
+        prof("val:runtime");
         let cited: BTreeSet<String> = units.iter().flat_map(|u| u.refs.iter().cloned()).collect();
         let covered: BTreeSet<String> = match &self.opts.allowed_new_sources {
             Some(allowed) => cited.intersection(allowed).cloned().collect(),

@@ -1,0 +1,227 @@
+//! A memory workspace opened with its derived views and git history wired in as the install
+//! observer.
+//!
+//! Order after every install (still under the write lock): the derived views are rebuilt from
+//! the installed units (`core.md`, `timeline/`, `recent_events.jsonl`, `relations.json`), then
+//! one git commit records the transaction's files and the views it rewrote, with the
+//! transaction's `Txn-Id`. A failure of either is reported in [`AfterInstall`] and in the
+//! install's observer failures; it never turns into a rollback: the memory is committed once
+//! the install returned.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use scriptorium_history::{CommitRequest, History, Time};
+use scriptorium_topics_format::source::ArchiveResolver;
+use scriptorium_txn::{InstallEvent, InstallObserver, Options, Workspace};
+use scriptorium_views::{FsSources, RUNTIME_JSON, RuntimeState, render_core, write_views};
+
+/// Recent events kept in `recent_events.jsonl` (reference Appendix A).
+pub const RECENT_LIMIT: usize = 50;
+/// The core render budget in o200k_base tokens.
+pub const CORE_BUDGET: usize = 2_000;
+/// The master of the core view, relative to `topics/`.
+const CORE_MASTER: &str = "core.md";
+
+/// Errors of opening a memory workspace.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// There is no workspace at the path and creating one was not asked for.
+    #[error("no memory workspace at {}", root.display())]
+    NotFound {
+        /// The memory root looked at.
+        root: PathBuf,
+    },
+    /// The transaction engine refused to open the workspace.
+    #[error("opening the memory workspace at {}: {source}", root.display())]
+    Txn {
+        /// The memory root.
+        root: PathBuf,
+        /// The engine's error.
+        #[source]
+        source: scriptorium_txn::Error,
+    },
+}
+
+impl Error {
+    /// Whether retrying later can succeed (the workspace lock was busy).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Txn { source, .. } if source.is_retryable())
+    }
+}
+
+/// The wall-clock time for git commits (UTC).
+pub fn now() -> Time {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    Time::utc(seconds)
+}
+
+/// What the observer did after the last install.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AfterInstall {
+    /// Derived files the views rebuild wrote or removed (workspace-relative).
+    pub views_changed: Vec<String>,
+    /// The views rebuild's error, if it failed.
+    pub views_error: Option<String>,
+    /// The git commit (hex) that records the install, if one was made.
+    pub git_commit: Option<String>,
+    /// The git error, if the commit failed (the memory is committed regardless).
+    pub git_error: Option<String>,
+}
+
+/// The install observer: derived views, then one git commit.
+pub struct Derived {
+    history: Option<History>,
+    last: Mutex<AfterInstall>,
+}
+
+impl Derived {
+    /// An observer committing to `history` (none: views only).
+    pub fn new(history: Option<History>) -> Derived {
+        Derived { history, last: Mutex::default() }
+    }
+
+    fn rebuild_views(event: &InstallEvent<'_>) -> Result<Vec<String>, String> {
+        let root = event.root;
+        let runtime = std::fs::read_to_string(root.join(RUNTIME_JSON)).unwrap_or_default();
+        let state = RuntimeState::parse(&runtime);
+        let views =
+            scriptorium_views::rebuild(event.units, Some(&state.creation_order), RECENT_LIMIT);
+        let master = event.files.iter().find(|f| f.path == CORE_MASTER).map(|f| f.text.as_str());
+        let resolver = ArchiveResolver::new(FsSources::new(root));
+        let core = render_core(master, &resolver, CORE_BUDGET);
+        // The root `core.md` goes with its master (reference §4.6 step 5); a legacy root file
+        // without a master is left alone.
+        let master_removed =
+            master.is_none() && event.installed.changed_files.iter().any(|p| p == "topics/core.md");
+        let written =
+            write_views(root, &views, &core, master_removed).map_err(|e| e.to_string())?;
+        Ok(written.changed_files.into_iter().chain(written.removed_files).collect())
+    }
+
+    /// What happened after the last install.
+    pub fn last(&self) -> AfterInstall {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl InstallObserver for Derived {
+    fn name(&self) -> &str {
+        "views+git"
+    }
+
+    fn installed(
+        &self,
+        event: &InstallEvent<'_>,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let mut after = AfterInstall::default();
+        let mut changed = event.installed.changed_files.clone();
+        match Derived::rebuild_views(event) {
+            Ok(files) => {
+                changed.extend(files.iter().cloned());
+                after.views_changed = files;
+            }
+            Err(err) => after.views_error = Some(err),
+        }
+        changed.sort();
+        changed.dedup();
+        if let Some(history) = &self.history {
+            let request = CommitRequest {
+                txn_id: event.installed.txn_id.as_str(),
+                message: &event.installed.message,
+                // A failed views rebuild may have left files the list does not name: scan all.
+                changed: after.views_error.is_none().then_some(changed.as_slice()),
+                time: now(),
+            };
+            match history.commit(request) {
+                Ok(outcome) => after.git_commit = Some(outcome.commit),
+                Err(err) => after.git_error = Some(err.to_string()),
+            }
+        }
+        let failure = match (&after.views_error, &after.git_error) {
+            (None, None) => None,
+            (views, git) => Some(format!(
+                "{}{}",
+                views.as_ref().map(|e| format!("views: {e}; ")).unwrap_or_default(),
+                git.as_ref().map(|e| format!("git: {e}")).unwrap_or_default()
+            )),
+        };
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = after;
+        match failure {
+            Some(message) => Err(message.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An open memory workspace with its history and the views+git observer.
+pub struct MemoryWorkspace {
+    workspace: Workspace,
+    history: Option<History>,
+    history_error: Option<String>,
+    derived: Arc<Derived>,
+}
+
+fn open_history(root: &Path, installed_txn: &str) -> Result<History, String> {
+    let history = History::open_or_init(root, now()).map_err(|e| e.to_string())?;
+    if !installed_txn.is_empty() {
+        history.catch_up(installed_txn, now()).map_err(|e| e.to_string())?;
+    }
+    Ok(history)
+}
+
+impl MemoryWorkspace {
+    /// Opens the workspace at `root` (with `create`, initializes it first), which runs the
+    /// engine's recovery, then opens (or creates) its git history and commits what an earlier
+    /// crash left uncommitted (catch-up to the installed transaction). A history that cannot be
+    /// opened is reported by [`MemoryWorkspace::history_error`], not as an error: memory works
+    /// without git.
+    ///
+    /// Disk effects: those of `Workspace::init`/`open` (recovery, layout, permissions) and of
+    /// `History::open_or_init`/`catch_up` (a repository and at most two commits).
+    pub fn open(root: impl AsRef<Path>, create: bool) -> Result<MemoryWorkspace, Error> {
+        let root = root.as_ref().to_path_buf();
+        if !create && !root.join("topics").is_dir() && !root.join(".scriptorium").is_dir() {
+            return Err(Error::NotFound { root });
+        }
+        let txn_err = |source| Error::Txn { root: root.clone(), source };
+        // Recovery first (without observers: it never installs anything new), then the
+        // history, which needs to know the installed transaction.
+        let plain = if create { Workspace::init(&root) } else { Workspace::open(&root) }
+            .map_err(txn_err)?;
+        let installed = plain.revision_state().map_err(txn_err)?.txn_id;
+        let (history, history_error) = match open_history(&root, &installed) {
+            Ok(history) => (Some(history), None),
+            Err(err) => (None, Some(err)),
+        };
+        let derived = Arc::new(Derived::new(history.clone()));
+        let observers: Vec<Arc<dyn InstallObserver>> = vec![derived.clone()];
+        let workspace = Workspace::open_with(&root, Options { observers, ..Options::default() })
+            .map_err(txn_err)?;
+        Ok(MemoryWorkspace { workspace, history, history_error, derived })
+    }
+
+    /// The transaction engine's workspace (with the observer registered).
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// The git history, when it could be opened.
+    pub fn history(&self) -> Option<&History> {
+        self.history.as_ref()
+    }
+
+    /// Why the git history could not be opened.
+    pub fn history_error(&self) -> Option<&str> {
+        self.history_error.as_deref()
+    }
+
+    /// What the observer did after the last install through this workspace.
+    pub fn after_install(&self) -> AfterInstall {
+        self.derived.last()
+    }
+}

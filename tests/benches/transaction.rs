@@ -1,0 +1,95 @@
+//! Criterion: a one-paragraph edit transaction end to end — begin → edit → validate → install
+//! → derived views → git commit — on workspaces of 1 000 and 10 000 blocks (SPEC §12: ≤ 30 ms
+//! and ≤ 150 ms). The `txn` crate's own benches show the same without views and git, and with a
+//! 500 MB `sources/`: staging never copies or hashes sources, and the git commit only reads the
+//! files the transaction changed.
+
+use std::path::Path;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use scriptorium_backend::memory::MemoryWorkspace;
+use scriptorium_topics_format::source::{ArchiveRecord, anchor_for, plan_append};
+use scriptorium_txn::BeginOptions;
+
+const BLOCKS_PER_FILE: usize = 50;
+
+/// Writes `files` topic files of `BLOCKS_PER_FILE` cited paragraphs each, with one archive per
+/// file holding the cited messages.
+fn generate(root: &Path, files: usize) {
+    for f in 0..files {
+        let thread = format!("bench-{f:04}");
+        let records: Vec<ArchiveRecord> = (0..BLOCKS_PER_FILE)
+            .map(|b| {
+                let mut r = ArchiveRecord::new(
+                    "openprogram",
+                    thread.clone(),
+                    format!("m{b}"),
+                    b as u64,
+                    "user",
+                    format!(
+                        "Message {b} of thread {f}: the owner mentions topic {f}-{b} in passing."
+                    ),
+                );
+                r.timestamp = Some(format!("2024-03-{:02}T10:00:00+00:00", 1 + b % 28));
+                r
+            })
+            .collect();
+        let tree = std::collections::BTreeMap::<String, String>::new();
+        let plan = plan_append(&records, &tree).expect("valid records");
+        for write in plan.writes {
+            let path = root.join(&write.rel_path);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+            std::fs::write(path, write.new_text).expect("write archive");
+        }
+        let mut text = format!("# Topic {f}\n\n## Facts\n");
+        for b in 0..BLOCKS_PER_FILE {
+            let id = format!("openprogram/{thread}/m{b}");
+            text.push_str(&format!(
+                "\nFact {b} about topic {f}: the owner cares about item {f}-{b} and said so.\
+                 [^e-{f:04}{b:06}] ^{f:04}{b:04}\n\n\
+                 [^e-{f:04}{b:06}]: Time: `2024-03-{:02}`; Sources: [item {b}](../sources/openprogram/_v2/{thread}.md#{})\n",
+                1 + b % 28,
+                anchor_for(&id)
+            ));
+        }
+        let topic = root.join(format!("topics/t{f:04}.md"));
+        std::fs::create_dir_all(topic.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(topic, text).expect("write topic");
+    }
+}
+
+fn bench_edit(c: &mut Criterion, name: &str, files: usize) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let root = dir.path().join("memory");
+    generate(&root, files);
+    let memory = MemoryWorkspace::open(&root, true).expect("open");
+    assert!(memory.history().is_some(), "git history available");
+    let path = "topics/t0000.md";
+    let original = std::fs::read_to_string(root.join(path)).expect("read");
+    let edited = original.replacen("Fact 7 about", "Fact 7, revised, about", 1);
+    let mut flip = false;
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            flip = !flip;
+            let text = if flip { &edited } else { &original };
+            let mut staged = memory.workspace().begin(BeginOptions::default()).expect("begin");
+            staged.write_file(path, text).expect("write");
+            let validated = staged.validate().map_err(|r| format!("{:?}", r.violations()));
+            let installed = validated.expect("valid").install().expect("install");
+            assert!(installed.observer_failures.is_empty(), "{:?}", installed.observer_failures);
+            assert!(memory.after_install().git_commit.is_some());
+        });
+    });
+}
+
+fn transaction(c: &mut Criterion) {
+    bench_edit(c, "transaction/one_paragraph_edit_git_1k_blocks", 1_000 / BLOCKS_PER_FILE);
+    bench_edit(c, "transaction/one_paragraph_edit_git_10k_blocks", 10_000 / BLOCKS_PER_FILE);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = transaction
+}
+criterion_main!(benches);
