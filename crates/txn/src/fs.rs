@@ -43,6 +43,8 @@ pub struct Meta {
     pub dev: u64,
     /// Permission bits (`mode & 0o7777`).
     pub mode: u32,
+    /// Number of hard links (a recycled stage file must have exactly one name).
+    pub nlink: u64,
 }
 
 /// The filesystem operations of the workspace. Paths are absolute or relative to the current
@@ -111,6 +113,7 @@ impl Fs for RealFs {
             ino: m.ino(),
             dev: m.dev(),
             mode: m.mode() & 0o7777,
+            nlink: m.nlink(),
         })
     }
 

@@ -3,17 +3,23 @@
 
 use std::io::ErrorKind;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+
+use scriptorium_topics_format::TreeParse;
 
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, Meta, exchange_unsupported};
 use crate::ids::{IdSource, Revision};
 use crate::lock::LockTimeout;
-use crate::pipeline::{InstallEvent, InstallStage, Installed, ObserverFailure, Prepared};
+use crate::pipeline::{
+    CachedBaseline, InstallEvent, InstallStage, Installed, ObserverFailure, Prepared,
+};
 use crate::state::{
     Intent, Layout, RevisionRecord, SwapMode, sha256_hex, sources_fingerprint, topics_digest,
     write_atomic,
 };
+use crate::validate::Baseline;
 use crate::workspace::{manifest_of, recover};
 
 /// Everything the install needs from the validated transaction.
@@ -24,8 +30,9 @@ pub(crate) struct Job {
     pub(crate) lock_timeout: LockTimeout,
     pub(crate) message: String,
     pub(crate) prepared: Prepared,
-    /// Content hashes of the committed files read at `begin` (relative to `topics/`).
-    pub(crate) baseline_hashes: std::collections::HashMap<String, String>,
+    /// The `sources/` fingerprint read at `begin` (the compare-and-set guarantees it is still
+    /// the live one).
+    pub(crate) sources: String,
 }
 
 pub(crate) fn install(mut job: Job) -> Result<Installed> {
@@ -34,11 +41,8 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     let layout = ws.layout();
     let ids = ws.inner.ids.as_ref();
     let lock = ws.lock(job.lock_timeout)?;
-    crate::pipeline::prof("inst:lock");
     recover(fs, layout, ids)?;
-    crate::pipeline::prof("inst:recover");
     let current = ws.current()?;
-    crate::pipeline::prof("inst:current");
     if current.revision != job.begin_revision {
         return Err(Error::ConcurrentUpdate {
             base_revision: job.base_revision.clone().unwrap_or(job.begin_revision.clone()),
@@ -46,27 +50,16 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         });
     }
 
-    // The staged tree must be durable before it becomes live. Files the transaction did not
-    // change are replaced by hard links to the live (already durable) inodes: nothing to sync
-    // for them, and removing the old tree later frees no blocks. One `syncfs` then covers the
-    // changed files and every staged directory.
+    // The staged tree must be durable before it becomes live: one `syncfs` covers every
+    // staged file and directory. Only what this transaction wrote is dirty: a stage recycled
+    // from the previous install's old tree (see `begin`) keeps the inodes of files that did
+    // not change, which were made durable when they were installed.
     let stage_topics = job.stage.topics.clone();
-    for (rel, hash) in &job.prepared.hashes {
-        if job.baseline_hashes.get(rel) != Some(hash) {
-            continue;
-        }
-        let target = stage_topics.join(rel);
-        let tmp = stage_topics.join(format!("{rel}.link"));
-        if fs.hard_link(&layout.topics.join(rel), &tmp).is_ok() {
-            fs.rename(&tmp, &target).map_err(Error::io("rename", &tmp))?;
-        }
-    }
     fs.sync_fs(&stage_topics).map_err(Error::io("syncfs", &stage_topics))?;
-    crate::pipeline::prof("inst:links+syncfs");
 
     let manifest = manifest_of(fs, &stage_topics, &job.prepared.hashes)?;
-    crate::pipeline::prof("inst:manifest");
     let topics = topics_digest(manifest.iter().map(|m| (m.path.as_str(), m.sha256.as_str())));
+    let installed_topics = topics.clone();
     let runtime = match &job.prepared.runtime {
         Some(text) => sha256_hex(text.as_bytes()),
         None => current.runtime.clone(),
@@ -109,7 +102,6 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     let intent_bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;
     write_atomic(fs, layout, ids, &layout.intent, &intent_bytes)?;
-    crate::pipeline::prof("inst:intent");
 
     if let Err(error) = swap_and_finish(&ws, &job.stage.dir, &stage_topics, mode, &intent) {
         // Let recovery decide from the disk: forward if the swap happened, back otherwise.
@@ -128,7 +120,6 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         }
     }
     job.stage.disarm();
-    crate::pipeline::prof("inst:swap+finish");
 
     let installed = Installed {
         txn_id: job.stage.txn_id.clone(),
@@ -157,7 +148,17 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         }
     }
     drop(lock);
-    crate::pipeline::prof("inst:observers");
+    // The next `begin` of this handle takes the installed tree as its baseline without parsing
+    // it again: `prepared.units` are the strict parse of exactly `prepared.files`, which passed
+    // validation (no diagnostics).
+    let parsed =
+        TreeParse { units: std::mem::take(&mut job.prepared.units), diagnostics: Vec::new() };
+    ws.cache_baseline(CachedBaseline {
+        revision: installed.revision.clone(),
+        topics: installed_topics,
+        sources: job.sources.clone(),
+        baseline: Arc::new(Baseline::from_parse(&job.prepared.files, parsed)),
+    });
     Ok(Installed { observer_failures: failures, ..installed })
 }
 
@@ -210,8 +211,25 @@ fn finish_install(
         write_atomic(fs, layout, ids, &layout.runtime_json, runtime.as_bytes())?;
     }
     write_atomic(fs, layout, ids, &layout.revision, &intent.record.to_bytes())?;
+    recycle_old_tree(fs, layout, stage_dir);
     remove_tree_if_exists(fs, stage_dir)?;
     remove_intent(fs, layout)
+}
+
+/// Moves the old tree (`<stage>/topics` after an exchange, `<stage>/old-topics` after the
+/// two-rename fallback) to `.scriptorium/txn/spare`, where the next `begin` recycles it.
+/// Best effort, and no fsync: the spare is a cache that `begin` checks byte for byte, and
+/// recovery removes it like any stage nobody owns. When a spare exists already, the old tree
+/// is removed with the stage.
+fn recycle_old_tree(fs: &dyn Fs, layout: &Layout, stage_dir: &Path) {
+    for name in ["topics", "old-topics"] {
+        let old = stage_dir.join(name);
+        if fs.metadata(&old).is_ok_and(|m| m.kind == FileKind::Dir) {
+            // Ignored on failure (e.g. a spare exists already): the stage removal deletes it.
+            let _ = fs.rename(&old, &layout.spare);
+            return;
+        }
+    }
 }
 
 fn remove_tree_if_exists(fs: &dyn Fs, path: &Path) -> Result<()> {

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::topic::{EvidenceAssignment, normalize, rewrite_links};
@@ -12,7 +12,7 @@ use scriptorium_topics_format::{TopicFile, Unit, parse_tree};
 
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
-use crate::fs::FileKind;
+use crate::fs::{FileKind, Fs};
 use crate::ids::{Revision, TxnId};
 use crate::lock::{LockTimeout, OwnerLock};
 use crate::sources::LiveSources;
@@ -22,19 +22,6 @@ use crate::state::{
 use crate::validate::{self, Baseline, Limits, Required, Rules, Violation};
 use crate::workspace::{Snapshot, Workspace, empty_record};
 
-thread_local! { static T0: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) }; }
-pub(crate) fn prof(label: &str) {
-    if std::env::var_os("SPROF").is_none() {
-        return;
-    }
-    T0.with(|t| {
-        let now = std::time::Instant::now();
-        if let Some(p) = t.get() {
-            eprintln!("{label:>24}: {:>7.2} ms", (now - p).as_secs_f64() * 1e3);
-        }
-        t.set(Some(now));
-    });
-}
 /// The resolver every step of one transaction shares: each cited archive is read and scanned
 /// once per transaction (the `sources/` fingerprint check guarantees it did not change).
 pub type Resolver = ArchiveResolver<LiveSources>;
@@ -56,6 +43,24 @@ pub struct BeginOptions {
     pub message: String,
     /// Size limits.
     pub limits: Limits,
+}
+
+/// The baseline of one revision, kept by the [`Workspace`] handle between transactions so
+/// that `begin` does not parse an unchanged tree again.
+///
+/// `begin` still reads and hashes every byte of `topics/` and stats `sources/`; it takes the
+/// cached baseline only when the revision, the SHA-256 digest of those bytes and the `sources/`
+/// fingerprint all equal the ones the baseline was read from. Any outside edit of `topics/`
+/// changes the digest, any install or archive append (by any process) changes the revision, so
+/// a stale baseline can never be used. A rejected or aborted transaction changes nothing on
+/// disk and leaves the entry valid.
+pub(crate) struct CachedBaseline {
+    pub(crate) revision: Revision,
+    /// The digest of `topics/` (see [`Snapshot::digest`]).
+    pub(crate) topics: String,
+    /// The `sources/` fingerprint.
+    pub(crate) sources: String,
+    pub(crate) baseline: Arc<Baseline>,
 }
 
 /// What begin read, shared by the stages of one transaction.
@@ -94,7 +99,7 @@ impl Drop for Stage {
 pub struct Staged {
     stage: Stage,
     begin: Arc<Begin>,
-    baseline: Baseline,
+    baseline: Arc<Baseline>,
     opts: BeginOptions,
 }
 
@@ -121,20 +126,13 @@ impl Workspace {
         let fs = self.fs();
         let layout = self.layout();
         let _lock = self.lock(opts.lock_timeout)?;
-        prof("begin:lock");
         let snapshot = self.snapshot()?;
-        prof("begin:snapshot");
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
         let sources = sources_fingerprint(fs, &layout.sources)?;
         let (runtime_digest, runtime) = read_runtime(fs, layout)?;
-        prof("begin:record+sources+runtime");
-        let revision = revision_of(
-            record.counter,
-            &record.txn_id,
-            &snapshot.digest(),
-            &sources,
-            &runtime_digest,
-        );
+        let digest = snapshot.digest();
+        let revision =
+            revision_of(record.counter, &record.txn_id, &digest, &sources, &runtime_digest);
         if let Some(base) = opts.base_revision.as_ref().filter(|base| **base != revision) {
             return Err(Error::ConcurrentUpdate { base_revision: base.clone(), revision });
         }
@@ -148,15 +146,29 @@ impl Workspace {
             .collect();
         let resolver =
             ArchiveResolver::new(LiveSources::new(self.inner.fs.clone(), layout.root.clone()));
-        let baseline = Baseline::read(&files, &resolver);
-        prof("begin:files+baseline");
-        if let Some(error) = resolver.files().take_errors().into_iter().next() {
-            return Err(Error::Io {
-                op: "read sources",
-                path: layout.sources.clone(),
-                source: std::io::Error::other(error),
-            });
-        }
+        let cached = self.cached_baseline().filter(|cached| {
+            cached.revision == revision && cached.topics == digest && cached.sources == sources
+        });
+        let baseline = match cached {
+            Some(cached) => Arc::clone(&cached.baseline),
+            None => {
+                let baseline = Arc::new(Baseline::read(&files, &resolver));
+                if let Some(error) = resolver.files().take_errors().into_iter().next() {
+                    return Err(Error::Io {
+                        op: "read sources",
+                        path: layout.sources.clone(),
+                        source: std::io::Error::other(error),
+                    });
+                }
+                self.cache_baseline(CachedBaseline {
+                    revision: revision.clone(),
+                    topics: digest,
+                    sources: sources.clone(),
+                    baseline: Arc::clone(&baseline),
+                });
+                baseline
+            }
+        };
 
         let txn_id = TxnId::generate(self.inner.clock.as_ref(), self.inner.ids.as_ref());
         let dir = layout.txn.join(txn_id.as_str());
@@ -170,12 +182,113 @@ impl Workspace {
             _owner: None,
         };
         stage._owner = Some(OwnerLock::create(&stage.dir.join("owner.lock"))?);
-        prof("begin:stage dir");
-        write_tree(self, &stage.topics, &snapshot)?;
-        prof("begin:write_tree");
+        stage_tree(self, &stage.topics, &snapshot)?;
         let begin = Begin { revision, sources, runtime, snapshot, files, resolver };
         Ok(Staged { stage, begin: Arc::new(begin), baseline, opts })
     }
+
+    /// The cached baseline, if any (see [`CachedBaseline`]).
+    pub(crate) fn cached_baseline(&self) -> Option<Arc<CachedBaseline>> {
+        self.inner.baseline_cache.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the cached baseline (the old entry is dropped after the mutex is released).
+    pub(crate) fn cache_baseline(&self, entry: CachedBaseline) {
+        let old = std::mem::replace(
+            &mut *self.inner.baseline_cache.lock().unwrap_or_else(PoisonError::into_inner),
+            Some(Arc::new(entry)),
+        );
+        drop(old);
+    }
+}
+
+/// Fills the new stage directory `topics` with a copy of the snapshot.
+///
+/// Creating a hundred files costs tens of milliseconds on ext4 (inode allocation), so the tree
+/// the last install replaced (`.scriptorium/txn/spare`, see [`crate#install`]) is recycled
+/// when there is one: it is renamed into the stage, then made equal to the snapshot, keeping
+/// only regular files whose bytes equal the snapshot's, that have mode 0600 and exactly one
+/// link (so no other name, inside or outside the workspace, can see an edit of the stage),
+/// replacing everything else by fresh files. Without a spare, or when it holds anything
+/// unexpected, the stage is written from scratch.
+fn stage_tree(ws: &Workspace, topics: &Path, snapshot: &Snapshot) -> Result<()> {
+    let fs = ws.fs();
+    if fs.rename(&ws.layout().spare, topics).is_err() {
+        return write_tree(ws, topics, snapshot);
+    }
+    match recycle_tree(fs, topics, snapshot) {
+        Ok(true) => Ok(()),
+        Ok(false) | Err(_) => {
+            match fs.metadata(topics) {
+                Ok(meta) if meta.kind == FileKind::Dir => fs.remove_tree(topics),
+                Ok(_) => fs.remove_file(topics),
+                Err(e) => Err(e),
+            }
+            .map_err(Error::io("remove", topics))?;
+            write_tree(ws, topics, snapshot)
+        }
+    }
+}
+
+/// Makes the recycled tree at `topics` equal to `snapshot` (see [`stage_tree`]). `Ok(false)`
+/// when it holds something this cannot fix in place (not a directory, a non-UTF-8 name).
+fn recycle_tree(fs: &dyn Fs, topics: &Path, snapshot: &Snapshot) -> Result<bool> {
+    let meta = fs.metadata(topics).map_err(Error::io("stat", topics))?;
+    if meta.kind != FileKind::Dir {
+        return Ok(false);
+    }
+    if meta.mode != 0o700 {
+        fs.set_mode(topics, 0o700).map_err(Error::io("chmod", topics))?;
+    }
+    let dirs: HashSet<&str> = snapshot.dirs.iter().map(String::as_str).collect();
+    let files: HashMap<&str, &[u8]> =
+        snapshot.files.iter().map(|(rel, bytes, _)| (rel.as_str(), bytes.as_slice())).collect();
+    let entries = walk(fs, topics)?;
+    if entries.iter().any(|entry| !entry.utf8) {
+        return Ok(false);
+    }
+    let mut kept: HashSet<String> = HashSet::new();
+    let mut removed_dirs: Vec<String> = Vec::new();
+    for entry in entries {
+        // Everything under a removed directory is gone with it.
+        if removed_dirs.iter().any(|dir| {
+            entry.rel.strip_prefix(dir.as_str()).is_some_and(|rest| rest.starts_with('/'))
+        }) {
+            continue;
+        }
+        let path = topics.join(&entry.rel);
+        let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
+        let keep = match meta.kind {
+            FileKind::Dir => dirs.contains(entry.rel.as_str()),
+            FileKind::File => files.get(entry.rel.as_str()).is_some_and(|bytes| {
+                meta.nlink == 1
+                    && meta.mode == 0o600
+                    && usize::try_from(meta.len).is_ok_and(|len| len == bytes.len())
+                    && fs.read(&path).is_ok_and(|on_disk| on_disk == *bytes)
+            }),
+            FileKind::Symlink | FileKind::Other => false,
+        };
+        if keep {
+            if meta.kind == FileKind::Dir && meta.mode != 0o700 {
+                fs.set_mode(&path, 0o700).map_err(Error::io("chmod", &path))?;
+            }
+            kept.insert(entry.rel);
+        } else if meta.kind == FileKind::Dir {
+            fs.remove_tree(&path).map_err(Error::io("remove", &path))?;
+            removed_dirs.push(entry.rel);
+        } else {
+            fs.remove_file(&path).map_err(Error::io("unlink", &path))?;
+        }
+    }
+    for dir in snapshot.dirs.iter().filter(|dir| !kept.contains(*dir)) {
+        let path = topics.join(dir);
+        fs.create_dir(&path, 0o700).map_err(Error::io("mkdir", &path))?;
+    }
+    for (rel, bytes, _) in snapshot.files.iter().filter(|(rel, _, _)| !kept.contains(rel)) {
+        let path = topics.join(rel);
+        fs.write(&path, bytes, 0o600).map_err(Error::io("write", &path))?;
+    }
+    Ok(true)
 }
 
 /// Writes the snapshot's directories and files under `topics` (created 0700 / 0600).
@@ -305,7 +418,7 @@ impl Staged {
             Err(e) => return Err(Error::io("remove", &self.stage.topics)(e)),
         }
         write_tree(&self.stage.ws, &self.stage.topics, &self.begin.snapshot)?;
-        self.baseline = Baseline::read(&self.begin.files, &self.begin.resolver);
+        self.baseline = Arc::new(Baseline::read(&self.begin.files, &self.begin.resolver));
         Ok(())
     }
 
@@ -402,10 +515,8 @@ impl Staged {
         }
 
         // Normalize, validate, rewrite links.
-        prof("val:io checks");
         let committed: HashSet<String> = self.baseline.block_ids().iter().cloned().collect();
         let normalized = normalize(&files, &committed, self.baseline.units(), &begin.resolver);
-        prof("val:normalize");
         let rules = Rules {
             required: self.opts.required.clone(),
             allowed_new_sources: self.opts.allowed_new_sources.as_ref(),
@@ -413,7 +524,6 @@ impl Staged {
         };
         let validation =
             validate::validate(&self.baseline, &normalized.files, &begin.resolver, &rules);
-        prof("val:validate");
         violations.extend(validation.violations);
         for error in begin.resolver.files().take_errors() {
             violations.push(Violation::tree(ErrorCode::Io, error));
@@ -423,7 +533,6 @@ impl Staged {
         }
         let mut final_files = normalized.files;
         let rewritten = rewrite_links(&final_files, &validation.units, &begin.resolver);
-        prof("val:rewrite_links");
         let units = if rewritten.is_empty() {
             validation.units
         } else {
@@ -446,7 +555,6 @@ impl Staged {
         };
 
         // Write the normalized tree into the stage.
-        prof("val:reparse");
         let final_paths: HashSet<&str> = final_files.iter().map(|f| f.path.as_str()).collect();
         for file in &final_files {
             if on_disk.get(&file.path) != Some(&file.text) {
@@ -460,7 +568,6 @@ impl Staged {
         }
 
         // What changed against the baseline.
-        prof("val:write");
         let hashes: HashMap<String, String> =
             final_files.iter().map(|f| (f.path.clone(), sha256_hex(f.text.as_bytes()))).collect();
         let before: HashMap<&str, &str> = begin
@@ -480,7 +587,6 @@ impl Staged {
         }
 
         // Creation order (reference §7.5).
-        prof("val:hashes");
         let mut runtime_state = RuntimeState::parse(begin.runtime.as_deref());
         let runtime = if runtime_state.seed(self.baseline.units(), &units) {
             let text = runtime_state.render();
@@ -493,7 +599,6 @@ impl Staged {
         }
 
         // Covered refs.
-        prof("val:runtime");
         let cited: BTreeSet<String> = units.iter().flat_map(|u| u.refs.iter().cloned()).collect();
         let covered: BTreeSet<String> = match &self.opts.allowed_new_sources {
             Some(allowed) => cited.intersection(allowed).cloned().collect(),
@@ -587,13 +692,8 @@ impl Validated {
             base_revision: opts.base_revision.clone(),
             lock_timeout: opts.lock_timeout,
             message: opts.message,
+            sources: begin.sources.clone(),
             prepared,
-            baseline_hashes: begin
-                .snapshot
-                .files
-                .iter()
-                .map(|(rel, _, hash)| (rel.clone(), hash.clone()))
-                .collect(),
         })
     }
 }

@@ -22,6 +22,9 @@ pub(crate) struct Layout {
     pub(crate) lock: PathBuf,
     pub(crate) revision: PathBuf,
     pub(crate) intent: PathBuf,
+    /// `.scriptorium/txn/spare`: the tree the last install replaced, recycled by the next
+    /// `begin` as its stage (see [`crate::pipeline`]).
+    pub(crate) spare: PathBuf,
     pub(crate) runtime_json: PathBuf,
     pub(crate) workspace_id: PathBuf,
 }
@@ -37,6 +40,7 @@ impl Layout {
             lock: runtime.join("write.lock"),
             revision: runtime.join("revision"),
             intent: runtime.join("intent.json"),
+            spare: runtime.join("txn").join("spare"),
             runtime_json: runtime.join("runtime.json"),
             workspace_id: runtime.join("workspace-id"),
             runtime,

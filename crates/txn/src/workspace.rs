@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, RealFs};
 use crate::ids::{Clock, IdSource, RandomIds, Revision, SystemClock, WorkspaceId};
 use crate::lock::{self, LockTimeout, WriteLock};
-use crate::pipeline::InstallObserver;
+use crate::pipeline::{CachedBaseline, InstallObserver};
 use crate::state::{
     Layout, ManifestEntry, RevisionRecord, irregular_hash, read_record, read_runtime, revision_of,
     sha256_hex, sources_fingerprint, topics_digest, walk, write_atomic,
@@ -67,6 +67,9 @@ pub(crate) struct Inner {
     /// two-rename fallback.
     pub(crate) no_exchange: AtomicBool,
     pub(crate) workspace_id: WorkspaceId,
+    /// The baseline of the last revision this handle read or installed (see
+    /// [`CachedBaseline`]).
+    pub(crate) baseline_cache: Mutex<Option<Arc<CachedBaseline>>>,
 }
 
 /// An open memory workspace (reference §1.1 layout, SPEC §3). Cheap to clone; `Send + Sync`.
@@ -206,6 +209,7 @@ impl Workspace {
                 observers: options.observers,
                 no_exchange: AtomicBool::new(false),
                 workspace_id: id,
+                baseline_cache: Mutex::new(None),
             }),
         })
     }

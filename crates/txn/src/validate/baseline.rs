@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use scriptorium_topics_format::topic::Document;
-use scriptorium_topics_format::{Diagnostic, TopicFile, Unit, parse_tree};
+use scriptorium_topics_format::{Diagnostic, TopicFile, TreeParse, Unit, parse_tree};
 
 use super::SourceCatalog;
 
@@ -35,7 +35,13 @@ impl Baseline {
     /// diagnostic, so a block that is broken in the committed tree must still not disappear.
     /// The committed diagnostics are kept in [`Baseline::diagnostics`].
     pub fn read(files: &[TopicFile], sources: &dyn SourceCatalog) -> Baseline {
-        let parsed = parse_tree(files, sources);
+        Baseline::from_parse(files, parse_tree(files, sources))
+    }
+
+    /// The baseline of `files` from their strict parse `parsed` (what [`parse_tree`] returns
+    /// for exactly these files): the same as [`Baseline::read`] without parsing again. The
+    /// install uses it to hand the next transaction the tree it just parsed.
+    pub(crate) fn from_parse(files: &[TopicFile], parsed: TreeParse) -> Baseline {
         let mut baseline = Baseline::default();
         for file in files {
             let bytes = super::len_u64(&file.text);

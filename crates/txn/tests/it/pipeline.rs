@@ -5,6 +5,7 @@
 
 mod archive;
 mod basics;
+mod cache;
 mod concurrency;
 mod faults;
 mod perms;
@@ -162,13 +163,15 @@ pub(crate) fn tree_state(root: &Path, normalize_revision: bool) -> Vec<(String, 
     out
 }
 
-/// The stage directories left in `.scriptorium/txn/`.
+/// The stage directories left in `.scriptorium/txn/` (not the `spare` tree an install leaves
+/// for the next `begin` to recycle: it is no stage, and recovery removes it).
 pub(crate) fn stages(root: &Path) -> Vec<String> {
     std::fs::read_dir(root.join(".scriptorium/txn"))
         .map(|entries| {
             entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name != "spare")
                 .collect()
         })
         .unwrap_or_default()

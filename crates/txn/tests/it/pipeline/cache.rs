@@ -1,0 +1,159 @@
+//! What `begin` reuses between transactions: the baseline cached per revision, and the tree
+//! the last install replaced (`.scriptorium/txn/spare`), recycled as the next stage. Neither
+//! may ever let a stale baseline or a stage that differs from the live tree through.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use scriptorium_txn::validate::Baseline;
+use scriptorium_txn::{BeginOptions, Workspace};
+
+use super::{fixture, live, replace};
+
+/// The parts of a baseline a transaction is judged by.
+fn summary(baseline: &Baseline) -> String {
+    let mut refs: Vec<&String> = baseline.committed_refs().iter().collect();
+    refs.sort();
+    format!(
+        "{:?}\n{:?}\n{refs:?}\n{}\n{:?}",
+        baseline.units(),
+        baseline.block_ids(),
+        baseline.total_bytes(),
+        baseline.diagnostics()
+    )
+}
+
+/// The baseline `ws` hands a new transaction, next to the one a fresh handle (no cache) reads.
+fn baselines(ws: &Workspace, root: &Path) -> (String, String) {
+    let cached = summary(ws.begin(BeginOptions::default()).expect("begin").baseline());
+    let fresh = Workspace::open(root).expect("open");
+    let read = summary(fresh.begin(BeginOptions::default()).expect("begin").baseline());
+    (cached, read)
+}
+
+#[test]
+fn the_baseline_after_an_install_is_the_installed_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    replace(&ws, "topics/people/dana.md", "Lyon", "Paris", BeginOptions::default())
+        .expect("install");
+    let (cached, fresh) = baselines(&ws, dir.path());
+    assert!(cached.contains("Dana lives in Paris."), "{cached}");
+    assert_eq!(cached, fresh);
+}
+
+#[test]
+fn an_outside_edit_is_never_hidden_by_the_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let (before, _) = baselines(&ws, dir.path());
+    // Same size, and the mtime put back: only the bytes tell.
+    let path = dir.path().join("topics/people/dana.md");
+    let mtime = std::fs::metadata(&path).expect("stat").modified().expect("mtime");
+    let text = live(dir.path(), "topics/people/dana.md").replace("Lyon", "Nice");
+    std::fs::write(&path, text).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("set mtime");
+    let (cached, fresh) = baselines(&ws, dir.path());
+    assert_ne!(cached, before);
+    assert!(cached.contains("Dana lives in Nice."), "{cached}");
+    assert_eq!(cached, fresh);
+}
+
+#[test]
+fn a_rejected_transaction_leaves_the_baseline_as_committed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let (before, _) = baselines(&ws, dir.path());
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
+    staged.write_file("topics/people/dana.md", "# Dana\n\nNo evidence here.\n").expect("write");
+    let rejected = staged.validate().expect_err("rejected");
+    drop(rejected);
+    let (cached, fresh) = baselines(&ws, dir.path());
+    assert_eq!(cached, before);
+    assert_eq!(cached, fresh);
+}
+
+#[test]
+fn another_handles_install_moves_the_baseline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let (before, _) = baselines(&ws, dir.path());
+    let other = Workspace::open(dir.path()).expect("open");
+    replace(&other, "topics/people/dana.md", "Lyon", "Paris", BeginOptions::default())
+        .expect("install");
+    let (cached, fresh) = baselines(&ws, dir.path());
+    assert_ne!(cached, before);
+    assert!(cached.contains("Dana lives in Paris."), "{cached}");
+    assert_eq!(cached, fresh);
+}
+
+/// Every regular file under `dir`, as (relative path, bytes), sorted.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in std::fs::read_dir(&current).expect("read_dir").flatten() {
+            let path = entry.path();
+            let kind = entry.file_type().expect("type");
+            if kind.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).expect("inside").to_string_lossy().into_owned();
+                out.push((rel, std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_recycled_stage_is_a_private_copy_of_the_live_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    replace(&ws, "topics/people/dana.md", "Lyon", "Paris", BeginOptions::default())
+        .expect("install");
+    let spare = dir.path().join(".scriptorium/txn/spare");
+    assert!(spare.is_dir(), "the install leaves its old tree to recycle");
+
+    // Tamper with the spare: a changed file, a file hard-linked from outside, an extra file,
+    // a symlink, an extra directory.
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(spare.join("people/dana.md"), "stale").expect("write");
+    std::fs::hard_link(spare.join("projects/garden.md"), outside.path().join("garden.md"))
+        .expect("link");
+    std::fs::write(spare.join("projects/extra.md"), "extra").expect("write");
+    std::os::unix::fs::symlink("/etc/passwd", spare.join("people/evil.md")).expect("symlink");
+    std::fs::create_dir(spare.join("more")).expect("mkdir");
+
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
+    assert!(!spare.exists(), "begin took the spare");
+    assert_eq!(files(staged.path()), files(&dir.path().join("topics")));
+    assert!(!staged.path().join("more").exists());
+    for (rel, _) in files(staged.path()) {
+        let meta = std::fs::symlink_metadata(staged.path().join(&rel)).expect("stat");
+        assert!(meta.is_file(), "{rel}");
+        assert_eq!(meta.nlink(), 1, "{rel} shares its inode");
+        assert_eq!(meta.mode() & 0o777, 0o600, "{rel}");
+    }
+    // An in-place edit of the stage reaches neither the live tree nor the outside link.
+    let before = live(dir.path(), "topics/projects/garden.md");
+    std::fs::write(staged.path().join("projects/garden.md"), "edited in place").expect("write");
+    assert_eq!(live(dir.path(), "topics/projects/garden.md"), before);
+    assert_ne!(
+        std::fs::read_to_string(outside.path().join("garden.md")).expect("read"),
+        "edited in place"
+    );
+    staged.write_file("topics/projects/garden.md", &before).expect("write");
+    let installed = staged.validate().expect("valid").install().expect("install");
+    assert!(installed.changed_files.is_empty(), "{:?}", installed.changed_files);
+
+    // The spare the second install left is recycled again, and the stage still matches.
+    let staged = ws.begin(BeginOptions::default()).expect("begin");
+    assert_eq!(files(staged.path()), files(&dir.path().join("topics")));
+}
