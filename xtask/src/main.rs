@@ -5,6 +5,8 @@
 //! - `deps`: the allowed edges between our crates (SPEC §4); any other edge fails.
 //! - `tidy`: the repository rules of STYLE.md that a compiler cannot check.
 //! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
+//! - `recall`: the recall-quality harness on the LoCoMo dev split (recall@5, recall@10, and the
+//!   share of negative queries that return nothing).
 //! - `crash`: the kill -9 supervisor of the transaction engine, for N iterations (CI runs a few
 //!   as part of the tests; run many locally).
 //!
@@ -27,9 +29,10 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::check(&repo_root()).map(|()| println!("tidy: ok")),
         Some("bench") => bench::run(&repo_root(), &args[1..]),
         Some("crash") => crash(&args[1..]),
+        Some("recall") => recall(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|deps|tidy|bench [criterion args]|crash [--iterations N]>"
+                "usage: cargo xtask <ci|deps|tidy|bench [criterion args]|crash [--iterations N]|recall>"
             );
             return ExitCode::from(2);
         }
@@ -82,11 +85,11 @@ fn crash(args: &[String]) -> anyhow::Result<()> {
     run_step(&format!("kill -9 supervisor, {iterations} iterations"), cmd)
 }
 
-fn ci() -> anyhow::Result<()> {
-    let root = repo_root();
+/// The third-party data directory: `$SCRIPTORIUM_TEST_DATA` or `../shared/data`.
+fn data_dir() -> anyhow::Result<PathBuf> {
     let data = match std::env::var_os("SCRIPTORIUM_TEST_DATA") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => root.join("..").join("shared").join("data"),
+        _ => repo_root().join("..").join("shared").join("data"),
     };
     if !data.is_dir() {
         bail!(
@@ -95,7 +98,22 @@ fn ci() -> anyhow::Result<()> {
             data.display()
         );
     }
-    let data = data.canonicalize().with_context(|| format!("resolving {}", data.display()))?;
+    data.canonicalize().with_context(|| format!("resolving {}", data.display()))
+}
+
+/// `cargo xtask recall`: recall@k on LoCoMo and the negative-query share.
+fn recall() -> anyhow::Result<()> {
+    let data = data_dir()?;
+    let mut cmd = cargo();
+    cmd.args(["run", "--release", "--locked", "-p", "scriptorium-search", "--example", "recall"])
+        .arg("--")
+        .arg(&data);
+    run_step("recall harness (LoCoMo dev split)", cmd)
+}
+
+fn ci() -> anyhow::Result<()> {
+    let root = repo_root();
+    let data = data_dir()?;
 
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);

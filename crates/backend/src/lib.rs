@@ -35,4 +35,5 @@
 //! # }
 //! ```
 
+pub mod inspect;
 pub mod memory;

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use scriptorium_history::{CommitRequest, History, Time};
+use scriptorium_search::{Changes, Hit, Index, Query};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{InstallEvent, InstallObserver, Options, Workspace};
 use scriptorium_views::{FsSources, RUNTIME_JSON, RuntimeState, render_core, write_views};
@@ -52,6 +53,28 @@ impl Error {
     }
 }
 
+/// Why a search failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SearchError {
+    /// Reading the workspace revision failed.
+    #[error(transparent)]
+    Txn(scriptorium_txn::Error),
+    /// The index refused the query or could not be read.
+    #[error(transparent)]
+    Search(scriptorium_search::Error),
+}
+
+impl SearchError {
+    /// The stable code of the underlying error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SearchError::Txn(e) => e.code().as_str(),
+            SearchError::Search(e) => e.code().as_str(),
+        }
+    }
+}
+
 /// The wall-clock time for git commits (UTC).
 pub fn now() -> Time {
     let seconds = SystemTime::now()
@@ -71,18 +94,39 @@ pub struct AfterInstall {
     pub git_commit: Option<String>,
     /// The git error, if the commit failed (the memory is committed regardless).
     pub git_error: Option<String>,
+    /// The search index error, if its update failed (the next search catches up).
+    pub index_error: Option<String>,
 }
 
-/// The install observer: derived views, then one git commit.
+/// The search index of a workspace, opened on first use and shared by the observer and
+/// searches.
+type SharedIndex = Arc<Mutex<Option<Index>>>;
+
+/// Opens the index into `slot` if it is not open yet.
+fn with_index<T>(
+    root: &Path,
+    slot: &SharedIndex,
+    f: impl FnOnce(&mut Index) -> scriptorium_search::Result<T>,
+) -> scriptorium_search::Result<T> {
+    let mut guard = slot.lock().unwrap_or_else(PoisonError::into_inner);
+    let index = match guard.take() {
+        Some(index) => guard.insert(index),
+        None => guard.insert(Index::open(root)?),
+    };
+    f(index)
+}
+
+/// The install observer: derived views, one git commit, then the search index.
 pub struct Derived {
     history: Option<History>,
+    index: SharedIndex,
     last: Mutex<AfterInstall>,
 }
 
 impl Derived {
-    /// An observer committing to `history` (none: views only).
+    /// An observer committing to `history` (none: views and index only).
     pub fn new(history: Option<History>) -> Derived {
-        Derived { history, last: Mutex::default() }
+        Derived { history, index: Arc::default(), last: Mutex::default() }
     }
 
     fn rebuild_views(event: &InstallEvent<'_>) -> Result<Vec<String>, String> {
@@ -141,6 +185,14 @@ impl InstallObserver for Derived {
                 Ok(outcome) => after.git_commit = Some(outcome.commit),
                 Err(err) => after.git_error = Some(err.to_string()),
             }
+        }
+        // The index follows the installed files (views are not indexed).
+        let hint = Changes { paths: event.installed.changed_files.clone() };
+        let revision = event.installed.revision.as_str();
+        if let Err(err) =
+            with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
+        {
+            after.index_error = Some(err.to_string());
         }
         let failure = match (&after.views_error, &after.git_error) {
             (None, None) => None,
@@ -223,5 +275,36 @@ impl MemoryWorkspace {
     /// What the observer did after the last install through this workspace.
     pub fn after_install(&self) -> AfterInstall {
         self.derived.last()
+    }
+
+    /// Recalls blocks and source records for `query` at the workspace's current revision:
+    /// one small read of the revision, then the index (catching up first if the revision
+    /// moved).
+    pub fn search(&self, query: &Query) -> Result<Vec<Hit>, SearchError> {
+        let revision = self.workspace.revision().map_err(SearchError::Txn)?;
+        with_index(self.workspace.root(), &self.derived.index, |index| {
+            index.search(revision.as_str(), query)
+        })
+        .map_err(SearchError::Search)
+    }
+
+    /// Rebuilds the search index from scratch (deletes `.scriptorium/index/` and re-indexes
+    /// every file); returns the number of indexed documents.
+    pub fn rebuild_index(&self) -> Result<u64, SearchError> {
+        let revision = self.workspace.revision().map_err(SearchError::Txn)?;
+        let root = self.workspace.root();
+        let mut guard = self.derived.index.lock().unwrap_or_else(PoisonError::into_inner);
+        *guard = None;
+        let dir = root.join(".scriptorium/index");
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|source| {
+                SearchError::Search(scriptorium_search::Error::Io { path: dir.clone(), source })
+            })?;
+        }
+        let mut index = Index::open(root).map_err(SearchError::Search)?;
+        index.sync(revision.as_str(), None).map_err(SearchError::Search)?;
+        let docs = index.num_docs();
+        *guard = Some(index);
+        Ok(docs)
     }
 }

@@ -9,12 +9,16 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod check;
+mod core;
 mod edit;
 mod home;
 mod import;
 mod init;
+mod inspect;
 mod log;
 mod memory;
+mod rebuild;
+mod search;
 mod sessions;
 mod status;
 
@@ -43,6 +47,18 @@ enum Command {
     Edit(edit::Args),
     /// Show the git history of the workspace or of one file.
     Log(log::Args),
+    /// Show the core block: canonical master, render within the budget, injected text.
+    Core(core::Args),
+    /// Recall topic blocks and source records for a query.
+    Search(search::Args),
+    /// Find literal text in the workspace files.
+    Grep(inspect::GrepArgs),
+    /// Print a file, one heading section, or one block with its evidence.
+    Get(inspect::GetArgs),
+    /// List the workspace files.
+    Browse(inspect::BrowseArgs),
+    /// Rebuild the derived views and the search index from the canonical files.
+    Rebuild(rebuild::Args),
     /// Validate a memory workspace's topics/ and sources/ and print every diagnostic.
     Check(check::Args),
     /// Import transcripts (Claude Code, Codex, pi, generic JSONL) into the session store.
@@ -59,6 +75,12 @@ fn main() -> ExitCode {
         Command::Status(args) => status::run(&home, args),
         Command::Edit(args) => edit::run(&home, args),
         Command::Log(args) => log::run(&home, args),
+        Command::Core(args) => core::run(&home, args),
+        Command::Search(args) => search::run(&home, args),
+        Command::Grep(args) => inspect::grep(&home, args),
+        Command::Get(args) => inspect::get(&home, args),
+        Command::Browse(args) => inspect::browse(&home, args),
+        Command::Rebuild(args) => rebuild::run(&home, args),
         Command::Check(args) => check::run(&home, args),
         Command::Import(args) => import::run(&home, args),
         Command::Sessions(args) => sessions::run(&home, args),

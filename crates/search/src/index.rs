@@ -130,7 +130,10 @@ impl Index {
     /// `meta.json` is replaced atomically); the manifest is written after it (temp file +
     /// rename), and a stale manifest only causes files to be re-read next time.
     pub fn sync(&mut self, revision: &str, hint: Option<&Changes>) -> Result<SyncReport> {
+        let __t0 = std::time::Instant::now();
+        let mut __t: Vec<(&str, std::time::Duration)> = Vec::new();
         self.reader.reload()?;
+        __t.push(("reload0", __t0.elapsed()));
         if let Some(stored) = read_payload(&self.index).map(|p| p.revision)
             && stored == revision
         {
@@ -139,9 +142,11 @@ impl Index {
         }
         let mut writer: IndexWriter<TantivyDocument> =
             self.index.writer_with_num_threads(1, WRITER_ARENA)?;
+        __t.push(("writer", __t0.elapsed()));
         let searcher = self.reader.searcher();
         let manifest_path = self.dir.join(MANIFEST);
         let mut manifest = self.load_manifest(&manifest_path);
+        __t.push(("manifest", __t0.elapsed()));
         let fresh = self.revision.as_deref().is_none_or(str::is_empty) || manifest.files.is_empty();
         let full_walk = fresh || hint.is_none();
         let candidates: BTreeSet<String> = match hint {
@@ -237,6 +242,7 @@ impl Index {
             }
         }
         let resolver = IndexResolver { overrides: &overrides, lookup: &lookup };
+        __t.push(("pre-topics", __t0.elapsed()));
         for (rel, text) in &topics {
             writer.delete_term(Term::from_field_text(self.fields.file, rel));
             match text {
@@ -251,6 +257,7 @@ impl Index {
         }
         report.reindexed.sort();
         report.removed.sort();
+        __t.push(("topics", __t0.elapsed()));
 
         let payload = serde_json::to_string(&Payload {
             version: SCHEMA_VERSION,
@@ -258,15 +265,29 @@ impl Index {
         })
         .map_err(|e| Error::Index { message: e.to_string() })?;
         let mut prepared = writer.prepare_commit()?;
+        __t.push(("prepare", __t0.elapsed()));
         prepared.set_payload(&payload);
         prepared.commit()?;
+        __t.push(("commit", __t0.elapsed()));
         writer.wait_merging_threads()?;
+        __t.push(("wait", __t0.elapsed()));
         self.reader.reload()?;
+        __t.push(("reload", __t0.elapsed()));
         self.revision = Some(revision.to_owned());
         manifest.version = SCHEMA_VERSION;
         let bytes =
             serde_json::to_vec(&manifest).map_err(|e| Error::Index { message: e.to_string() })?;
         self.fs.write_atomic(&manifest_path, &bytes).map_err(|e| Error::io(&manifest_path, e))?;
+        __t.push(("manifest-write", __t0.elapsed()));
+        if std::env::var_os("SYNC_PROF").is_some() {
+            let mut prev = std::time::Duration::ZERO;
+            let mut line = String::new();
+            for (l, d) in &__t {
+                line.push_str(&format!("{l}={:.2} ", (*d - prev).as_secs_f64() * 1e3));
+                prev = *d;
+            }
+            eprintln!("SYNC {line} total={:.2}", prev.as_secs_f64() * 1e3);
+        }
         Ok(report)
     }
 

@@ -28,6 +28,7 @@
 //! | `.scriptorium/intent.json` | present only during an install or archive append (see *Recovery*) |
 //! | `.scriptorium/runtime.json` | creation order and organizer counters (Python's layout) |
 //! | `.scriptorium/txn/<txn-id>/` | a stage: `topics/`, `owner.lock` (held by the owning process) |
+//! | `.scriptorium/txn/spare/` | the tree the last install replaced, recycled by the next `begin` (a cache; recovery removes it) |
 //! | `.scriptorium/tmp-*` | temporaries of atomic writes (deleted by recovery) |
 //!
 //! # Revision
@@ -55,9 +56,8 @@
 //!
 //! 1. recovery of any crashed install; compare-and-set: the current revision must be the one
 //!    read at `begin` (`CONCURRENT_UPDATE` otherwise, retryable);
-//! 2. replace every staged file the transaction did not change by a hard link to the live
-//!    (durable) inode, then one `syncfs` makes the changed files and all staged directories
-//!    durable;
+//! 2. one `syncfs` makes every staged file and directory durable (only what the transaction
+//!    wrote is dirty: a recycled stage keeps the already durable inodes of unchanged files);
 //! 3. write the intent record (`txn_id`, stage, the inodes of the live and the staged
 //!    `topics/`, old and new revision, the new revision record, the new `runtime.json`):
 //!    temp file, fsync, rename, fsync `.scriptorium/`;
@@ -66,7 +66,9 @@
 //! 5. fsync the memory root;
 //! 6. write `runtime.json` (if creation order moved) and the revision record, each temp +
 //!    fsync + rename + fsync of `.scriptorium/`;
-//! 7. remove the stage (the old tree) and the intent record, fsync `.scriptorium/`;
+//! 7. move the old tree to `.scriptorium/txn/spare` (best effort, no fsync; removed with the
+//!    stage when a spare exists already), remove the stage and the intent record, fsync
+//!    `.scriptorium/`;
 //! 8. tell the observers (still under the lock), release the lock.
 //!
 //! Without `RENAME_EXCHANGE` (`EINVAL`/`ENOSYS`/`EOPNOTSUPP`, remembered per workspace
@@ -81,6 +83,7 @@
 //! | crash point | on disk | recovery |
 //! |---|---|---|
 //! | during `begin`, editing, validation | stage dir, no intent | stage removed (its owner lock is free) |
+//! | any time | `.scriptorium/txn/spare` | removed like a stage (it is only a cache) |
 //! | before or while writing the intent (1–3) | stage, maybe `tmp-*`, no intent | temporaries and stage removed: old revision |
 //! | after the intent, before the swap (3–4) | intent; live `topics/` has the old inode | stage and intent removed: old revision |
 //! | fallback, between the two renames | intent; no `topics/`; `<stage>/old-topics` has the old inode | `old-topics` renamed back, stage and intent removed: old revision |
@@ -114,7 +117,13 @@
 //!   `begin`, which hashes every byte.
 //! - A multi-file archive batch is atomic per file, not as a whole (idempotent re-run).
 //! - The stage holds a full copy of `topics/` (fine for the 10 000-block budget; no
-//!   copy-on-write).
+//!   copy-on-write). Creating its files costs far more than their bytes on ext4 (inode
+//!   allocation), so `begin` recycles the tree the last install replaced
+//!   (`.scriptorium/txn/spare`): it keeps a file only when its bytes equal the live file's and
+//!   it has mode 0600 and a single link, and writes fresh files for the rest.
+//! - `begin` keeps the baseline it read (or that an install of the same handle parsed) for the
+//!   next `begin`, and reuses it only when the revision, the digest of every byte of `topics/`
+//!   and the `sources/` fingerprint are unchanged.
 //!
 //! # Example
 //!

@@ -117,9 +117,10 @@ impl Workspace {
     /// Starts a transaction. Under the write lock (`opts.lock_timeout`): reads every byte of
     /// the live `topics/` and computes the current revision (`CONCURRENT_UPDATE` when it is not
     /// `opts.base_revision`), reads the baseline from those bytes (before anything touches the
-    /// stage), records the `sources/` stat fingerprint, then copies `topics/` (never
-    /// `sources/`) into a new stage directory. The lock is released before returning: the
-    /// caller edits without it.
+    /// stage; the baseline of an unchanged revision is reused, see the crate docs'
+    /// *Limitations*), records the `sources/` stat fingerprint, then copies `topics/` (never
+    /// `sources/`) into a new stage directory, recycling the tree the last install replaced.
+    /// The lock is released before returning: the caller edits without it.
     ///
     /// Writes only inside `.scriptorium/txn/<txn-id>/`; on error that directory is removed.
     pub fn begin(&self, opts: BeginOptions) -> Result<Staged> {
@@ -194,10 +195,12 @@ impl Workspace {
 
     /// Replaces the cached baseline (the old entry is dropped after the mutex is released).
     pub(crate) fn cache_baseline(&self, entry: CachedBaseline) {
-        let old = std::mem::replace(
-            &mut *self.inner.baseline_cache.lock().unwrap_or_else(PoisonError::into_inner),
-            Some(Arc::new(entry)),
-        );
+        let old = self
+            .inner
+            .baseline_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(Arc::new(entry));
         drop(old);
     }
 }

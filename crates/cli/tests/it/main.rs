@@ -3,5 +3,6 @@
 mod check;
 mod import;
 mod memory;
+mod recall;
 mod sessions;
 mod support;

@@ -1,0 +1,70 @@
+//! `scriptorium core`: the core block as it is injected, with its token budget.
+
+use std::process::ExitCode;
+
+use scriptorium_backend::memory::CORE_BUDGET;
+use scriptorium_search::fence;
+use scriptorium_topics_format::source::ArchiveResolver;
+use scriptorium_topics_format::tokens;
+use scriptorium_views::{FsSources, render_core};
+
+use crate::home::Home;
+use crate::memory;
+
+/// Arguments of `scriptorium core`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The token budget (o200k_base).
+    #[arg(long, default_value_t = CORE_BUDGET)]
+    budget: usize,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the command: the canonical master (`topics/core.md`), its render within the budget,
+/// and the fenced text injected into the system prompt.
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let memory = memory::open(home, false)?;
+    let root = memory.workspace().root();
+    let canonical = std::fs::read_to_string(root.join("topics/core.md")).ok();
+    let render =
+        render_core(canonical.as_deref(), &ArchiveResolver::new(FsSources::new(root)), args.budget);
+    let rendered = render.text.clone().unwrap_or_default();
+    // Injection skips a render that is only headings (reference §7.2).
+    let has_body = rendered.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
+    let injected = if has_body { fence(&rendered) } else { String::new() };
+    let report = &render.report;
+    if args.json {
+        let out = serde_json::json!({
+            "canonical": canonical,
+            "rendered": rendered,
+            "rendered_tokens": report.tokens,
+            "injected": injected,
+            "injected_tokens": tokens::count(&injected),
+            "budget_tokens": report.budget,
+            "rendered_block_ids": report.rendered_block_ids,
+            "excluded_block_ids": report.excluded_block_ids,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if canonical.is_none() {
+        println!("no core master yet (topics/core.md); nothing is injected");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{injected}");
+    eprintln!(
+        "{} / {} tokens rendered, {} block(s) kept, {} excluded{}",
+        report.tokens,
+        report.budget,
+        report.rendered_block_ids.len(),
+        report.excluded_block_ids.len(),
+        if report.excluded_block_ids.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", report.excluded_block_ids.join(", "))
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

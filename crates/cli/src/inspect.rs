@@ -1,0 +1,129 @@
+//! `scriptorium grep`, `get` and `browse`: read-only views of the workspace files.
+
+use std::process::ExitCode;
+
+use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
+
+use crate::home::Home;
+
+/// Arguments of `scriptorium grep`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GrepArgs {
+    /// The literal text to find.
+    text: String,
+    /// Only files under this workspace-relative prefix.
+    #[arg(long, default_value = "")]
+    prefix: String,
+    /// Match case exactly (default: case-insensitive).
+    #[arg(long)]
+    case_sensitive: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `scriptorium get`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GetArgs {
+    /// A workspace-relative path (`topics/people/dave.md`, `sources/…`, `core.md`).
+    path: String,
+    /// Only this heading's section (case-insensitive).
+    #[arg(long)]
+    heading: Option<String>,
+    /// Only this block's paragraph and the definitions it cites.
+    #[arg(long)]
+    block: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `scriptorium browse`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BrowseArgs {
+    /// Only files under this workspace-relative prefix.
+    #[arg(default_value = "")]
+    prefix: String,
+    /// At most this many files (up to 500).
+    #[arg(long, default_value_t = DEFAULT_BROWSE_LIMIT)]
+    limit: usize,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn refused(err: &InspectError) -> ExitCode {
+    eprintln!("{}: {err}", err.code());
+    ExitCode::from(1)
+}
+
+fn root(home: &Home) -> anyhow::Result<std::path::PathBuf> {
+    let root = home.memory();
+    anyhow::ensure!(
+        root.join("topics").is_dir(),
+        "no memory workspace at {} (run `scriptorium init` first, or pass --home)",
+        root.display()
+    );
+    Ok(root)
+}
+
+/// Runs `scriptorium grep`.
+pub(crate) fn grep(home: &Home, args: GrepArgs) -> anyhow::Result<ExitCode> {
+    let found = match inspect::grep(&root(home)?, &args.text, &args.prefix, args.case_sensitive) {
+        Ok(found) => found,
+        Err(err) => return Ok(refused(&err)),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+    } else {
+        for m in &found.matches {
+            println!("{}:{}: {}", m.path, m.line, m.text);
+        }
+        if found.truncated {
+            eprintln!("(more matches not shown)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `scriptorium get`.
+pub(crate) fn get(home: &Home, args: GetArgs) -> anyhow::Result<ExitCode> {
+    let excerpt = match inspect::get(
+        &root(home)?,
+        &args.path,
+        args.heading.as_deref(),
+        args.block.as_deref(),
+    ) {
+        Ok(excerpt) => excerpt,
+        Err(err) => return Ok(refused(&err)),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&excerpt)?);
+    } else {
+        print!("{}", excerpt.text);
+        if excerpt.truncated {
+            eprintln!("(truncated)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `scriptorium browse`.
+pub(crate) fn browse(home: &Home, args: BrowseArgs) -> anyhow::Result<ExitCode> {
+    let listing = match inspect::browse(&root(home)?, &args.prefix, args.limit) {
+        Ok(listing) => listing,
+        Err(err) => return Ok(refused(&err)),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&listing)?);
+    } else {
+        for entry in &listing.entries {
+            let derived = if entry.derived { "  (derived)" } else { "" };
+            println!("{:>9}  {}{derived}", entry.size, entry.path);
+        }
+        if listing.truncated {
+            eprintln!("(more files not shown; use --limit or a prefix)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,71 @@
+//! `scriptorium search QUERY`: recall over topic blocks and source records.
+
+use std::process::ExitCode;
+
+use scriptorium_search::{Query, fence, recall_text};
+
+use crate::home::Home;
+use crate::memory;
+
+/// Arguments of `scriptorium search`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// What to recall.
+    query: String,
+    /// How many results (1–10).
+    #[arg(long, default_value_t = scriptorium_search::DEFAULT_TOP_K)]
+    top_k: usize,
+    /// Only files under this prefix (`people`, `topics/people`, `sources/openprogram`).
+    #[arg(long)]
+    prefix: Option<String>,
+    /// Only results dated on or after `YYYY[-MM[-DD]]`.
+    #[arg(long)]
+    from: Option<String>,
+    /// Only results dated on or before `YYYY[-MM[-DD]]`.
+    #[arg(long)]
+    to: Option<String>,
+    /// Only source records of this speaker (id or display name).
+    #[arg(long)]
+    speaker: Option<String>,
+    /// Topic blocks only (no source records).
+    #[arg(long)]
+    topics_only: bool,
+    /// Print the fenced recall block exactly as it is injected before a turn.
+    #[arg(long)]
+    fenced: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the command: exit 0 (also when nothing is recalled), 1 on a refused query.
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let memory = memory::open(home, false)?;
+    let mut query = Query::new(args.query);
+    query.top_k = args.top_k;
+    query.path_prefix = args.prefix;
+    query.date_from = args.from;
+    query.date_to = args.to;
+    query.speaker = args.speaker;
+    query.include_sources = !args.topics_only;
+    let hits = match memory.search(&query) {
+        Ok(hits) => hits,
+        Err(err) => {
+            eprintln!("{}: {err}", err.code());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&hits)?);
+    } else if args.fenced {
+        print!("{}", fence(&recall_text(&hits)));
+    } else if hits.is_empty() {
+        println!("nothing recalled");
+    } else {
+        for hit in &hits {
+            println!("{}  ({:.2})", hit.link(), hit.score);
+            println!("    {}", hit.snippet.replace('\n', " "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

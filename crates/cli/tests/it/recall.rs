@@ -1,0 +1,129 @@
+//! `scriptorium search`, `core`, `grep`, `get`, `browse` and `rebuild` on a workspace built
+//! through real transactions.
+
+use std::fs;
+use std::path::Path;
+
+use crate::support::scriptorium;
+
+/// A home whose workspace holds the example topics, installed through `scriptorium edit`.
+fn example_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().expect("temp dir");
+    assert_eq!(scriptorium(home.path(), &["init"]).status.code(), Some(0));
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/workspace");
+    let archive = "sources/openprogram/_v2/garden-2024.md";
+    let target = home.path().join("memory").join(archive);
+    fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+    fs::copy(example.join(archive), &target).expect("copy archive");
+    for topic in ["core.md", "projects/garden-planner.md"] {
+        let from = example.join("topics").join(topic);
+        let out = scriptorium(
+            home.path(),
+            &["edit", &format!("topics/{topic}"), "--from", from.to_str().expect("utf-8")],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    home
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json output")
+}
+
+#[test]
+fn search_recalls_blocks_and_sources_with_resolving_anchors() {
+    let home = example_home();
+    let hits = json(&scriptorium(home.path(), &["search", "two users share the plot", "--json"]));
+    let hits = hits.as_array().expect("a list");
+    assert!(!hits.is_empty());
+    let block = hits.iter().find(|h| h["kind"] == "block").expect("a topic block");
+    let path = block["path"].as_str().expect("path");
+    let anchor = block["anchor"].as_str().expect("anchor");
+    let text = fs::read_to_string(home.path().join("memory").join(path)).expect("read");
+    assert!(text.contains(&format!(" {}", anchor.trim_start_matches('#'))), "{anchor} resolves");
+    let topics_only =
+        json(&scriptorium(home.path(), &["search", "two users", "--topics-only", "--json"]));
+    assert!(topics_only.as_array().expect("list").iter().all(|h| h["kind"] == "block"));
+}
+
+#[test]
+fn unrelated_queries_recall_nothing_and_bad_filters_are_refused() {
+    let home = example_home();
+    let none = json(&scriptorium(home.path(), &["search", "quantum chromodynamics", "--json"]));
+    assert_eq!(none, serde_json::json!([]));
+    let out = scriptorium(
+        home.path(),
+        &["search", "garden", "--speaker", "owner/local", "--topics-only"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("INVALID_ARGUMENT"));
+    let out = scriptorium(home.path(), &["search", "garden", "--from", "2025", "--to", "2024"]);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn the_fenced_recall_is_fenced_exactly_once() {
+    let home = example_home();
+    let out = scriptorium(home.path(), &["search", "garden app deadline", "--fenced"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("<memory-context>").count(), 1, "{text}");
+    assert_eq!(text.matches("</memory-context>").count(), 1, "{text}");
+    assert!(text.contains("[System note: The following is recalled memory context"));
+}
+
+#[test]
+fn core_reports_the_render_within_the_budget() {
+    let home = example_home();
+    let core = json(&scriptorium(home.path(), &["core", "--json"]));
+    assert_eq!(core["budget_tokens"], 2000);
+    let tokens = core["rendered_tokens"].as_u64().expect("tokens");
+    assert!(tokens > 0 && tokens <= 2000);
+    assert!(core["canonical"].as_str().expect("master").contains("plain language"));
+    assert!(core["rendered"].as_str().expect("render").contains("(sources/openprogram/_v2/"));
+    assert_eq!(core["injected"].as_str().expect("injected").matches("<memory-context>").count(), 1);
+    let tight = json(&scriptorium(home.path(), &["core", "--budget", "5", "--json"]));
+    assert_eq!(tight["rendered_block_ids"], serde_json::json!([]));
+    assert_eq!(tight["excluded_block_ids"].as_array().expect("list").len(), 1);
+}
+
+#[test]
+fn grep_get_and_browse_read_the_files() {
+    let home = example_home();
+    let out = scriptorium(home.path(), &["grep", "NEIGHBOUR", "--prefix", "topics"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("topics/projects/garden-planner.md:"), "{text}");
+    let out = scriptorium(
+        home.path(),
+        &["get", "topics/projects/garden-planner.md", "--heading", "requirements"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("## Requirements\n") && !text.contains("## Status"), "{text}");
+    let out = scriptorium(home.path(), &["get", "../outside.md"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PATH_OUTSIDE_WORKSPACE"));
+    let listing = json(&scriptorium(home.path(), &["browse", "--json"]));
+    let entries = listing["entries"].as_array().expect("entries");
+    assert!(entries.iter().any(|e| e["path"] == "core.md" && e["derived"] == true));
+    assert!(entries.iter().any(|e| e["path"] == "topics/core.md" && e["derived"] == false));
+    assert!(entries.iter().all(|e| !e["path"].as_str().unwrap_or_default().starts_with('.')));
+}
+
+#[test]
+fn rebuild_restores_deleted_views_and_index() {
+    let home = example_home();
+    let memory = home.path().join("memory");
+    let before = fs::read(memory.join("recent_events.jsonl")).expect("views exist");
+    fs::remove_file(memory.join("recent_events.jsonl")).expect("delete");
+    fs::remove_dir_all(memory.join("timeline")).expect("delete");
+    fs::remove_dir_all(memory.join(".scriptorium/index")).ok();
+    let report = json(&scriptorium(home.path(), &["rebuild", "--json"]));
+    assert_eq!(report["blocks"], 3);
+    assert!(report["indexed_documents"].as_u64().expect("docs") >= 3);
+    assert_eq!(fs::read(memory.join("recent_events.jsonl")).expect("rebuilt"), before);
+    assert!(memory.join("timeline/2024/04/09.md").is_file());
+    let hits = json(&scriptorium(home.path(), &["search", "two users", "--json"]));
+    assert!(!hits.as_array().expect("list").is_empty());
+}
