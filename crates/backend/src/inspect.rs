@@ -283,11 +283,7 @@ fn block(text: &str, id: &str) -> Option<String> {
     let paragraphs: Vec<&str> = text.split("\n\n").collect();
     let suffix = format!("^{id}");
     let para = paragraphs.iter().find(|p| {
-        p.trim_end()
-            .split_whitespace()
-            .rev()
-            .take_while(|w| w.starts_with('^'))
-            .any(|w| w == suffix)
+        p.split_whitespace().rev().take_while(|w| w.starts_with('^')).any(|w| w == suffix)
     })?;
     let mut out = para.trim_end().to_owned();
     out.push('\n');
