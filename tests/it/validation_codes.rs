@@ -103,9 +103,8 @@ fn rejected(
     let mut staged = ws.begin(options).expect("begin");
     let stage = staged.path().to_path_buf();
     edit(&mut staged, &stage);
-    let rejection = match staged.validate() {
-        Ok(_) => panic!("the edit should have been rejected"),
-        Err(rejection) => rejection,
+    let Err(rejection) = staged.validate() else {
+        panic!("the edit should have been rejected");
     };
     let codes = rejection.violations().iter().map(|v| v.code).collect();
     drop(rejection);
@@ -113,6 +112,9 @@ fn rejected(
     assert_eq!(ws.revision().expect("revision"), revision);
     codes
 }
+
+/// One edit of a stage (the stage, and its `topics/` directory on disk).
+type Edit = Box<dyn FnOnce(&mut Staged, &Path)>;
 
 fn fact(text: &str, message: &str) -> String {
     format!("# C\n\n{text}[^e1]\n\n[^e1]: Time: `2024-05-01`; Sources: [src]({})\n", link(message))
@@ -127,7 +129,7 @@ fn every_validation_code_rejects_and_changes_nothing() {
     let block = block.expect("block");
     let default = BeginOptions::default;
 
-    let cases: Vec<(ErrorCode, BeginOptions, Box<dyn FnOnce(&mut Staged, &Path)>)> = vec![
+    let cases: Vec<(ErrorCode, BeginOptions, Edit)> = vec![
         (
             ErrorCode::InvalidTopicFormat,
             default(),
@@ -224,7 +226,9 @@ fn sources_changed_between_begin_and_validate_is_refused() {
     fs::write(&archive, &changed).expect("tamper");
     let before = snapshot(dir.path());
     let revision = ws.revision().expect("revision");
-    let rejection = staged.validate().err().expect("rejected");
+    let Err(rejection) = staged.validate() else {
+        panic!("tampered sources must be refused");
+    };
     assert!(rejection.violations().iter().any(|v| v.code == ErrorCode::SourcesChanged));
     drop(rejection);
     assert_eq!(snapshot(dir.path()), before, "nothing installed");
