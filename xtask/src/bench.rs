@@ -30,6 +30,8 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("markers/pending_100_unwritten_100k", Budget::MaxNanos(100.0 * US)),
     ("transaction/one_paragraph_edit_git_1k_blocks", Budget::MaxNanos(30.0 * MS)),
     ("transaction/one_paragraph_edit_git_10k_blocks", Budget::MaxNanos(150.0 * MS)),
+    ("transaction/one_paragraph_edit_full_1k_blocks", Budget::MaxNanos(30.0 * MS)),
+    ("transaction/one_paragraph_edit_full_10k_blocks", Budget::MaxNanos(150.0 * MS)),
     // The render reads only `topics/core.md`; the budget applies to a realistic master (the
     // reference measured an 11 883-token one). `views/core_render_10k` (a 10 000-paragraph
     // master) is reported without a budget.

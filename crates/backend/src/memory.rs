@@ -116,17 +116,34 @@ fn with_index<T>(
     f(index)
 }
 
+/// Which derived state an install keeps up to date (all of it by default; benchmarks and tools
+/// that measure one part turn the others off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wiring {
+    /// Rebuild `core.md`, `timeline/`, `recent_events.jsonl`, `relations.json`.
+    pub views: bool,
+    /// Update the search index.
+    pub index: bool,
+}
+
+impl Default for Wiring {
+    fn default() -> Self {
+        Wiring { views: true, index: true }
+    }
+}
+
 /// The install observer: derived views, one git commit, then the search index.
 pub struct Derived {
     history: Option<History>,
     index: SharedIndex,
+    wiring: Wiring,
     last: Mutex<AfterInstall>,
 }
 
 impl Derived {
-    /// An observer committing to `history` (none: views and index only).
-    pub fn new(history: Option<History>) -> Derived {
-        Derived { history, index: Arc::default(), last: Mutex::default() }
+    /// An observer committing to `history` (none: no git), keeping what `wiring` asks for.
+    pub fn new(history: Option<History>, wiring: Wiring) -> Derived {
+        Derived { history, index: Arc::default(), wiring, last: Mutex::default() }
     }
 
     fn rebuild_views(event: &InstallEvent<'_>) -> Result<Vec<String>, String> {
@@ -164,12 +181,14 @@ impl InstallObserver for Derived {
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let mut after = AfterInstall::default();
         let mut changed = event.installed.changed_files.clone();
-        match Derived::rebuild_views(event) {
-            Ok(files) => {
-                changed.extend(files.iter().cloned());
-                after.views_changed = files;
+        if self.wiring.views {
+            match Derived::rebuild_views(event) {
+                Ok(files) => {
+                    changed.extend(files.iter().cloned());
+                    after.views_changed = files;
+                }
+                Err(err) => after.views_error = Some(err),
             }
-            Err(err) => after.views_error = Some(err),
         }
         changed.sort();
         changed.dedup();
@@ -189,10 +208,12 @@ impl InstallObserver for Derived {
         // The index follows the installed files (views are not indexed).
         let hint = Changes { paths: event.installed.changed_files.clone() };
         let revision = event.installed.revision.as_str();
-        if let Err(err) =
-            with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
-        {
-            after.index_error = Some(err.to_string());
+        if self.wiring.index {
+            let synced =
+                with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)));
+            if let Err(err) = synced {
+                after.index_error = Some(err.to_string());
+            }
         }
         let failure = match (&after.views_error, &after.git_error) {
             (None, None) => None,
@@ -236,6 +257,16 @@ impl MemoryWorkspace {
     /// Disk effects: those of `Workspace::init`/`open` (recovery, layout, permissions) and of
     /// `History::open_or_init`/`catch_up` (a repository and at most two commits).
     pub fn open(root: impl AsRef<Path>, create: bool) -> Result<MemoryWorkspace, Error> {
+        MemoryWorkspace::open_wired(root, create, Wiring::default())
+    }
+
+    /// [`MemoryWorkspace::open`] keeping only the derived state `wiring` asks for (git is
+    /// always kept when the history opens).
+    pub fn open_wired(
+        root: impl AsRef<Path>,
+        create: bool,
+        wiring: Wiring,
+    ) -> Result<MemoryWorkspace, Error> {
         let root = root.as_ref().to_path_buf();
         if !create && !root.join("topics").is_dir() && !root.join(".scriptorium").is_dir() {
             return Err(Error::NotFound { root });
@@ -250,7 +281,7 @@ impl MemoryWorkspace {
             Ok(history) => (Some(history), None),
             Err(err) => (None, Some(err)),
         };
-        let derived = Arc::new(Derived::new(history.clone()));
+        let derived = Arc::new(Derived::new(history.clone(), wiring));
         let observers: Vec<Arc<dyn InstallObserver>> = vec![derived.clone()];
         let workspace = Workspace::open_with(&root, Options { observers, ..Options::default() })
             .map_err(txn_err)?;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query as TantivyQuery, RangeQuery, TermQuery,
 };
@@ -27,6 +28,8 @@ use crate::tokenize::{ScriptoriumTokenizer, TOKENIZER_NAME, for_each_token, quer
 const MANIFEST: &str = "scriptorium-manifest.json";
 /// tantivy's indexing arena (its minimum per thread).
 const WRITER_ARENA: usize = 15_000_000;
+/// The smallest segment size the merge policy distinguishes (see [`merge_policy`]).
+const MIN_MERGE_LAYER: u32 = 100;
 /// Characters of recall text in a hit.
 const CONTENT_CHARS: usize = 1200;
 /// Characters of a snippet.
@@ -70,6 +73,18 @@ pub struct SyncReport {
 /// Architecture Invariant: [`Index::search`] with the revision the index already reflects
 /// performs no file access through the [`FileAccess`] seam (no directory walk, no read, no
 /// stat); it only reads tantivy's memory-mapped segments.
+///
+/// # Writer lifetime
+///
+/// The first [`Index::sync`] that has to write takes tantivy's writer (and its lock file) and
+/// keeps it until the `Index` is dropped or [`Index::release_writer`] is called, so later syncs
+/// skip the writer's setup (its threads and lock) and merges run in the background instead of
+/// blocking the sync. The cost: while one `Index` holds the writer, another `Index` on the same
+/// directory (in this or another process) cannot update it; its sync, or a search that needs
+/// to catch up, fails with [`Error::Busy`] (retryable). Searches at a revision the index already
+/// reflects never need the writer. In practice the index is updated under the workspace write
+/// lock and other processes only read; a long-lived process that updates only rarely can call
+/// [`Index::release_writer`] after each update to let others write.
 pub struct Index {
     root: PathBuf,
     dir: PathBuf,
@@ -78,6 +93,9 @@ pub struct Index {
     reader: IndexReader,
     fields: Fields,
     revision: Option<String>,
+    /// The writer, taken by the first sync that writes and kept until drop or
+    /// [`Index::release_writer`] (see "Writer lifetime" on [`Index`]).
+    writer: Option<IndexWriter<TantivyDocument>>,
 }
 
 impl std::fmt::Debug for Index {
@@ -107,7 +125,28 @@ impl Index {
             Some(found) => found,
             None => create_fresh(&dir, schema)?,
         };
-        Ok(Index { root: memory_root.to_path_buf(), dir, fs, index, reader, fields, revision })
+        Ok(Index {
+            root: memory_root.to_path_buf(),
+            dir,
+            fs,
+            index,
+            reader,
+            fields,
+            revision,
+            writer: None,
+        })
+    }
+
+    /// Releases tantivy's writer (and its lock file) if this `Index` holds it; the next sync
+    /// that writes takes it again. Merges still running are abandoned (their files are
+    /// collected later); committed data is unaffected.
+    pub fn release_writer(&mut self) {
+        self.writer = None;
+    }
+
+    /// Whether this `Index` currently holds tantivy's writer (see "Writer lifetime").
+    pub fn holds_writer(&self) -> bool {
+        self.writer.is_some()
     }
 
     /// The workspace revision the index reflects (`None` for a fresh index).
@@ -130,23 +169,23 @@ impl Index {
     /// `meta.json` is replaced atomically); the manifest is written after it (temp file +
     /// rename), and a stale manifest only causes files to be re-read next time.
     pub fn sync(&mut self, revision: &str, hint: Option<&Changes>) -> Result<SyncReport> {
-        let __t0 = std::time::Instant::now();
-        let mut __t: Vec<(&str, std::time::Duration)> = Vec::new();
         self.reader.reload()?;
-        __t.push(("reload0", __t0.elapsed()));
         if let Some(stored) = read_payload(&self.index).map(|p| p.revision)
             && stored == revision
         {
             self.revision = Some(stored);
             return Ok(SyncReport::default());
         }
-        let mut writer: IndexWriter<TantivyDocument> =
-            self.index.writer_with_num_threads(1, WRITER_ARENA)?;
-        __t.push(("writer", __t0.elapsed()));
+        // Taken out of `self` for the sync: on any error below it is dropped, which discards
+        // the queued operations and releases the lock instead of leaking them into the next
+        // commit.
+        let mut writer = match self.writer.take() {
+            Some(writer) => writer,
+            None => new_writer(&self.index)?,
+        };
         let searcher = self.reader.searcher();
         let manifest_path = self.dir.join(MANIFEST);
         let mut manifest = self.load_manifest(&manifest_path);
-        __t.push(("manifest", __t0.elapsed()));
         let fresh = self.revision.as_deref().is_none_or(str::is_empty) || manifest.files.is_empty();
         let full_walk = fresh || hint.is_none();
         let candidates: BTreeSet<String> = match hint {
@@ -242,7 +281,6 @@ impl Index {
             }
         }
         let resolver = IndexResolver { overrides: &overrides, lookup: &lookup };
-        __t.push(("pre-topics", __t0.elapsed()));
         for (rel, text) in &topics {
             writer.delete_term(Term::from_field_text(self.fields.file, rel));
             match text {
@@ -257,7 +295,6 @@ impl Index {
         }
         report.reindexed.sort();
         report.removed.sort();
-        __t.push(("topics", __t0.elapsed()));
 
         let payload = serde_json::to_string(&Payload {
             version: SCHEMA_VERSION,
@@ -265,29 +302,15 @@ impl Index {
         })
         .map_err(|e| Error::Index { message: e.to_string() })?;
         let mut prepared = writer.prepare_commit()?;
-        __t.push(("prepare", __t0.elapsed()));
         prepared.set_payload(&payload);
         prepared.commit()?;
-        __t.push(("commit", __t0.elapsed()));
-        writer.wait_merging_threads()?;
-        __t.push(("wait", __t0.elapsed()));
+        self.writer = Some(writer);
         self.reader.reload()?;
-        __t.push(("reload", __t0.elapsed()));
         self.revision = Some(revision.to_owned());
         manifest.version = SCHEMA_VERSION;
         let bytes =
             serde_json::to_vec(&manifest).map_err(|e| Error::Index { message: e.to_string() })?;
         self.fs.write_atomic(&manifest_path, &bytes).map_err(|e| Error::io(&manifest_path, e))?;
-        __t.push(("manifest-write", __t0.elapsed()));
-        if std::env::var_os("SYNC_PROF").is_some() {
-            let mut prev = std::time::Duration::ZERO;
-            let mut line = String::new();
-            for (l, d) in &__t {
-                line.push_str(&format!("{l}={:.2} ", (*d - prev).as_secs_f64() * 1e3));
-                prev = *d;
-            }
-            eprintln!("SYNC {line} total={:.2}", prev.as_secs_f64() * 1e3);
-        }
         Ok(report)
     }
 
@@ -481,6 +504,30 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 fn read_payload(index: &tantivy::Index) -> Option<Payload> {
     let metas = index.load_metas().ok()?;
     serde_json::from_str(metas.payload.as_deref()?).ok()
+}
+
+/// A single-threaded writer (one indexing thread, one merge thread) whose merges never wait
+/// on the caller; see [`merge_policy`].
+fn new_writer(index: &tantivy::Index) -> Result<IndexWriter<TantivyDocument>> {
+    let options = IndexWriterOptions::builder()
+        .memory_budget_per_thread(WRITER_ARENA)
+        .num_worker_threads(1)
+        .num_merge_threads(1)
+        .build();
+    let writer = index.writer_with_options(options)?;
+    writer.set_merge_policy(Box::new(merge_policy()));
+    Ok(writer)
+}
+
+/// tantivy's log merge policy, with levels down to [`MIN_MERGE_LAYER`] documents: each
+/// incremental sync adds one segment of a few documents, and with the default floor (10 000)
+/// those tiny segments share a level with the large segments of the initial build, so every
+/// eighth sync re-merged the whole index. With a low floor, tiny segments merge among
+/// themselves (cheap) and large segments only with large ones.
+fn merge_policy() -> LogMergePolicy {
+    let mut policy = LogMergePolicy::default();
+    policy.set_min_layer_size(MIN_MERGE_LAYER);
+    policy
 }
 
 fn register(index: &tantivy::Index) {

@@ -25,8 +25,11 @@
 //!   legacy `mem_` units. A block citing only legacy sources counts as pending.
 //! - An archive append re-indexes that whole archive file (all its frames), not only the new
 //!   frames.
-//! - Only one process can update the index at a time (tantivy's writer lock); a search that
-//!   needs to catch up while another process holds it fails with [`Error::Busy`] (retryable).
+//! - Only one [`Index`] can update the index at a time (tantivy's writer lock), and an `Index`
+//!   keeps the writer from its first update until it is dropped or
+//!   [`Index::release_writer`] is called (this keeps an incremental update cheap); a sync or a
+//!   search that needs to catch up while another `Index` holds it fails with [`Error::Busy`]
+//!   (retryable).
 //! - The stored revision is opaque; the caller owns the revision file.
 //!
 //! # Example

@@ -399,3 +399,89 @@ fn relevance_floor() {
         !index.search("r1", &Query::new("What is Craig building?")).expect("test step").is_empty()
     );
 }
+
+/// Appends a paragraph to `topics/projects/budget.md`, returning the hint for it.
+fn append_paragraph(root: &Path, n: usize, text: &str) -> Changes {
+    let rel = "topics/projects/budget.md";
+    let mut body = std::fs::read_to_string(root.join(rel)).expect("test step");
+    body.push_str(&format!("\n{text} ^{n:08x}\n"));
+    std::fs::write(root.join(rel), body).expect("test step");
+    Changes { paths: vec![rel.to_owned()] }
+}
+
+#[test]
+fn one_writer_is_reused_across_syncs() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    assert!(!index.holds_writer(), "opening takes no writer");
+    index.sync("r1", None).expect("test step");
+    assert!(index.holds_writer(), "the first update keeps the writer");
+    let words = ["aardvark", "bassoon", "cormorant", "dulcimer", "echidna", "flugelhorn"];
+    for (n, word) in words.iter().enumerate() {
+        let hint = append_paragraph(root, n + 1, &format!("Craig mentioned a {word}."));
+        let report = index.sync(&format!("r{}", n + 2), Some(&hint)).expect("test step");
+        assert_eq!(report.reindexed, ["topics/projects/budget.md"]);
+        assert!(index.holds_writer());
+    }
+    // Every paragraph of every sync is visible, and nothing is indexed twice.
+    let revision = format!("r{}", words.len() + 1);
+    for (n, word) in words.iter().enumerate() {
+        let hits = index.search(&revision, &Query::new(*word)).expect("test step");
+        assert_eq!(ids(&hits), [format!("{:08x}", n + 1)], "{word}");
+    }
+    let before = index.num_docs();
+    index.sync(&revision, None).expect("test step");
+    assert_eq!(index.num_docs(), before, "a known revision writes nothing");
+
+    // The state survives a reopen with a new writer.
+    drop(index);
+    let mut index = Index::open(root).expect("test step");
+    assert_eq!(index.revision(), Some(revision.as_str()));
+    let hint = append_paragraph(root, 99, "Craig bought a gramophone.");
+    index.sync("r99", Some(&hint)).expect("test step");
+    assert_eq!(
+        ids(&index.search("r99", &Query::new("gramophone")).expect("test step")),
+        ["00000063"]
+    );
+    assert_eq!(ids(&index.search("r99", &Query::new("echidna")).expect("test step")), ["00000005"]);
+}
+
+#[test]
+fn a_second_index_on_the_same_directory_is_busy_while_the_first_holds_the_writer() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut first = Index::open(root).expect("test step");
+    first.sync("r1", None).expect("test step");
+    assert!(first.holds_writer());
+
+    // Reading at the revision the index reflects needs no writer.
+    let mut second = Index::open(root).expect("test step");
+    assert!(!second.search("r1", &Query::new("budget tracker")).expect("test step").is_empty());
+
+    // Catching up does, and fails gracefully (retryable) while the first holds it.
+    let hint = append_paragraph(root, 1, "Craig mentioned a zeppelin.");
+    let error = second.sync("r2", Some(&hint)).expect_err("the writer is held");
+    assert_eq!(error.code(), ErrorCode::Busy);
+    assert!(error.is_retryable());
+    let error = second.search("r2", &Query::new("zeppelin")).expect_err("the writer is held");
+    assert_eq!(error.code(), ErrorCode::Busy);
+    assert_eq!(second.revision(), Some("r1"), "a failed sync changes nothing");
+
+    // Once released, the second can update, and then holds the writer itself.
+    first.release_writer();
+    assert!(!first.holds_writer());
+    assert_eq!(
+        ids(&second.search("r2", &Query::new("zeppelin")).expect("test step")),
+        ["00000001"]
+    );
+    assert!(second.holds_writer());
+    let hint = append_paragraph(root, 2, "Craig mentioned a xylophone.");
+    assert_eq!(first.sync("r3", Some(&hint)).expect_err("held").code(), ErrorCode::Busy);
+    drop(second);
+    first.sync("r3", Some(&hint)).expect("test step");
+    assert_eq!(
+        ids(&first.search("r3", &Query::new("xylophone")).expect("test step")),
+        ["00000002"]
+    );
+}
