@@ -404,7 +404,8 @@ fn relevance_floor() {
 fn append_paragraph(root: &Path, n: usize, text: &str) -> Changes {
     let rel = "topics/projects/budget.md";
     let mut body = std::fs::read_to_string(root.join(rel)).expect("test step");
-    body.push_str(&format!("\n{text} ^{n:08x}\n"));
+    // Cites an archived, trusted record: uncited blocks are never recallable.
+    body.push_str(&format!("\n{text}[^e-aaaaaaaaaa] ^{n:08x}\n"));
     std::fs::write(root.join(rel), body).expect("test step");
     Changes { paths: vec![rel.to_owned()] }
 }
