@@ -6,18 +6,19 @@ use std::path::PathBuf;
 
 use scriptorium_markers::{WorkspaceId, boundary_plan, mark, pending, records};
 use scriptorium_session_dag::import::{Format, discover, import_unit};
-use scriptorium_session_dag::{EmbeddedStore, SessionStore};
+use scriptorium_session_dag::{EmbeddedStore, SessionId, SessionStore};
 use scriptorium_testkit::{Failed, Trial, data_trial, fail};
 
 fn check(cond: bool, what: impl Into<String>) -> Result<(), Failed> {
     if cond { Ok(()) } else { Err(fail(what.into())) }
 }
 
-fn fork_trial(data: &std::path::Path) -> Result<(), Failed> {
-    let dir: PathBuf = data.join("claude-code-log/real_projects/-experiments-ideas");
+/// Imports Claude Code transcripts at `path` into a fresh store; returns the store (with the
+/// directory that holds it) and the one session imported.
+fn import_one(path: PathBuf) -> Result<(tempfile::TempDir, EmbeddedStore, SessionId), Failed> {
     let home = tempfile::tempdir().map_err(fail)?;
     let store = EmbeddedStore::open(home.path().join("sessions")).map_err(fail)?;
-    let (units, errors) = discover(Format::ClaudeCode, &[dir]);
+    let (units, errors) = discover(Format::ClaudeCode, &[path]);
     check(errors.is_empty(), format!("discover errors: {errors:?}"))?;
     for unit in &units {
         import_unit(&store, unit).map_err(fail)?;
@@ -26,7 +27,14 @@ fn fork_trial(data: &std::path::Path) -> Result<(), Failed> {
         .list_sessions(scriptorium_session_dag::Page { offset: 0, limit: 10 })
         .map_err(fail)?;
     check(sessions.len() == 1, format!("one session expected, got {}", sessions.len()))?;
-    let session = &sessions[0].id;
+    let session = sessions[0].id.clone();
+    Ok((home, store, session))
+}
+
+fn fork_trial(data: &std::path::Path) -> Result<(), Failed> {
+    let dir: PathBuf = data.join("claude-code-log/real_projects/-experiments-ideas");
+    let (_home, store, session) = import_one(dir)?;
+    let session = &session;
     let tips = store.tips(session).map_err(fail)?;
     check(tips.len() >= 2, format!("the edit fork gives two live tips, got {tips:?}"))?;
 
@@ -79,17 +87,8 @@ pub(crate) fn trials() -> Vec<Trial> {
 /// never a record, so memory never writes the summary back as if it were a new turn.
 fn compaction_trial(data: &std::path::Path) -> Result<(), Failed> {
     let file = data.join("codemie-code/claude/session-624a4a58.jsonl");
-    let home = tempfile::tempdir().map_err(fail)?;
-    let store = EmbeddedStore::open(home.path().join("sessions")).map_err(fail)?;
-    let (units, errors) = discover(Format::ClaudeCode, &[file]);
-    check(errors.is_empty(), format!("discover errors: {errors:?}"))?;
-    for unit in &units {
-        import_unit(&store, unit).map_err(fail)?;
-    }
-    let sessions = store
-        .list_sessions(scriptorium_session_dag::Page { offset: 0, limit: 10 })
-        .map_err(fail)?;
-    let session = &sessions.first().ok_or_else(|| fail("no session imported"))?.id;
+    let (_home, store, session) = import_one(file)?;
+    let session = &session;
     let branch = store.branch(session, None).map_err(fail)?;
     let summaries: Vec<_> = branch
         .iter()
