@@ -203,8 +203,10 @@ fn no_master_renders_nothing() {
     assert_eq!(empty.report.tokens, 0);
 }
 
+/// A ~12 000-token master assembled from hand-written sentences (people, places, facts,
+/// asides) renders just under the 2 000-token budget, as the reference measured (11 883 → 1 983).
 #[test]
-fn hand_written_12k_master_renders_just_under_2000() {
+fn realistic_12k_token_master_renders_just_under_2000() {
     let master = master_interleaved(94);
     let total = tokens::count(&master);
     assert!((11_000..=13_500).contains(&total), "master is {total} tokens");
