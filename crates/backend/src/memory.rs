@@ -308,11 +308,12 @@ impl MemoryWorkspace {
         self.derived.last()
     }
 
-    /// Recalls blocks and source records for `query` at the workspace's current revision:
-    /// one small read of the revision, then the index (catching up first if the revision
-    /// moved).
+    /// Recalls blocks and source records for `query` at the workspace's installed revision: one
+    /// `stat` of the revision record (a read only when it changed), then the index, which
+    /// catches up with the changed files first if the revision moved. Edits made outside any
+    /// transaction are picked up by the next install or by [`MemoryWorkspace::rebuild_index`].
     pub fn search(&self, query: &Query) -> Result<Vec<Hit>, SearchError> {
-        let revision = self.workspace.revision().map_err(SearchError::Txn)?;
+        let revision = self.workspace.installed_revision().map_err(SearchError::Txn)?;
         with_index(self.workspace.root(), &self.derived.index, |index| {
             index.search(revision.as_str(), query)
         })
@@ -322,7 +323,7 @@ impl MemoryWorkspace {
     /// Rebuilds the search index from scratch (deletes `.scriptorium/index/` and re-indexes
     /// every file); returns the number of indexed documents.
     pub fn rebuild_index(&self) -> Result<u64, SearchError> {
-        let revision = self.workspace.revision().map_err(SearchError::Txn)?;
+        let revision = self.workspace.installed_revision().map_err(SearchError::Txn)?;
         let root = self.workspace.root();
         let mut guard = self.derived.index.lock().unwrap_or_else(PoisonError::into_inner);
         *guard = None;

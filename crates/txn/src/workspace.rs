@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, RealFs};
@@ -70,6 +70,9 @@ pub(crate) struct Inner {
     /// The baseline of the last revision this handle read or installed (see
     /// [`CachedBaseline`]).
     pub(crate) baseline_cache: Mutex<Option<Arc<CachedBaseline>>>,
+    /// The last [`Workspace::installed_revision`]: the revision record's (inode, mtime, size)
+    /// and the revision it gave.
+    pub(crate) installed_cache: Mutex<Option<((u64, i64, u64), Revision)>>,
 }
 
 /// An open memory workspace (reference §1.1 layout, SPEC §3). Cheap to clone; `Send + Sync`.
@@ -210,6 +213,7 @@ impl Workspace {
                 no_exchange: AtomicBool::new(false),
                 workspace_id: id,
                 baseline_cache: Mutex::new(None),
+                installed_cache: Mutex::new(None),
             }),
         })
     }
@@ -234,6 +238,34 @@ impl Workspace {
     /// hashes `runtime.json`. Takes no lock; read-only.
     pub fn revision(&self) -> Result<Revision> {
         Ok(self.current()?.revision)
+    }
+
+    /// The revision as of the last install or archive append, from the revision record alone:
+    /// one `stat` of `.scriptorium/revision` when it has not changed since the last call (the
+    /// record is only ever replaced by a rename, so a new record has a new inode), otherwise one
+    /// read of it. It equals [`Workspace::revision`] unless `topics/`, `sources/` or
+    /// `runtime.json` were edited outside a transaction since; it is meant for per-turn readers
+    /// (the search index) that must not walk the trees. Compare-and-set uses
+    /// [`Workspace::revision`]. Read-only, takes no lock.
+    pub fn installed_revision(&self) -> Result<Revision> {
+        let layout = &self.inner.layout;
+        let meta = self
+            .inner
+            .fs
+            .metadata(&layout.revision)
+            .map_err(Error::io("stat", &layout.revision))?;
+        let key = (meta.ino, meta.mtime_ns, meta.len);
+        let mut cache = self.inner.installed_cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((cached, revision)) = cache.as_ref()
+            && *cached == key
+        {
+            return Ok(revision.clone());
+        }
+        let record = read_record(self.inner.fs.as_ref(), layout)?
+            .ok_or_else(|| Error::corrupt(&layout.revision, "the revision record is missing"))?;
+        let revision = record.revision();
+        *cache = Some((key, revision.clone()));
+        Ok(revision)
     }
 
     /// The current revision with what the record says about outside edits. Read-only.

@@ -157,3 +157,26 @@ fn a_recycled_stage_is_a_private_copy_of_the_live_tree() {
     let staged = ws.begin(BeginOptions::default()).expect("begin");
     assert_eq!(files(staged.path()), files(&dir.path().join("topics")));
 }
+
+#[test]
+fn the_installed_revision_follows_installs_and_appends_but_not_outside_edits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    assert_eq!(ws.installed_revision().expect("installed"), ws.revision().expect("revision"));
+    let before = ws.installed_revision().expect("installed");
+    let installed = replace(&ws, "topics/people/dana.md", "Lyon", "Paris", BeginOptions::default())
+        .expect("install");
+    assert_eq!(ws.installed_revision().expect("installed"), installed.revision);
+    assert_ne!(installed.revision, before);
+    // Another handle's install is seen too (the record is replaced by a rename).
+    let other = Workspace::open(dir.path()).expect("open");
+    let again = replace(&other, "topics/people/dana.md", "Paris", "Rome", BeginOptions::default())
+        .expect("install");
+    assert_eq!(ws.installed_revision().expect("installed"), again.revision);
+    // An edit outside any transaction moves `revision()` but not the recorded one.
+    let path = dir.path().join("topics/people/dana.md");
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(&path, text.replace("Rome", "Oslo")).expect("outside edit");
+    assert_ne!(ws.revision().expect("revision"), again.revision);
+    assert_eq!(ws.installed_revision().expect("installed"), again.revision);
+}
