@@ -57,6 +57,9 @@ impl fmt::Debug for Options {
     }
 }
 
+/// The (inode, mtime in ns, size) of the revision record.
+pub(crate) type RecordStat = (u64, i64, u64);
+
 pub(crate) struct Inner {
     pub(crate) layout: Layout,
     pub(crate) fs: Arc<dyn Fs>,
@@ -72,7 +75,7 @@ pub(crate) struct Inner {
     pub(crate) baseline_cache: Mutex<Option<Arc<CachedBaseline>>>,
     /// The last [`Workspace::installed_revision`]: the revision record's (inode, mtime, size)
     /// and the revision it gave.
-    pub(crate) installed_cache: Mutex<Option<((u64, i64, u64), Revision)>>,
+    pub(crate) installed_cache: Mutex<Option<(RecordStat, Revision)>>,
 }
 
 /// An open memory workspace (reference §1.1 layout, SPEC §3). Cheap to clone; `Send + Sync`.
