@@ -3,7 +3,11 @@
 
 use std::process::ExitCode;
 
-use scriptorium_views::{RebuildOptions, rebuild_workspace};
+use scriptorium_topics_format::source::ArchiveResolver;
+use scriptorium_txn::BeginOptions;
+use scriptorium_views::{
+    FsSources, RebuildOptions, promote_legacy_core, read_topics, rebuild_workspace,
+};
 
 use crate::home::Home;
 use crate::memory;
@@ -16,10 +20,45 @@ pub(crate) struct Args {
     json: bool,
 }
 
+/// Promotes a legacy root `core.md` (a workspace from before `topics/core.md` existed) into the
+/// master through a transaction, when the tree with it parses (reference §7.6). Returns whether
+/// it did.
+fn promote_legacy(memory: &scriptorium_backend::memory::MemoryWorkspace) -> anyhow::Result<bool> {
+    let root = memory.workspace().root();
+    let Ok(legacy) = std::fs::read_to_string(root.join("core.md")) else {
+        return Ok(false);
+    };
+    if root.join("topics/core.md").exists() {
+        return Ok(false);
+    }
+    let topics = read_topics(root)?;
+    let resolver = ArchiveResolver::new(FsSources::new(root));
+    let Some(master) = promote_legacy_core(&legacy, &topics, &resolver) else {
+        return Ok(false);
+    };
+    let options = BeginOptions {
+        message: "memory: promote legacy core.md to topics/core.md".into(),
+        ..BeginOptions::default()
+    };
+    let mut staged = memory.workspace().begin(options)?;
+    staged.write_file("topics/core.md", &master)?;
+    let validated = staged.validate().map_err(|rejected| {
+        let problems: Vec<String> = rejected.violations().iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("the legacy core.md could not be promoted:\n{}", problems.join("\n"))
+    })?;
+    validated.install()?;
+    Ok(true)
+}
+
 /// Runs the command. Derived files are replaced one by one, each atomically; the canonical
-/// topics and sources are never written.
+/// topics and sources are never written, except that a legacy root `core.md` without a master
+/// is promoted to `topics/core.md` through a transaction first.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
+    let promoted = promote_legacy(&memory)?;
+    if promoted && !args.json {
+        println!("promoted the legacy core.md to topics/core.md");
+    }
     let root = memory.workspace().root();
     let report = rebuild_workspace(root, &RebuildOptions::default())?;
     let docs = memory.rebuild_index().map_err(|e| anyhow::anyhow!("{}: {e}", e.code()))?;
@@ -31,6 +70,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             "removed_files": report.written.removed_files,
             "core_tokens": report.core.tokens,
             "indexed_documents": docs,
+            "promoted_legacy_core": promoted,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {

@@ -127,3 +127,25 @@ fn rebuild_restores_deleted_views_and_index() {
     let hits = json(&scriptorium(home.path(), &["search", "two users", "--json"]));
     assert!(!hits.as_array().expect("list").is_empty());
 }
+
+#[test]
+fn rebuild_promotes_a_legacy_root_core_through_a_transaction() {
+    let home = tempfile::tempdir().expect("temp dir");
+    assert_eq!(scriptorium(home.path(), &["init"]).status.code(), Some(0));
+    let memory = home.path().join("memory");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/workspace");
+    let archive = "sources/openprogram/_v2/garden-2024.md";
+    fs::create_dir_all(memory.join("sources/openprogram/_v2")).expect("mkdir");
+    fs::copy(example.join(archive), memory.join(archive)).expect("copy");
+    // A legacy workspace: the core lives at the root, its links relative to the root.
+    let master = fs::read_to_string(example.join("topics/core.md")).expect("read");
+    fs::write(memory.join("core.md"), master.replace("../sources/", "sources/")).expect("write");
+    let report = json(&scriptorium(home.path(), &["rebuild", "--json"]));
+    assert_eq!(report["promoted_legacy_core"], true);
+    let promoted = fs::read_to_string(memory.join("topics/core.md")).expect("promoted");
+    assert!(promoted.contains("(../sources/openprogram/_v2/garden-2024.md#"), "{promoted}");
+    let log = json(&scriptorium(home.path(), &["log", "--json"]));
+    assert_eq!(log[0]["summary"], "memory: promote legacy core.md to topics/core.md");
+    let core = json(&scriptorium(home.path(), &["core", "--json"]));
+    assert!(core["rendered"].as_str().expect("render").contains("plain language"));
+}
