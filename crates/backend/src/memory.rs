@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use scriptorium_history::{CommitRequest, History, Time};
 use scriptorium_search::{Changes, Hit, Index, Query};
 use scriptorium_topics_format::source::ArchiveResolver;
-use scriptorium_txn::{InstallEvent, InstallObserver, Options, Workspace};
+use scriptorium_txn::{InstallEvent, InstallObserver, LockTimeout, Options, Workspace};
 use scriptorium_views::{FsSources, RUNTIME_JSON, RuntimeState, render_core, write_views};
 
 /// Recent events kept in `recent_events.jsonl` (reference Appendix A).
@@ -239,12 +239,21 @@ pub struct MemoryWorkspace {
     derived: Arc<Derived>,
 }
 
-fn open_history(root: &Path, installed_txn: &str) -> Result<History, String> {
-    let history = History::open_or_init(root, now()).map_err(|e| e.to_string())?;
-    if !installed_txn.is_empty() {
-        history.catch_up(installed_txn, now()).map_err(|e| e.to_string())?;
-    }
-    Ok(history)
+/// Opens (or creates) the history and brings it up to the installed transaction. Runs under
+/// the workspace write lock, the only place commits are made from, so lock files a killed
+/// committer left in `.git` are stale and removed first.
+fn open_history(workspace: &Workspace) -> Result<History, String> {
+    let root = workspace.root();
+    let repair = || -> Result<History, String> {
+        let history = History::open_or_init(root, now()).map_err(|e| e.to_string())?;
+        history.remove_stale_locks().map_err(|e| e.to_string())?;
+        let installed = workspace.revision_state().map_err(|e| e.to_string())?.txn_id;
+        if !installed.is_empty() {
+            history.catch_up(&installed, now()).map_err(|e| e.to_string())?;
+        }
+        Ok(history)
+    };
+    workspace.with_write_lock(LockTimeout::DEFAULT, repair).map_err(|e| e.to_string())?
 }
 
 impl MemoryWorkspace {
@@ -276,8 +285,7 @@ impl MemoryWorkspace {
         // history, which needs to know the installed transaction.
         let plain = if create { Workspace::init(&root) } else { Workspace::open(&root) }
             .map_err(txn_err)?;
-        let installed = plain.revision_state().map_err(txn_err)?.txn_id;
-        let (history, history_error) = match open_history(&root, &installed) {
+        let (history, history_error) = match open_history(&plain) {
             Ok(history) => (Some(history), None),
             Err(err) => (None, Some(err)),
         };

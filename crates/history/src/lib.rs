@@ -226,6 +226,46 @@ impl History {
         Ok(self.open()?.head()?.and_then(|head| head.txn_id))
     }
 
+    /// Removes the lock files a killed committer can leave in `.git` (`HEAD.lock`,
+    /// `index.lock`, `packed-refs.lock`, and `*.lock` under `refs/`), which would otherwise make
+    /// every later commit fail. Returns the paths removed (workspace-relative).
+    ///
+    /// Only call this while no other process can be committing to this repository: the memory
+    /// backend calls it under the workspace write lock, the only place it commits from. A git
+    /// CLI running in the memory repository at the same moment would lose its lock.
+    pub fn remove_stale_locks(&self) -> Result<Vec<String>, Error> {
+        let git = self.root.join(".git");
+        let mut found = Vec::new();
+        for name in ["HEAD.lock", "index.lock", "packed-refs.lock"] {
+            found.push(git.join(name));
+        }
+        let mut dirs = vec![git.join("refs")];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else { continue };
+                if kind.is_dir() {
+                    dirs.push(entry.path());
+                } else if entry.file_name().to_string_lossy().ends_with(".lock") {
+                    found.push(entry.path());
+                }
+            }
+        }
+        let mut removed = Vec::new();
+        for path in found {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                std::fs::remove_file(&path).map_err(|source| Error::Workspace {
+                    op: "remove stale lock",
+                    path: path.clone(),
+                    source,
+                })?;
+                let rel = path.strip_prefix(&self.root).unwrap_or(&path);
+                removed.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+        Ok(removed)
+    }
+
     /// Make `HEAD` name `installed_txn_id` if it does not already: commit the current workspace
     /// (full scan) as `memory: catch up with transaction <id>` with that trailer. Returns `None`
     /// when `HEAD` already carries it. Commits made meanwhile by the git CLI (without a trailer,

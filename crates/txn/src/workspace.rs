@@ -283,6 +283,15 @@ impl Workspace {
         })
     }
 
+    /// Runs `f` while holding the workspace write lock (`.scriptorium/write.lock`), for work
+    /// that must not race with an install, such as repairing the git history after a crash.
+    /// `f` must not start a transaction or archive sources: the lock is not re-entrant, so that
+    /// would wait for itself until `timeout` and fail with `BUSY`.
+    pub fn with_write_lock<R>(&self, timeout: LockTimeout, f: impl FnOnce() -> R) -> Result<R> {
+        let _lock = self.lock(timeout)?;
+        Ok(f())
+    }
+
     pub(crate) fn lock(&self, timeout: LockTimeout) -> Result<WriteLock> {
         lock::acquire(&self.inner.layout.lock, timeout)
     }

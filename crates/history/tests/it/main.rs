@@ -5,4 +5,5 @@ mod commit;
 mod interop;
 mod log;
 mod scan;
+mod stale_locks;
 mod support;
