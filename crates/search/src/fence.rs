@@ -148,12 +148,22 @@ fn find_close(text: &str, from: usize) -> Option<(usize, usize)> {
 
 /// Removes `\[System note:\s*The following is recalled memory.*?\]\s*` (case-insensitive).
 fn remove_notes(text: &str) -> String {
+    remove_spans(text, '[', note_end)
+}
+
+/// Removes every span that `span_end` recognises at an occurrence of `first` (it returns the
+/// span's end), leaving the rest of `text` untouched.
+fn remove_spans(
+    text: &str,
+    first: char,
+    span_end: impl Fn(&str, usize) -> Option<usize>,
+) -> String {
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut at = 0;
-    while let Some(found) = text.get(at..).and_then(|rest| rest.find('[')) {
+    while let Some(found) = text.get(at..).and_then(|rest| rest.find(first)) {
         let start = at + found;
-        match note_end(text, start) {
+        match span_end(text, start) {
             Some(end) => {
                 out.push_str(&text[copied..start]);
                 copied = end;
@@ -187,20 +197,5 @@ fn note_end(text: &str, start: usize) -> Option<usize> {
 
 /// Removes every `</?\s*memory-context\s*>` (case-insensitive).
 fn remove_tags(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut at = 0;
-    while let Some(found) = text.get(at..).and_then(|rest| rest.find('<')) {
-        let start = at + found;
-        match tag_at(text, start) {
-            Some((end, _)) => {
-                out.push_str(&text[copied..start]);
-                copied = end;
-                at = end;
-            }
-            None => at = start + 1,
-        }
-    }
-    out.push_str(&text[copied..]);
-    out
+    remove_spans(text, '<', |text, start| tag_at(text, start).map(|(end, _)| end))
 }
