@@ -44,6 +44,20 @@ pub enum Error {
         /// What was wrong.
         message: String,
     },
+    /// A change request ([`crate::change`]) refused before anything was installed, with the
+    /// reference's exact message, the path it concerns and structured details (e.g. the
+    /// `line`, `expected` and `found` of a patch conflict).
+    #[error("{code}: {message}{}", path.as_ref().map(|p| format!(" ({p})")).unwrap_or_default())]
+    Change {
+        /// `INVALID_ARGUMENT`, `PATCH_CONFLICT`, `PATH_OUTSIDE_WORKSPACE`, `READ_ONLY_PATH`, …
+        code: ErrorCode,
+        /// The reference's message.
+        message: String,
+        /// The workspace-relative path concerned, if any.
+        path: Option<String>,
+        /// Structured details (empty when there are none).
+        details: serde_json::Map<String, serde_json::Value>,
+    },
     /// Source archiving refused the batch before writing anything.
     #[error("source archiving refused: {source}")]
     Archive {
@@ -106,7 +120,7 @@ impl Error {
             Error::Rejected { violations } => {
                 violations.first().map_or(ErrorCode::InvalidTopicFormat, |v| v.code)
             }
-            Error::Invalid { code, .. } => *code,
+            Error::Invalid { code, .. } | Error::Change { code, .. } => *code,
             Error::Archive { source } => match source {
                 AppendError::PathEscapes { .. } | AppendError::NotRegularFile { .. } => {
                     ErrorCode::PathOutsideWorkspace

@@ -152,6 +152,7 @@
 //! ```
 
 mod archive;
+pub mod change;
 pub mod code;
 mod error;
 pub mod fs;
@@ -165,6 +166,7 @@ pub mod validate;
 mod workspace;
 
 pub use archive::ArchiveOutcome;
+pub use change::{ChangeForm, FileAction, FileChange, UpdateRequest};
 pub use code::ErrorCode;
 pub use error::{Error, Result};
 pub use fs::{FaultFs, Fs, RealFs};

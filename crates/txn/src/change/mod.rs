@@ -1,0 +1,232 @@
+//! The unified change interface (reference §4.3, §8.2, §8.3): one [`Workspace::update`] entry
+//! point that takes a base revision and exactly one change form, applies it to a stage and
+//! installs it through the common normalize → validate → install pipeline.
+//!
+//! Key decision: every form is applied to the transaction's stage with [`crate::Staged::write_file`]
+//! and [`crate::Staged::remove_file`], never to the live tree, so a rejected request (bad shape,
+//! conflict, failed validation, stale base revision) leaves every byte of the workspace and
+//! its revision unchanged.
+//!
+//! Supported forms: whole-file `changes` ([`files`]) and unified-diff `patch` ([`patch`]).
+//! Structured record operations (`memory_changes`, reference §8.1) come next: they will be a
+//! third [`ChangeForm`] variant, begin with `Required::AllExcept(<deleted IDs>)` instead of
+//! `Required::StillPresent`, and add `sources` to the request. Until then a JSON request with a
+//! `memory_changes` (or `sources`, `git_commit`) field is refused as an unknown field.
+//!
+//! # Limitations
+//!
+//! - No new sources (`sources`, `new-source-*` labels) and no git commit options yet.
+//! - Arguments are checked before the write lock is taken, so a request that is both
+//!   malformed and stale reports the malformed argument.
+
+pub mod files;
+pub mod patch;
+
+use serde::Deserialize;
+
+use crate::code::ErrorCode;
+use crate::error::{Error, Result};
+use crate::ids::Revision;
+use crate::pipeline::{BeginOptions, Installed};
+use crate::validate::Required;
+use crate::workspace::Workspace;
+
+pub use files::{FileAction, FileChange};
+
+/// Most items in one `changes` request (reference Appendix A).
+pub const MAX_CHANGES: usize = 64;
+/// Most bytes of one `patch`, or of one `changes` request's paths and contents together.
+pub const MAX_CHANGE_BYTES: usize = 512_000;
+/// Most characters of a commit message (longer ones are cut).
+pub const MAX_MESSAGE_CHARS: usize = 500;
+/// The commit message of a request that gives none (or only blanks).
+pub const DEFAULT_MESSAGE: &str = "Update memory";
+
+const EXACTLY_ONE: &str = "exactly one of patch, changes or memory_changes is required";
+
+/// One update request: the revision the caller read, the change and an optional commit message.
+///
+/// Deserializes from the reference's JSON (`{"base_revision", "changes"|"patch",
+/// "commit_message"?}`); unknown fields are refused. [`UpdateRequest::from_json`] maps every
+/// shape error to `INVALID_ARGUMENT`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawRequest")]
+pub struct UpdateRequest {
+    /// Compare-and-set: the revision the change is based on (`CONCURRENT_UPDATE` otherwise).
+    pub base_revision: Revision,
+    /// What to change.
+    pub form: ChangeForm,
+    /// The commit message, normalized by [`normalize_message`].
+    pub message: Option<String>,
+}
+
+/// The change of an [`UpdateRequest`]: exactly one form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChangeForm {
+    /// Whole-file writes and deletes (reference §8.2).
+    Changes(Vec<FileChange>),
+    /// A unified diff (reference §8.3).
+    Patch(String),
+}
+
+/// The JSON shape before the exactly-one check.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    base_revision: Option<String>,
+    #[serde(default)]
+    changes: Option<Vec<FileChange>>,
+    #[serde(default)]
+    patch: Option<String>,
+    #[serde(default)]
+    commit_message: Option<String>,
+}
+
+impl TryFrom<RawRequest> for UpdateRequest {
+    type Error = Error;
+
+    fn try_from(raw: RawRequest) -> Result<UpdateRequest> {
+        let base_revision = match raw.base_revision {
+            Some(base) if !base.trim().is_empty() => Revision::new(base),
+            _ => return Err(invalid("base_revision is required")),
+        };
+        let form = match (raw.changes, raw.patch) {
+            (Some(changes), None) => ChangeForm::Changes(changes),
+            (None, Some(patch)) => ChangeForm::Patch(patch),
+            _ => return Err(invalid(EXACTLY_ONE)),
+        };
+        Ok(UpdateRequest { base_revision, form, message: raw.commit_message })
+    }
+}
+
+impl UpdateRequest {
+    /// Parses a JSON request body. Every failure is `INVALID_ARGUMENT`: a body that is not an
+    /// object, an unknown field, a wrong type, a missing `base_revision`, or not exactly one
+    /// of `patch` / `changes`.
+    pub fn from_json(body: &str) -> Result<UpdateRequest> {
+        let value: serde_json::Value = serde_json::from_str(body)
+            .map_err(|e| invalid(format!("request body is not valid JSON: {e}")))?;
+        if !value.is_object() {
+            return Err(invalid("request body must be a JSON object"));
+        }
+        let raw: RawRequest = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
+        UpdateRequest::try_from(raw)
+    }
+}
+
+impl Workspace {
+    /// Applies one change request as one transaction (reference §4.3): checks the arguments
+    /// (`INVALID_ARGUMENT`, `PATH_OUTSIDE_WORKSPACE`, `READ_ONLY_PATH`), begins at
+    /// `base_revision` (`CONCURRENT_UPDATE` when the workspace moved) letting any block
+    /// disappear whose file the change rewrites or deletes (`Required::StillPresent`; inbound
+    /// block links still refuse a deletion with `DANGLING_BLOCK_LINK`), applies the form to
+    /// the stage (`PATCH_CONFLICT` when it does not apply), validates and installs.
+    ///
+    /// Atomicity: that of [`crate::Validated::install`]. Any error before the install's
+    /// linearization point leaves every byte of the workspace and its revision unchanged (the
+    /// stage is removed).
+    pub fn update(&self, req: UpdateRequest) -> Result<Installed> {
+        if req.base_revision.as_str().trim().is_empty() {
+            return Err(invalid("base_revision is required"));
+        }
+        let message = normalize_message(req.message.as_deref());
+        let plan = match &req.form {
+            ChangeForm::Changes(changes) => Plan::Changes(files::check(changes)?),
+            ChangeForm::Patch(text) => Plan::Patch(patch::parse(text)?),
+        };
+        let mut staged = self.begin(BeginOptions {
+            base_revision: Some(req.base_revision),
+            required: Required::StillPresent,
+            message,
+            ..BeginOptions::default()
+        })?;
+        match plan {
+            Plan::Changes(changes) => files::apply(&mut staged, &changes)?,
+            Plan::Patch(sections) => patch::apply(&mut staged, &sections)?,
+        }
+        staged.validate()?.install()
+    }
+}
+
+/// A checked form, ready to apply.
+enum Plan {
+    Changes(Vec<files::Checked>),
+    Patch(Vec<patch::Section>),
+}
+
+/// Normalizes a commit message (reference §4.3 step 1): line breaks become spaces, other
+/// non-printable characters (controls, and separators other than the space) are dropped,
+/// surrounding whitespace is trimmed, the result is cut to [`MAX_MESSAGE_CHARS`] characters,
+/// and an empty result becomes [`DEFAULT_MESSAGE`].
+pub fn normalize_message(message: Option<&str>) -> String {
+    let text: String = message
+        .unwrap_or_default()
+        .replace("\r\n", " ")
+        .chars()
+        .map(|c| if matches!(c, '\n' | '\r') { ' ' } else { c })
+        .filter(|c| *c == ' ' || !(c.is_control() || c.is_whitespace() || is_format(*c)))
+        .collect();
+    let cut: String = text.trim().chars().take(MAX_MESSAGE_CHARS).collect();
+    let cut = cut.trim_end();
+    if cut.is_empty() { DEFAULT_MESSAGE.to_owned() } else { cut.to_owned() }
+}
+
+/// Invisible format characters Python's `str.isprintable` refuses (the common ones).
+fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+            | '\u{feff}'
+    )
+}
+
+/// An `INVALID_ARGUMENT` change error without path or details.
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    refuse(ErrorCode::InvalidArgument, message, None)
+}
+
+/// A change error with `code`, `message` and an optional path.
+pub(crate) fn refuse(code: ErrorCode, message: impl Into<String>, path: Option<&str>) -> Error {
+    Error::Change {
+        code,
+        message: message.into(),
+        path: path.map(str::to_owned),
+        details: serde_json::Map::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_normalization() {
+        assert_eq!(normalize_message(None), "Update memory");
+        assert_eq!(normalize_message(Some("  \n\t ")), "Update memory");
+        assert_eq!(normalize_message(Some(" Fix\r\nthe\nplan\u{7}\u{200b} ")), "Fix the plan");
+        let long = "x".repeat(600);
+        assert_eq!(normalize_message(Some(&long)).chars().count(), 500);
+    }
+
+    #[test]
+    fn exactly_one_form() {
+        let both = r#"{"base_revision":"1-a","patch":"x","changes":[]}"#;
+        let neither = r#"{"base_revision":"1-a"}"#;
+        for body in [both, neither] {
+            let err = UpdateRequest::from_json(body).expect_err("refused");
+            assert_eq!(err.code(), ErrorCode::InvalidArgument);
+            assert!(err.to_string().contains(EXACTLY_ONE), "{err}");
+        }
+        let ok =
+            UpdateRequest::from_json(r#"{"base_revision":"1-a","patch":"x","commit_message":"m"}"#)
+                .expect("valid");
+        assert_eq!(ok.form, ChangeForm::Patch("x".into()));
+        assert_eq!(ok.message.as_deref(), Some("m"));
+        for body in
+            [r#"[]"#, r#"{"base_revision":"1-a","patch":"x","extra":1}"#, r#"{"patch":"x"}"#]
+        {
+            let err = UpdateRequest::from_json(body).expect_err("refused");
+            assert_eq!(err.code(), ErrorCode::InvalidArgument, "{body}");
+        }
+    }
+}
