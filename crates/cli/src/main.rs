@@ -21,6 +21,7 @@ mod rebuild;
 mod search;
 mod sessions;
 mod status;
+mod update;
 
 /// The exit code of a retryable failure (lock held, concurrent update): `EX_TEMPFAIL`.
 pub(crate) const EXIT_RETRYABLE: u8 = 75;
@@ -47,6 +48,9 @@ enum Command {
     Edit(edit::Args),
     /// Show the git history of the workspace or of one file.
     Log(log::Args),
+    /// Apply a change request (whole-file changes or a unified diff) as one compare-and-set
+    /// transaction.
+    Update(update::Args),
     /// Show the core block: canonical master, render within the budget, injected text.
     Core(core::Args),
     /// Recall topic blocks and source records for a query.
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         Command::Status(args) => status::run(&home, args),
         Command::Edit(args) => edit::run(&home, args),
         Command::Log(args) => log::run(&home, args),
+        Command::Update(args) => update::run(&home, args),
         Command::Core(args) => core::run(&home, args),
         Command::Search(args) => search::run(&home, args),
         Command::Grep(args) => inspect::grep(&home, args),

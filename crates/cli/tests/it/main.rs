@@ -6,3 +6,4 @@ mod memory;
 mod recall;
 mod sessions;
 mod support;
+mod update;

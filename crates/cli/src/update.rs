@@ -1,0 +1,136 @@
+//! `scriptorium update`: one change request (whole-file changes or a unified diff) applied as
+//! one compare-and-set transaction, the way the REST API and the MCP tool apply them.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use scriptorium_txn::Error;
+use scriptorium_txn::change::UpdateRequest;
+
+use crate::home::Home;
+use crate::{EXIT_RETRYABLE, memory};
+
+/// Arguments of `scriptorium update`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("form").required(true).args(["changes", "patch"])))]
+pub(crate) struct Args {
+    /// The revision the change is based on (from `scriptorium status`); a different current
+    /// revision refuses the change with CONCURRENT_UPDATE (exit 75: re-read and retry).
+    #[arg(long = "base", value_name = "REV")]
+    base: String,
+    /// A JSON list of whole-file changes `[{"path", "action": "write"|"delete", "content"?}]`
+    /// (`-` for standard input).
+    #[arg(long, value_name = "FILE")]
+    changes: Option<PathBuf>,
+    /// A unified diff of `topics/**/*.md` (`-` for standard input).
+    #[arg(long, value_name = "FILE")]
+    patch: Option<PathBuf>,
+    /// The commit message (default `Update memory`).
+    #[arg(short, long)]
+    message: Option<String>,
+    /// Print the result or the error as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn read_input(path: &Path) -> anyhow::Result<String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("reading standard input")?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    }
+}
+
+/// Prints a refused update and returns its exit code: 75 when retrying can succeed, else 1.
+fn refused(err: &Error, json: bool) -> anyhow::Result<ExitCode> {
+    let code = err.code();
+    if json {
+        let (message, path, details) = match err {
+            Error::Change { message, path, details, .. } => {
+                (message.clone(), path.clone(), details.clone())
+            }
+            _ => (err.to_string(), None, serde_json::Map::new()),
+        };
+        let violations: Vec<String> = err.violations().iter().map(ToString::to_string).collect();
+        let out = serde_json::json!({
+            "ok": false,
+            "error": {
+                "code": code.as_str(), "message": message, "path": path,
+                "details": details, "violations": violations,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        eprintln!("{code}: {err}");
+        for violation in err.violations() {
+            eprintln!("  {violation}");
+        }
+    }
+    Ok(ExitCode::from(if code.is_retryable() { EXIT_RETRYABLE } else { 1 }))
+}
+
+/// Runs the command.
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let mut body = serde_json::Map::new();
+    body.insert("base_revision".into(), args.base.clone().into());
+    if let Some(file) = &args.changes {
+        let text = read_input(file)?;
+        let changes: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a JSON list of changes", file.display()))?;
+        body.insert("changes".into(), changes);
+    }
+    if let Some(file) = &args.patch {
+        body.insert("patch".into(), read_input(file)?.into());
+    }
+    if let Some(message) = &args.message {
+        body.insert("commit_message".into(), message.clone().into());
+    }
+    let request = match UpdateRequest::from_json(&serde_json::Value::Object(body).to_string()) {
+        Ok(request) => request,
+        Err(err) => return refused(&err, args.json),
+    };
+    let memory = memory::open(home, false)?;
+    let installed = match memory.workspace().update(request) {
+        Ok(installed) => installed,
+        Err(err) => return refused(&err, args.json),
+    };
+    let after = memory.after_install();
+    let evidence: serde_json::Map<String, serde_json::Value> = installed
+        .evidence_ids
+        .iter()
+        .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone().into()))
+        .collect();
+    if args.json {
+        let out = serde_json::json!({
+            "ok": true,
+            "revision": installed.revision.as_str(),
+            "block_ids": installed.block_ids,
+            "evidence_ids": evidence,
+            "changed_files": installed.changed_files,
+            "memory_committed": true,
+            "git_committed": after.git_commit.is_some(),
+            "git_commit": after.git_commit,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("installed: revision {}", installed.revision.as_str());
+        for file in &installed.changed_files {
+            println!("  changed {file}");
+        }
+        for (key, id) in &installed.block_ids {
+            println!("  new block ^{id} ({key})");
+        }
+        match (&after.git_commit, &after.git_error) {
+            (Some(commit), _) => println!("  git commit {}", &commit[..commit.len().min(12)]),
+            (None, Some(err)) => {
+                eprintln!("memory committed, but the git commit failed: {err}");
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,117 @@
+//! `scriptorium update`: whole-file changes and patches as compare-and-set transactions, with
+//! exit codes that tell a conflict (retry) from a rejection.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::support::scriptorium;
+
+const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
+[^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n";
+
+fn home_with_sources() -> tempfile::TempDir {
+    let home = tempfile::tempdir().expect("temp dir");
+    assert_eq!(scriptorium(home.path(), &["init"]).status.code(), Some(0));
+    let archive = "sources/openprogram/_v2/garden-2024.md";
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/workspace");
+    let target = home.path().join("memory").join(archive);
+    fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+    fs::copy(example.join(archive), target).expect("copy");
+    home
+}
+
+fn revision(home: &Path) -> String {
+    let out = scriptorium(home, &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    status["revision"].as_str().expect("revision").to_owned()
+}
+
+/// Runs `scriptorium update` with `stdin` as the request file.
+fn update(home: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .arg("update")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("waits")
+}
+
+#[test]
+fn whole_file_changes_install_and_report_the_result() {
+    let home = home_with_sources();
+    let base = revision(home.path());
+    let changes =
+        serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": NOTE }]);
+    let out = update(
+        home.path(),
+        &["--base", &base, "--changes", "-", "--json", "-m", "add garden"],
+        &changes.to_string(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(result["ok"], true);
+    assert_eq!(result["memory_committed"], true);
+    assert_eq!(result["git_committed"], true);
+    assert!(
+        result["changed_files"].as_array().expect("list").iter().any(|f| f == "topics/garden.md")
+    );
+    assert_eq!(result["block_ids"].as_object().expect("map").len(), 1);
+    assert_ne!(result["revision"], base.as_str());
+    let log = scriptorium(home.path(), &["log", "--json"]);
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
+    assert_eq!(log[0]["summary"], "add garden");
+}
+
+#[test]
+fn a_stale_base_is_a_retryable_conflict_and_changes_nothing() {
+    let home = home_with_sources();
+    let base = revision(home.path());
+    let changes =
+        serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": NOTE }]);
+    let first = update(home.path(), &["--base", &base, "--changes", "-"], &changes.to_string());
+    assert_eq!(first.status.code(), Some(0));
+    let after = revision(home.path());
+    let again = update(home.path(), &["--base", &base, "--changes", "-", "--json"], "[]");
+    assert_eq!(again.status.code(), Some(1), "an empty change list is refused first");
+    let stale =
+        serde_json::json!([{ "path": "topics/other.md", "action": "write", "content": NOTE }]);
+    let out =
+        update(home.path(), &["--base", &base, "--changes", "-", "--json"], &stale.to_string());
+    assert_eq!(out.status.code(), Some(75));
+    let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(error["ok"], false);
+    assert_eq!(error["error"]["code"], "CONCURRENT_UPDATE");
+    assert_eq!(revision(home.path()), after);
+    assert!(!home.path().join("memory/topics/other.md").exists());
+}
+
+#[test]
+fn a_conflicting_patch_is_rejected_with_its_code() {
+    let home = home_with_sources();
+    let base = revision(home.path());
+    let patch = "--- a/topics/missing.md\n+++ b/topics/missing.md\n@@ -1 +1 @@\n-old\n+new\n";
+    let out = update(home.path(), &["--base", &base, "--patch", "-", "--json"], patch);
+    assert_eq!(out.status.code(), Some(1));
+    let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(error["error"]["code"], "PATCH_CONFLICT");
+    assert_eq!(error["error"]["message"], "patch modifies a file that does not exist");
+    assert_eq!(revision(home.path()), base);
+}
+
+#[test]
+fn exactly_one_form_is_required() {
+    let home = home_with_sources();
+    let out = scriptorium(home.path(), &["update", "--base", "0-00"]);
+    assert_eq!(out.status.code(), Some(2), "clap refuses a request without a form");
+    let out =
+        scriptorium(home.path(), &["update", "--base", "0-00", "--changes", "a", "--patch", "b"]);
+    assert_eq!(out.status.code(), Some(2));
+}
