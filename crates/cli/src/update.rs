@@ -1,5 +1,6 @@
-//! `scriptorium update`: one change request (whole-file changes or a unified diff) applied as
-//! one compare-and-set transaction, the way the REST API and the MCP tool apply them.
+//! `scriptorium update`: one change request (structured record operations, whole-file changes
+//! or a unified diff) applied as one compare-and-set transaction, the way the REST API and the
+//! MCP tool apply them.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,9 @@ use crate::{EXIT_RETRYABLE, memory};
 
 /// Arguments of `scriptorium update`.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("form").required(true).args(["changes", "patch"])))]
+#[command(group(
+    clap::ArgGroup::new("form").required(true).args(["changes", "patch", "memory_changes"])
+))]
 pub(crate) struct Args {
     /// The revision the change is based on (from `scriptorium status`); a different current
     /// revision refuses the change with CONCURRENT_UPDATE (exit 75: re-read and retry).
@@ -24,6 +27,10 @@ pub(crate) struct Args {
     /// (`-` for standard input).
     #[arg(long, value_name = "FILE")]
     changes: Option<PathBuf>,
+    /// A JSON list of structured record operations (`create_record`, `update_record`,
+    /// `delete_record`, `move_records`; `-` for standard input).
+    #[arg(long, value_name = "FILE")]
+    memory_changes: Option<PathBuf>,
     /// A unified diff of `topics/**/*.md` (`-` for standard input).
     #[arg(long, value_name = "FILE")]
     patch: Option<PathBuf>,
@@ -82,6 +89,13 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         let changes: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a JSON list of changes", file.display()))?;
         body.insert("changes".into(), changes);
+    }
+    if let Some(file) = &args.memory_changes {
+        let text = read_input(file)?;
+        let ops: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+            format!("{} is not a JSON list of record operations", file.display())
+        })?;
+        body.insert("memory_changes".into(), ops);
     }
     if let Some(file) = &args.patch {
         body.insert("patch".into(), read_input(file)?.into());

@@ -115,3 +115,49 @@ fn exactly_one_form_is_required() {
         scriptorium(home.path(), &["update", "--base", "0-00", "--changes", "a", "--patch", "b"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn structured_record_operations_create_and_update_records() {
+    let home = home_with_sources();
+    let base = revision(home.path());
+    let ops = serde_json::json!([{
+        "op": "create_record",
+        "content": "Dana plans a vegetable garden.",
+        "time": "2024-04-02",
+        "sources": [{ "source": "openprogram/garden-2024/u2", "label": "garden" }],
+        "destination": { "topic_path": "topics/people/dana.md", "headings": ["Dana", "Plans"], "position": "end" }
+    }]);
+    let out = update(
+        home.path(),
+        &["--base", &base, "--memory-changes", "-", "--json"],
+        &ops.to_string(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let id = result["block_ids"].as_object().expect("map").values().next().expect("an id");
+    let id = id.as_str().expect("string").to_owned();
+    let text = fs::read_to_string(home.path().join("memory/topics/people/dana.md")).expect("read");
+    assert!(text.starts_with("# Dana\n\n## Plans\n\nDana plans a vegetable garden.[^e-"), "{text}");
+
+    let base = revision(home.path());
+    let ops = serde_json::json!([{
+        "op": "update_record", "memory_id": id, "content": "Dana plans an herb garden.",
+        "time": "2024-04-09",
+        "sources": [{ "source": "openprogram/garden-2024/u3", "label": "change of plan" }]
+    }]);
+    let out = update(home.path(), &["--base", &base, "--memory-changes", "-"], &ops.to_string());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = fs::read_to_string(home.path().join("memory/topics/people/dana.md")).expect("read");
+    assert!(text.contains("Dana plans an herb garden."), "{text}");
+    assert!(text.contains(&format!(" ^{id}")), "the block keeps its ID: {text}");
+
+    let ops = serde_json::json!([{ "op": "delete_record", "memory_id": "ffffffff" }]);
+    let out = update(
+        home.path(),
+        &["--base", &revision(home.path()), "--memory-changes", "-", "--json"],
+        &ops.to_string(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(error["error"]["code"], "MEMORY_NOT_FOUND");
+}

@@ -7,20 +7,23 @@
 //! conflict, failed validation, stale base revision) leaves every byte of the workspace and
 //! its revision unchanged.
 //!
-//! Supported forms: whole-file `changes` ([`files`]) and unified-diff `patch` ([`patch`]).
-//! Structured record operations (`memory_changes`, reference §8.1) come next: they will be a
-//! third [`ChangeForm`] variant, begin with `Required::AllExcept(<deleted IDs>)` instead of
-//! `Required::StillPresent`, and add `sources` to the request. Until then a JSON request with a
-//! `memory_changes` (or `sources`, `git_commit`) field is refused as an unknown field.
+//! Supported forms: structured record operations `memory_changes` ([`records`]), whole-file
+//! `changes` ([`files`]) and unified-diff `patch` ([`patch`]). The structured form begins with
+//! `Required::AllExcept(<IDs named by delete operations>)`, so any other record lost by the
+//! edit is refused; the whole-file forms begin with `Required::StillPresent`.
 //!
 //! # Limitations
 //!
-//! - No new sources (`sources`, `new-source-*` labels) and no git commit options yet.
+//! - No new sources (`sources`, `new-source-*` labels) and no git commit options yet: a JSON
+//!   request with a `sources` or `git_commit` field is refused as an unknown field.
+//! - `memory_changes`: no in-place edits of legacy `mem_` units (their IDs are
+//!   `MEMORY_NOT_FOUND`).
 //! - Arguments are checked before the write lock is taken, so a request that is both
 //!   malformed and stale reports the malformed argument.
 
 pub mod files;
 pub mod patch;
+pub mod records;
 
 use serde::Deserialize;
 
@@ -32,6 +35,7 @@ use crate::validate::Required;
 use crate::workspace::Workspace;
 
 pub use files::{FileAction, FileChange};
+pub use records::{Destination, MemoryChange, Position, SourceRef};
 
 /// Most items in one `changes` request (reference Appendix A).
 pub const MAX_CHANGES: usize = 64;
@@ -46,8 +50,8 @@ const EXACTLY_ONE: &str = "exactly one of patch, changes or memory_changes is re
 
 /// One update request: the revision the caller read, the change and an optional commit message.
 ///
-/// Deserializes from the reference's JSON (`{"base_revision", "changes"|"patch",
-/// "commit_message"?}`); unknown fields are refused. [`UpdateRequest::from_json`] maps every
+/// Deserializes from the reference's JSON (`{"base_revision",
+/// "memory_changes"|"changes"|"patch", "commit_message"?}`); unknown fields are refused. [`UpdateRequest::from_json`] maps every
 /// shape error to `INVALID_ARGUMENT`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawRequest")]
@@ -63,6 +67,8 @@ pub struct UpdateRequest {
 /// The change of an [`UpdateRequest`]: exactly one form.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChangeForm {
+    /// Structured record operations (reference §8.1).
+    MemoryChanges(Vec<MemoryChange>),
     /// Whole-file writes and deletes (reference §8.2).
     Changes(Vec<FileChange>),
     /// A unified diff (reference §8.3).
@@ -74,6 +80,8 @@ pub enum ChangeForm {
 #[serde(deny_unknown_fields)]
 struct RawRequest {
     base_revision: Option<String>,
+    #[serde(default)]
+    memory_changes: Option<serde_json::Value>,
     #[serde(default)]
     changes: Option<Vec<FileChange>>,
     #[serde(default)]
@@ -90,9 +98,10 @@ impl TryFrom<RawRequest> for UpdateRequest {
             Some(base) if !base.trim().is_empty() => Revision::new(base),
             _ => return Err(invalid("base_revision is required")),
         };
-        let form = match (raw.changes, raw.patch) {
-            (Some(changes), None) => ChangeForm::Changes(changes),
-            (None, Some(patch)) => ChangeForm::Patch(patch),
+        let form = match (raw.memory_changes, raw.changes, raw.patch) {
+            (Some(items), None, None) => ChangeForm::MemoryChanges(records::parse(&items)?),
+            (None, Some(changes), None) => ChangeForm::Changes(changes),
+            (None, None, Some(patch)) => ChangeForm::Patch(patch),
             _ => return Err(invalid(EXACTLY_ONE)),
         };
         Ok(UpdateRequest { base_revision, form, message: raw.commit_message })
@@ -102,7 +111,8 @@ impl TryFrom<RawRequest> for UpdateRequest {
 impl UpdateRequest {
     /// Parses a JSON request body. Every failure is `INVALID_ARGUMENT`: a body that is not an
     /// object, an unknown field, a wrong type, a missing `base_revision`, or not exactly one
-    /// of `patch` / `changes`.
+    /// of `memory_changes` / `patch` / `changes`, and every `memory_changes` shape error of
+    /// reference §8.1 (a destination path outside `topics/**/*.md` keeps its path code).
     pub fn from_json(body: &str) -> Result<UpdateRequest> {
         let value: serde_json::Value = serde_json::from_str(body)
             .map_err(|e| invalid(format!("request body is not valid JSON: {e}")))?;
@@ -117,10 +127,14 @@ impl UpdateRequest {
 impl Workspace {
     /// Applies one change request as one transaction (reference §4.3): checks the arguments
     /// (`INVALID_ARGUMENT`, `PATH_OUTSIDE_WORKSPACE`, `READ_ONLY_PATH`), begins at
-    /// `base_revision` (`CONCURRENT_UPDATE` when the workspace moved) letting any block
-    /// disappear whose file the change rewrites or deletes (`Required::StillPresent`; inbound
-    /// block links still refuse a deletion with `DANGLING_BLOCK_LINK`), applies the form to
-    /// the stage (`PATCH_CONFLICT` when it does not apply), validates and installs.
+    /// `base_revision` (`CONCURRENT_UPDATE` when the workspace moved), applies the form to
+    /// the stage (`PATCH_CONFLICT` when a file form does not apply, `MEMORY_NOT_FOUND` /
+    /// `INVALID_ARGUMENT` when a record operation does not), validates and installs.
+    ///
+    /// Whole-file forms let any block disappear whose file they rewrite or delete
+    /// (`Required::StillPresent`); `memory_changes` lets only the IDs named by its delete
+    /// operations disappear (`Required::AllExcept`). Either way inbound block links refuse a
+    /// deletion with `DANGLING_BLOCK_LINK`.
     ///
     /// Atomicity: that of [`crate::Validated::install`]. Any error before the install's
     /// linearization point leaves every byte of the workspace and its revision unchanged (the
@@ -131,16 +145,21 @@ impl Workspace {
         }
         let message = normalize_message(req.message.as_deref());
         let plan = match &req.form {
+            ChangeForm::MemoryChanges(changes) => Plan::Records(changes),
             ChangeForm::Changes(changes) => Plan::Changes(files::check(changes)?),
             ChangeForm::Patch(text) => Plan::Patch(patch::parse(text)?),
         };
         let mut staged = self.begin(BeginOptions {
             base_revision: Some(req.base_revision),
-            required: Required::StillPresent,
+            required: match &plan {
+                Plan::Records(changes) => Required::AllExcept(records::deleted_ids(changes)),
+                _ => Required::StillPresent,
+            },
             message,
             ..BeginOptions::default()
         })?;
         match plan {
+            Plan::Records(changes) => records::apply(&mut staged, changes)?,
             Plan::Changes(changes) => files::apply(&mut staged, &changes)?,
             Plan::Patch(sections) => patch::apply(&mut staged, &sections)?,
         }
@@ -149,7 +168,8 @@ impl Workspace {
 }
 
 /// A checked form, ready to apply.
-enum Plan {
+enum Plan<'a> {
+    Records(&'a [MemoryChange]),
     Changes(Vec<files::Checked>),
     Patch(Vec<patch::Section>),
 }

@@ -9,6 +9,8 @@ use serde_json::json;
 
 use crate::pipeline::{fixture, live, stages, tree_state};
 
+mod records;
+
 /// Runs one JSON request against the workspace's current revision.
 fn update(ws: &Workspace, mut body: serde_json::Value) -> scriptorium_txn::Result<Installed> {
     if let Some(object) = body.as_object_mut() {
@@ -209,14 +211,12 @@ fn exactly_one_form_is_required() {
         ErrorCode::InvalidArgument,
         exactly,
     );
-    // FIXME: `memory_changes` is not part of the request yet (the next part of issue 6); until
-    // then it is an unknown field, still INVALID_ARGUMENT.
     refused(
         dir.path(),
         &ws,
-        json!({"changes": changes, "memory_changes": []}),
+        json!({"changes": changes, "memory_changes": [{"op": "delete_record", "memory_id": "x"}]}),
         ErrorCode::InvalidArgument,
-        "unknown field `memory_changes`",
+        exactly,
     );
 }
 
