@@ -11,6 +11,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use scriptorium_backend::memory::{MemoryWorkspace, Wiring};
 use scriptorium_topics_format::source::{ArchiveRecord, anchor_for, plan_append};
 use scriptorium_txn::BeginOptions;
+use scriptorium_txn::change::UpdateRequest;
 
 const BLOCKS_PER_FILE: usize = 50;
 
@@ -83,6 +84,46 @@ fn bench_edit(c: &mut Criterion, name: &str, files: usize, wiring: Wiring) {
     });
 }
 
+/// A 10-operation `memory_changes` request (ten `update_record`s across ten files) on a
+/// workspace of 10 000 blocks, begin → install → git commit (issue 6: ≤ 150 ms).
+fn bench_memory_changes(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let root = dir.path().join("memory");
+    let files = 10_000 / BLOCKS_PER_FILE;
+    generate(&root, files);
+    let git_only = Wiring { views: false, index: false };
+    let memory = MemoryWorkspace::open_wired(&root, true, git_only).expect("open");
+    let mut round = 0u64;
+    c.bench_function("transaction/memory_changes_10_ops_10k_blocks", |b| {
+        b.iter(|| {
+            round += 1;
+            let ops: Vec<serde_json::Value> = (0..10)
+                .map(|i| {
+                    let f = i * (files / 10);
+                    serde_json::json!({
+                        "op": "update_record",
+                        "memory_id": format!("{f:04}{:04}", 7),
+                        "content": format!("Fact 7 about topic {f}, revision {round}."),
+                        "time": "2024-03-08",
+                        "sources": [{
+                            "source": format!("openprogram/bench-{f:04}/m7"),
+                            "label": "item 7",
+                        }],
+                    })
+                })
+                .collect();
+            let base = memory.workspace().revision().expect("revision");
+            let body = serde_json::json!({
+                "base_revision": base.as_str(),
+                "memory_changes": ops,
+            });
+            let request = UpdateRequest::from_json(&body.to_string()).expect("a valid request");
+            let installed = memory.workspace().update(request).expect("installs");
+            assert!(installed.observer_failures.is_empty(), "{:?}", installed.observer_failures);
+        });
+    });
+}
+
 fn transaction(c: &mut Criterion) {
     // The transactions issue's measure: begin → install → git commit.
     let git_only = Wiring { views: false, index: false };
@@ -107,6 +148,6 @@ fn transaction(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = transaction
+    targets = transaction, bench_memory_changes
 }
 criterion_main!(benches);

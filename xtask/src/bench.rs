@@ -31,6 +31,7 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("transaction/one_paragraph_edit_git_1k_blocks", Budget::MaxNanos(30.0 * MS)),
     ("transaction/one_paragraph_edit_git_10k_blocks", Budget::MaxNanos(150.0 * MS)),
     ("transaction/one_paragraph_edit_full_1k_blocks", Budget::MaxNanos(30.0 * MS)),
+    ("transaction/memory_changes_10_ops_10k_blocks", Budget::MaxNanos(150.0 * MS)),
     ("transaction/one_paragraph_edit_full_10k_blocks", Budget::MaxNanos(150.0 * MS)),
     // The render reads only `topics/core.md`; the budget applies to a realistic master (the
     // reference measured an 11 883-token one). `views/core_render_10k` (a 10 000-paragraph
