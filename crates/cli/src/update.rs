@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use scriptorium_topics_format::source::id::ApiProvenance;
 use scriptorium_txn::Error;
-use scriptorium_txn::change::UpdateRequest;
+use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 
 use crate::home::Home;
 use crate::{EXIT_RETRYABLE, memory};
@@ -34,6 +35,11 @@ pub(crate) struct Args {
     /// A unified diff of `topics/**/*.md` (`-` for standard input).
     #[arg(long, value_name = "FILE")]
     patch: Option<PathBuf>,
+    /// A JSON list of new sources the change cites by label:
+    /// `[{"label": "new-source-…", "role": "user"|"assistant"|"system"|"tool", "content",
+    /// "observed_at"?}]` (`-` for standard input). They are archived as the local owner's words.
+    #[arg(long, value_name = "FILE")]
+    sources: Option<PathBuf>,
     /// The commit message (default `Update memory`).
     #[arg(short, long)]
     message: Option<String>,
@@ -100,6 +106,12 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(file) = &args.patch {
         body.insert("patch".into(), read_input(file)?.into());
     }
+    if let Some(file) = &args.sources {
+        let text = read_input(file)?;
+        let sources: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a JSON list of sources", file.display()))?;
+        body.insert("sources".into(), sources);
+    }
     if let Some(message) = &args.message {
         body.insert("commit_message".into(), message.clone().into());
     }
@@ -108,10 +120,24 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         Err(err) => return refused(&err, args.json),
     };
     let memory = memory::open(home, false)?;
-    let installed = match memory.workspace().update(request) {
-        Ok(installed) => installed,
+    // The person at the terminal is the workspace owner: sources they declare are archived
+    // with the local owner's authority, never with identity fields from the payload.
+    let context = UpdateContext {
+        provenance: Some(ApiProvenance {
+            principal_id: "owner/local".into(),
+            speaker_kind: "owner".into(),
+            speaker_id: "owner/local".into(),
+            authority_tier: "owner".into(),
+            origin_id: "owner-cli/update".into(),
+        }),
+        speaker_display: Some("Owner".into()),
+        append_only: false,
+    };
+    let outcome = match memory.workspace().update_with(request, context) {
+        Ok(outcome) => outcome,
         Err(err) => return refused(&err, args.json),
     };
+    let installed = outcome.installed;
     let after = memory.after_install();
     let evidence: serde_json::Map<String, serde_json::Value> = installed
         .evidence_ids
@@ -122,6 +148,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         let out = serde_json::json!({
             "ok": true,
             "revision": installed.revision.as_str(),
+            "source_ids": outcome.source_ids,
             "block_ids": installed.block_ids,
             "evidence_ids": evidence,
             "changed_files": installed.changed_files,

@@ -19,6 +19,10 @@ pub struct ArchiveOutcome {
     pub changed_files: Vec<String>,
     /// The revision after the append (unchanged when nothing was written).
     pub revision: Revision,
+    /// The revision under the lock before the append (equal to `revision` when nothing was
+    /// written), so a caller holding a base revision can tell its own append from another
+    /// writer's install.
+    pub previous_revision: Revision,
 }
 
 impl Workspace {
@@ -58,10 +62,12 @@ impl Workspace {
         }
         let plan = plan?;
         if plan.writes.is_empty() {
+            let revision = self.current()?.revision;
             return Ok(ArchiveOutcome {
                 source_ids: plan.source_ids,
                 changed_files: Vec::new(),
-                revision: self.current()?.revision,
+                previous_revision: revision.clone(),
+                revision,
             });
         }
         let current = self.current()?;
@@ -123,6 +129,7 @@ impl Workspace {
             source_ids: plan.source_ids,
             changed_files: plan.writes.into_iter().map(|w| w.rel_path).collect(),
             revision: self.current()?.revision,
+            previous_revision: current.revision,
         })
     }
 }

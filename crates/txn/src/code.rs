@@ -27,6 +27,9 @@ pub enum ErrorCode {
     ReadOnlyPath,
     /// An append-only caller tried to rewrite existing content.
     AppendOnlyRequired,
+    /// The caller lacks what the operation needs, e.g. creating a source without complete
+    /// persisted authority.
+    WriterPreconditionFailed,
 
     // ---- validation of the staged tree (reference §4.5) ----
     /// The staged topics do not parse strictly; the violation carries the topic diagnostic.
@@ -71,6 +74,7 @@ impl ErrorCode {
             ErrorCode::PathOutsideWorkspace => "PATH_OUTSIDE_WORKSPACE",
             ErrorCode::ReadOnlyPath => "READ_ONLY_PATH",
             ErrorCode::AppendOnlyRequired => "APPEND_ONLY_REQUIRED",
+            ErrorCode::WriterPreconditionFailed => "WRITER_PRECONDITION_FAILED",
             ErrorCode::InvalidTopicFormat => "INVALID_TOPIC_FORMAT",
             ErrorCode::BlockIdRemoved => "BLOCK_ID_REMOVED",
             ErrorCode::TopicLinkNotBlock => "TOPIC_LINK_NOT_BLOCK",

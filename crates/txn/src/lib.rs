@@ -166,7 +166,9 @@ pub mod validate;
 mod workspace;
 
 pub use archive::ArchiveOutcome;
-pub use change::{ChangeForm, FileAction, FileChange, UpdateRequest};
+pub use change::{
+    ChangeForm, FileAction, FileChange, NewSource, UpdateContext, UpdateOutcome, UpdateRequest,
+};
 pub use code::ErrorCode;
 pub use error::{Error, Result};
 pub use fs::{FaultFs, Fs, RealFs};

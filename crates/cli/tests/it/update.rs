@@ -7,8 +7,13 @@ use std::process::{Command, Stdio};
 
 use crate::support::scriptorium;
 
+/// A topic citing a source declared in the same request (`new-source-garden`): a change
+/// request may only introduce evidence it brings along (reference §4.3).
 const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
-[^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n";
+[^e1]: Time: `2024-04-02`; Sources: [garden](new-source-garden)\n";
+
+const SOURCES: &str = r#"[{"label": "new-source-garden", "role": "user",
+  "content": "I'm planning a vegetable garden.", "observed_at": "2024-04-02T09:00:00+02:00"}]"#;
 
 fn home_with_sources() -> tempfile::TempDir {
     let home = tempfile::tempdir().expect("temp dir");
@@ -50,9 +55,12 @@ fn whole_file_changes_install_and_report_the_result() {
     let base = revision(home.path());
     let changes =
         serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": NOTE }]);
+    let sources = home.path().join("sources.json");
+    fs::write(&sources, SOURCES).expect("write sources");
+    let sources = sources.to_str().expect("utf-8");
     let out = update(
         home.path(),
-        &["--base", &base, "--changes", "-", "--json", "-m", "add garden"],
+        &["--base", &base, "--changes", "-", "--sources", sources, "--json", "-m", "add garden"],
         &changes.to_string(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
@@ -64,6 +72,10 @@ fn whole_file_changes_install_and_report_the_result() {
         result["changed_files"].as_array().expect("list").iter().any(|f| f == "topics/garden.md")
     );
     assert_eq!(result["block_ids"].as_object().expect("map").len(), 1);
+    let source = result["source_ids"]["new-source-garden"].as_str().expect("archived");
+    assert!(source.starts_with("claude-code/"), "{source}");
+    let text = fs::read_to_string(home.path().join("memory/topics/garden.md")).expect("read");
+    assert!(!text.contains("new-source-garden"), "the label became a link: {text}");
     assert_ne!(result["revision"], base.as_str());
     let log = scriptorium(home.path(), &["log", "--json"]);
     let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
@@ -76,16 +88,26 @@ fn a_stale_base_is_a_retryable_conflict_and_changes_nothing() {
     let base = revision(home.path());
     let changes =
         serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": NOTE }]);
-    let first = update(home.path(), &["--base", &base, "--changes", "-"], &changes.to_string());
-    assert_eq!(first.status.code(), Some(0));
+    let sources = home.path().join("sources.json");
+    fs::write(&sources, SOURCES).expect("write sources");
+    let sources = sources.to_str().expect("utf-8");
+    let first = update(
+        home.path(),
+        &["--base", &base, "--changes", "-", "--sources", sources],
+        &changes.to_string(),
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", String::from_utf8_lossy(&first.stderr));
     let after = revision(home.path());
     let again = update(home.path(), &["--base", &base, "--changes", "-", "--json"], "[]");
     assert_eq!(again.status.code(), Some(1), "an empty change list is refused first");
     let stale =
         serde_json::json!([{ "path": "topics/other.md", "action": "write", "content": NOTE }]);
-    let out =
-        update(home.path(), &["--base", &base, "--changes", "-", "--json"], &stale.to_string());
-    assert_eq!(out.status.code(), Some(75));
+    let out = update(
+        home.path(),
+        &["--base", &base, "--changes", "-", "--sources", sources, "--json"],
+        &stale.to_string(),
+    );
+    assert_eq!(out.status.code(), Some(75), "{}", String::from_utf8_lossy(&out.stdout));
     let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(error["ok"], false);
     assert_eq!(error["error"]["code"], "CONCURRENT_UPDATE");
@@ -160,4 +182,25 @@ fn structured_record_operations_create_and_update_records() {
     assert_eq!(out.status.code(), Some(1));
     let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(error["error"]["code"], "MEMORY_NOT_FOUND");
+}
+
+#[test]
+fn a_change_cannot_borrow_evidence_it_did_not_bring() {
+    let home = home_with_sources();
+    let base = revision(home.path());
+    // `u2` is archived but no record cites it: a change request may not introduce it.
+    let note = NOTE.replace("new-source-garden", "openprogram/garden-2024/u2");
+    let changes =
+        serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": note }]);
+    let out =
+        update(home.path(), &["--base", &base, "--changes", "-", "--json"], &changes.to_string());
+    assert_eq!(out.status.code(), Some(1));
+    let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let violations = error["error"]["violations"].as_array().expect("violations");
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.as_str().unwrap_or_default().contains("SOURCE_NOT_IN_TRANSACTION"))
+    );
+    assert_eq!(revision(home.path()), base);
 }

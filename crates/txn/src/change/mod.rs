@@ -12,10 +12,23 @@
 //! `Required::AllExcept(<IDs named by delete operations>)`, so any other record lost by the
 //! edit is refused; the whole-file forms begin with `Required::StillPresent`.
 //!
+//! New sources (`sources`, [`sources`] module) are archived with the provenance of the
+//! [`UpdateContext`] before the transaction begins, and their `new-source-*` labels are
+//! substituted into the form; [`UpdateContext::append_only`] refuses any rewrite of existing
+//! bytes (reference §4.3 step 8).
+//!
 //! # Limitations
 //!
-//! - No new sources (`sources`, `new-source-*` labels) and no git commit options yet: a JSON
-//!   request with a `sources` or `git_commit` field is refused as an unknown field.
+//! - No git commit options yet: a JSON request with a `git_commit` field is refused as an
+//!   unknown field.
+//! - Declared sources are archived into the live `sources/` before the transaction begins
+//!   (not into its stage, as in reference §4.3 step 6): a request refused after that point
+//!   (conflict, validation) leaves the archived sources behind. The archive is append-only and
+//!   idempotent, so a retry with the same inputs mints the same IDs and writes nothing new; a
+//!   refusal before it (shape, limits, provenance, undeclared label, base revision) writes
+//!   nothing.
+//! - Labels are substituted into `changes` contents, the `patch` text and the `source` of
+//!   `memory_changes` evidence, not into record content or link labels.
 //! - `memory_changes`: no in-place edits of legacy `mem_` units (their IDs are
 //!   `MEMORY_NOT_FOUND`).
 //! - Arguments are checked before the write lock is taken, so a request that is both
@@ -24,18 +37,25 @@
 pub mod files;
 pub mod patch;
 pub mod records;
+pub mod sources;
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use scriptorium_topics_format::source::id::ApiProvenance;
 use serde::Deserialize;
 
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::ids::Revision;
-use crate::pipeline::{BeginOptions, Installed};
+use crate::lock::LockTimeout;
+use crate::pipeline::{BeginOptions, Installed, Staged};
 use crate::validate::Required;
 use crate::workspace::Workspace;
+use scriptorium_topics_format::source::ArchiveRecord;
 
 pub use files::{FileAction, FileChange};
 pub use records::{Destination, MemoryChange, Position, SourceRef};
+pub use sources::NewSource;
 
 /// Most items in one `changes` request (reference Appendix A).
 pub const MAX_CHANGES: usize = 64;
@@ -62,6 +82,30 @@ pub struct UpdateRequest {
     pub form: ChangeForm,
     /// The commit message, normalized by [`normalize_message`].
     pub message: Option<String>,
+    /// New sources, checked by [`sources::check`] (JSON `sources`, optional).
+    pub sources: Vec<NewSource>,
+}
+
+/// What the caller knows about the writer, never taken from the request payload.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpdateContext {
+    /// The persisted authority new sources are archived with (reference §3.6); `None` refuses
+    /// any declared source with `WRITER_PRECONDITION_FAILED`.
+    pub provenance: Option<ApiProvenance>,
+    /// The speaker's display name written on new source frames (not part of their identity).
+    pub speaker_display: Option<String>,
+    /// Paired writers: every changed file must keep its old bytes as a prefix
+    /// (`APPEND_ONLY_REQUIRED` otherwise).
+    pub append_only: bool,
+}
+
+/// The result of [`Workspace::update_with`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpdateOutcome {
+    /// The installed transaction.
+    pub installed: Installed,
+    /// Each declared label and the source ID it was archived under.
+    pub source_ids: BTreeMap<String, String>,
 }
 
 /// The change of an [`UpdateRequest`]: exactly one form.
@@ -88,6 +132,8 @@ struct RawRequest {
     patch: Option<String>,
     #[serde(default)]
     commit_message: Option<String>,
+    #[serde(default)]
+    sources: Option<Vec<NewSource>>,
 }
 
 impl TryFrom<RawRequest> for UpdateRequest {
@@ -104,7 +150,8 @@ impl TryFrom<RawRequest> for UpdateRequest {
             (None, None, Some(patch)) => ChangeForm::Patch(patch),
             _ => return Err(invalid(EXACTLY_ONE)),
         };
-        Ok(UpdateRequest { base_revision, form, message: raw.commit_message })
+        let sources = sources::check(raw.sources.unwrap_or_default())?;
+        Ok(UpdateRequest { base_revision, form, message: raw.commit_message, sources })
     }
 }
 
@@ -139,18 +186,58 @@ impl Workspace {
     /// Atomicity: that of [`crate::Validated::install`]. Any error before the install's
     /// linearization point leaves every byte of the workspace and its revision unchanged (the
     /// stage is removed).
+    ///
+    /// The same as [`Workspace::update_with`] with the default [`UpdateContext`]: no
+    /// provenance (so a request declaring `sources` is refused) and not append-only.
     pub fn update(&self, req: UpdateRequest) -> Result<Installed> {
+        self.update_with(req, UpdateContext::default()).map(|outcome| outcome.installed)
+    }
+
+    /// [`Workspace::update`] with the caller's [`UpdateContext`] (reference §4.3 steps 2, 6,
+    /// 8), in this order:
+    ///
+    /// 1. Declared sources without complete provenance → `WRITER_PRECONDITION_FAILED`.
+    /// 2. Their IDs ([`scriptorium_topics_format::source::id::api_source_ids`]); labels
+    ///    substituted into the form, longest first; an undeclared `new-source-*` label →
+    ///    `MISSING_SOURCE`. The form is checked.
+    /// 3. With declared sources: a moved workspace → `CONCURRENT_UPDATE`; otherwise the
+    ///    sources are archived ([`Workspace::archive_sources`], idempotent) and the
+    ///    transaction begins at the revision that append produced.
+    /// 4. New evidence is restricted to the declared sources' IDs plus, for
+    ///    `memory_changes`, every source its operations name (`SOURCE_NOT_IN_TRANSACTION`).
+    /// 5. After the form is applied, with `append_only`, every committed file must still
+    ///    exist and start with its old bytes (`APPEND_ONLY_REQUIRED`).
+    ///
+    /// Nothing is written before step 3; see the module limitations for a refusal after it.
+    pub fn update_with(&self, req: UpdateRequest, ctx: UpdateContext) -> Result<UpdateOutcome> {
         if req.base_revision.as_str().trim().is_empty() {
             return Err(invalid("base_revision is required"));
         }
         let message = normalize_message(req.message.as_deref());
-        let plan = match &req.form {
+        let (archive, source_ids) = if req.sources.is_empty() {
+            (Vec::new(), BTreeMap::new())
+        } else {
+            sources::records(&req.sources, ctx.provenance.as_ref(), ctx.speaker_display.as_deref())?
+        };
+        let labels = sources::Labels::new(&source_ids);
+        let form = substitute(req.form, &labels)?;
+        let plan = match &form {
             ChangeForm::MemoryChanges(changes) => Plan::Records(changes),
             ChangeForm::Changes(changes) => Plan::Changes(files::check(changes)?),
             ChangeForm::Patch(text) => Plan::Patch(patch::parse(text)?),
         };
+        let mut allowed: BTreeSet<String> = source_ids.values().cloned().collect();
+        if let Plan::Records(changes) = &plan {
+            allowed.extend(named_sources(changes));
+        }
+        let base_revision = if archive.is_empty() {
+            req.base_revision
+        } else {
+            self.archive_at(req.base_revision, &archive)?
+        };
         let mut staged = self.begin(BeginOptions {
-            base_revision: Some(req.base_revision),
+            base_revision: Some(base_revision),
+            allowed_new_sources: Some(allowed),
             required: match &plan {
                 Plan::Records(changes) => Required::AllExcept(records::deleted_ids(changes)),
                 _ => Required::StillPresent,
@@ -163,8 +250,82 @@ impl Workspace {
             Plan::Changes(changes) => files::apply(&mut staged, &changes)?,
             Plan::Patch(sections) => patch::apply(&mut staged, &sections)?,
         }
-        staged.validate()?.install()
+        if ctx.append_only {
+            check_append_only(&staged)?;
+        }
+        let installed = staged.validate()?.install()?;
+        Ok(UpdateOutcome { installed, source_ids })
     }
+
+    /// Archives `records` when the workspace is still at `base`, returning the revision the
+    /// append produced (`base` itself when everything was archived before).
+    fn archive_at(&self, base: Revision, records: &[ArchiveRecord]) -> Result<Revision> {
+        let moved =
+            |revision: Revision| Error::ConcurrentUpdate { base_revision: base.clone(), revision };
+        let current = self.revision()?;
+        if current != base {
+            return Err(moved(current));
+        }
+        let outcome = self.archive_sources(records, LockTimeout::default())?;
+        if outcome.previous_revision != base {
+            return Err(moved(outcome.revision));
+        }
+        Ok(outcome.revision)
+    }
+}
+
+/// The form with every declared label replaced by its source ID (see [`sources::Labels`]).
+fn substitute(form: ChangeForm, labels: &sources::Labels) -> Result<ChangeForm> {
+    Ok(match form {
+        ChangeForm::Patch(text) => ChangeForm::Patch(labels.substitute(&text)?),
+        ChangeForm::Changes(mut changes) => {
+            for change in &mut changes {
+                if let Some(content) = &mut change.content {
+                    *content = labels.substitute(content)?;
+                }
+            }
+            ChangeForm::Changes(changes)
+        }
+        ChangeForm::MemoryChanges(mut changes) => {
+            for change in &mut changes {
+                if let MemoryChange::CreateRecord { sources, .. }
+                | MemoryChange::UpdateRecord { sources, .. } = change
+                {
+                    for source in sources {
+                        source.source = labels.substitute(&source.source)?;
+                    }
+                }
+            }
+            ChangeForm::MemoryChanges(changes)
+        }
+    })
+}
+
+/// Every source the create and update operations name.
+fn named_sources(changes: &[MemoryChange]) -> impl Iterator<Item = String> + '_ {
+    changes.iter().flat_map(|change| match change {
+        MemoryChange::CreateRecord { sources, .. } | MemoryChange::UpdateRecord { sources, .. } => {
+            sources.iter().map(|s| s.source.clone()).collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// Reference §4.3 step 8: every committed topic file must still exist in the stage and start
+/// with its committed bytes.
+fn check_append_only(staged: &Staged) -> Result<()> {
+    for file in staged.baseline_files() {
+        let path = format!("topics/{}", file.path);
+        let kept = staged.read_file(&path)?.is_some_and(|text| text.starts_with(&file.text));
+        if !kept {
+            return Err(refuse(
+                ErrorCode::AppendOnlyRequired,
+                "paired memory updates may create or append, but cannot rewrite existing content",
+                Some(&path),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A checked form, ready to apply.

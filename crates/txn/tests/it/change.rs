@@ -4,21 +4,35 @@
 
 use std::path::Path;
 
-use scriptorium_txn::{Error, ErrorCode, Installed, UpdateRequest, Workspace};
+use scriptorium_txn::{
+    Error, ErrorCode, Installed, UpdateContext, UpdateOutcome, UpdateRequest, Workspace,
+};
 use serde_json::json;
 
 use crate::pipeline::{fixture, live, stages, tree_state};
 
+mod model;
 mod records;
+mod snapshots;
+mod sources;
 
 /// Runs one JSON request against the workspace's current revision.
-fn update(ws: &Workspace, mut body: serde_json::Value) -> scriptorium_txn::Result<Installed> {
+fn update(ws: &Workspace, body: serde_json::Value) -> scriptorium_txn::Result<Installed> {
+    update_with(ws, body, UpdateContext::default()).map(|outcome| outcome.installed)
+}
+
+/// [`update`] with the caller's context.
+fn update_with(
+    ws: &Workspace,
+    mut body: serde_json::Value,
+    ctx: UpdateContext,
+) -> scriptorium_txn::Result<UpdateOutcome> {
     if let Some(object) = body.as_object_mut() {
         object
             .entry("base_revision")
             .or_insert_with(|| json!(ws.revision().expect("revision").as_str()));
     }
-    ws.update(UpdateRequest::from_json(&body.to_string())?)
+    ws.update_with(UpdateRequest::from_json(&body.to_string())?, ctx)
 }
 
 /// Asserts that `body` is refused with `code` and `message`, leaving every byte unchanged.
@@ -29,9 +43,21 @@ fn refused(
     code: ErrorCode,
     message: &str,
 ) -> Error {
+    refused_with(root, ws, body, UpdateContext::default(), code, message)
+}
+
+/// [`refused`] with the caller's context.
+fn refused_with(
+    root: &Path,
+    ws: &Workspace,
+    body: serde_json::Value,
+    ctx: UpdateContext,
+    code: ErrorCode,
+    message: &str,
+) -> Error {
     let before = tree_state(root, false);
     let revision = ws.revision().expect("revision");
-    let error = update(ws, body).expect_err("refused");
+    let error = update_with(ws, body, ctx).expect_err("refused");
     assert_eq!(error.code(), code, "{error}");
     assert!(error.to_string().contains(message), "{error:?} does not contain {message:?}");
     assert_eq!(tree_state(root, false), before, "a rejection changed the workspace");
