@@ -29,8 +29,8 @@
 //!   nothing.
 //! - Labels are substituted into `changes` contents, the `patch` text and the `source` of
 //!   `memory_changes` evidence, not into record content or link labels.
-//! - `memory_changes`: no in-place edits of legacy `mem_` units (their IDs are
-//!   `MEMORY_NOT_FOUND`).
+//! - `memory_changes`: legacy `mem_` units are updated and deleted in place, but cannot be
+//!   moved or used as anchors (there their IDs are `MEMORY_NOT_FOUND`).
 //! - Arguments are checked before the write lock is taken, so a request that is both
 //!   malformed and stale reports the malformed argument.
 

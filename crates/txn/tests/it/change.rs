@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::pipeline::{fixture, live, stages, tree_state};
 
+mod legacy;
 mod model;
 mod records;
 mod snapshots;

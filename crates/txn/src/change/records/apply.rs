@@ -9,9 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 
-use scriptorium_topics_format::topic::{Document, LineKind, is_footnote_id};
+use scriptorium_topics_format::topic::{Document, LineKind, is_footnote_id, is_memory_id};
 
-use super::{Destination, MemoryChange, Position, SourceRef, item_error, not_found};
+use super::{Destination, MemoryChange, Position, SourceRef, item_error, legacy, not_found};
 use crate::error::Result;
 use crate::pipeline::Staged;
 
@@ -25,7 +25,12 @@ pub(crate) fn apply(staged: &mut Staged, changes: &[MemoryChange]) -> Result<()>
                 tree.create(i, content, time.as_deref(), sources, destination)?;
             }
             MemoryChange::UpdateRecord { memory_id, content, time, sources } => {
-                let found = tree.find(memory_id).ok_or_else(|| not_found(i, memory_id))?;
+                let Some(found) = tree.find(memory_id) else {
+                    let found =
+                        tree.find_legacy(memory_id).ok_or_else(|| not_found(i, memory_id))?;
+                    tree.update_legacy(&found, memory_id, content, time.as_deref(), sources);
+                    continue;
+                };
                 let identity = found.ids.last().cloned().unwrap_or_default();
                 if !updated_blocks.insert(identity) {
                     return Err(item_error(i, "two updates target the same merged block"));
@@ -33,7 +38,12 @@ pub(crate) fn apply(staged: &mut Staged, changes: &[MemoryChange]) -> Result<()>
                 tree.update(i, &found, content, time.as_deref(), sources);
             }
             MemoryChange::DeleteRecord { memory_id } => {
-                let found = tree.find(memory_id).ok_or_else(|| not_found(i, memory_id))?;
+                let Some(found) = tree.find(memory_id) else {
+                    let found =
+                        tree.find_legacy(memory_id).ok_or_else(|| not_found(i, memory_id))?;
+                    tree.delete_legacy(&found, memory_id);
+                    continue;
+                };
                 tree.delete(i, &found, memory_id)?;
             }
             MemoryChange::MoveRecords { .. } => {}
@@ -120,6 +130,72 @@ impl Tree {
                 })
             },
         )
+    }
+
+    /// The paragraph holding legacy unit `memory_id` (a `mem_` citation group).
+    fn find_legacy(&self, memory_id: &str) -> Option<Found> {
+        if !is_memory_id(memory_id) {
+            return None;
+        }
+        let hint = self.homes.get(memory_id);
+        let hinted = hint.and_then(|p| self.files.get_key_value(p));
+        hinted.into_iter().chain(self.files.iter().filter(|(p, _)| Some(*p) != hint)).find_map(
+            |(path, lines)| {
+                let doc = document(lines);
+                doc.paragraphs().iter().find_map(|p| {
+                    let legacy = doc.block_ids(p).is_empty()
+                        && legacy::locate(&paragraph_text(lines, &p.lines), memory_id).is_some();
+                    legacy.then(|| Found {
+                        path: path.clone(),
+                        lines: p.lines.clone(),
+                        ids: vec![memory_id.to_owned()],
+                    })
+                })
+            },
+        )
+    }
+
+    /// Replaces legacy unit `memory_id`'s text in its paragraph and rewrites its definition
+    /// where it stands (the other units and trailing prose are kept).
+    fn update_legacy(
+        &mut self,
+        found: &Found,
+        memory_id: &str,
+        content: &str,
+        time: Option<&str>,
+        sources: &[SourceRef],
+    ) {
+        let lines = self.lines_mut(&found.path);
+        let old = paragraph_text(lines, &found.lines);
+        let Some(segment) = legacy::locate(&old, memory_id) else { return };
+        let new = legacy::replace(&old, &segment, memory_id, content);
+        lines.splice(found.lines.clone(), new.split('\n').map(str::to_owned));
+        let rendered = definition(memory_id, time, sources);
+        match definition_lines(lines).into_iter().find(|(id, _)| id == memory_id) {
+            Some((_, n)) => lines[n] = rendered,
+            None => {
+                let end = found.lines.start + new.split('\n').count();
+                insert_block(lines, end, vec![rendered]);
+            }
+        }
+        let mut dropped = citations(&old);
+        dropped.remove(memory_id);
+        drop_uncited(lines, &dropped);
+    }
+
+    /// Removes legacy unit `memory_id` from its paragraph (the whole paragraph when it was
+    /// the last legacy unit) and its definition when nothing cites it any more.
+    fn delete_legacy(&mut self, found: &Found, memory_id: &str) {
+        let lines = self.lines_mut(&found.path);
+        let old = paragraph_text(lines, &found.lines);
+        let Some(segment) = legacy::locate(&old, memory_id) else { return };
+        match legacy::remove(&old, &segment) {
+            Some(new) => {
+                lines.splice(found.lines.clone(), new.split('\n').map(str::to_owned));
+            }
+            None => remove_range(lines, found.lines.clone()),
+        }
+        drop_uncited(lines, &citations(&old));
     }
 
     fn create(

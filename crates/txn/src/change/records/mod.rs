@@ -9,6 +9,10 @@
 //! exist, merged blocks, shared physical blocks, anchors, evidence conflicts) is checked by
 //! the applier while the operations are applied.
 //!
+//! Legacy `mem_` units (reference §2.4 step 3) are updated and deleted in place inside their
+//! shared paragraph, leaving the other units and the trailing prose alone; `move_records` and
+//! anchors take block IDs only.
+//!
 //! The pre-release aliases `create`, `update` and `delete` are mapped (`create` takes a
 //! top-level `topic_path` and `headings` and position `end`).
 //!
@@ -17,6 +21,7 @@
 //! (`PATH_OUTSIDE_WORKSPACE` / `READ_ONLY_PATH`).
 
 mod apply;
+mod legacy;
 
 use std::collections::{BTreeSet, HashSet};
 
