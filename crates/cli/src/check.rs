@@ -2,18 +2,17 @@
 //! diagnostic as `path:line:col: CODE message`.
 //!
 //! Reading files is this command's job (the format crate does no IO): topic files and archives
-//! are read here, symlinks are refused, and `sources/` is offered to the parser through a
-//! [`SourceFiles`] implementation that never follows a symlink.
+//! are read here, symlinks are refused, and `sources/` is offered to the parser through the
+//! views crate's `FsSources`, which never follows a symlink anywhere on a path.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use scriptorium_topics_format::catalog::{FileLookup, SourceFiles};
 use scriptorium_topics_format::source::{ArchiveResolver, check_archive};
 use scriptorium_topics_format::topic::{TopicFile, check_tree};
 use scriptorium_topics_format::{Code, Diagnostic};
+use scriptorium_views::FsSources;
 
 use crate::home::Home;
 
@@ -26,41 +25,6 @@ pub(crate) struct Args {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
-}
-
-/// `sources/` on disk, read without following symlinks.
-struct DiskSources {
-    root: PathBuf,
-}
-
-impl SourceFiles for DiskSources {
-    fn lookup(&self, rel: &str) -> FileLookup {
-        if !rel.starts_with("sources/") || rel.split('/').any(|c| c.is_empty() || c == "..") {
-            return FileLookup::Missing;
-        }
-        // Every component must be a real directory or file: a symlink anywhere on the path
-        // could point outside the archive.
-        let mut path = self.root.clone();
-        for component in rel.split('/') {
-            path.push(component);
-            match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.file_type().is_symlink() => return FileLookup::NotRegularFile,
-                Ok(_) => {}
-                Err(_) => return FileLookup::Missing,
-            }
-        }
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() => match std::fs::read(&path) {
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => FileLookup::Text(Arc::from(text)),
-                    Err(_) => FileLookup::NotRegularFile,
-                },
-                Err(_) => FileLookup::Missing,
-            },
-            Ok(_) => FileLookup::NotRegularFile,
-            Err(_) => FileLookup::Missing,
-        }
-    }
 }
 
 /// One file found under `topics/` or `sources/`.
@@ -173,7 +137,7 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
             }
         }
     }
-    let resolver = ArchiveResolver::new(DiskSources { root: root.to_path_buf() });
+    let resolver = ArchiveResolver::new(FsSources::new(root));
     let parsed = check_tree(&topics, &resolver);
     diagnostics.extend(parsed.diagnostics);
     diagnostics.sort();

@@ -143,19 +143,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         Ok(installed) => {
             let after = memory.after_install();
             println!("installed {ws_path}: revision {}", installed.revision.as_str());
-            for (key, id) in &installed.block_ids {
-                println!("  new block ^{id} ({key})");
-            }
-            match (&after.git_commit, &after.git_error) {
-                (Some(commit), _) => println!("  git commit {}", &commit[..commit.len().min(12)]),
-                (None, Some(err)) => {
-                    eprintln!("memory committed, but the git commit failed: {err}");
-                }
-                (None, None) => {}
-            }
-            if let Some(err) = &after.views_error {
-                eprintln!("memory committed, but rebuilding the derived views failed: {err}");
-            }
+            memory::print_installed(&installed, &after);
             Ok(ExitCode::SUCCESS)
         }
         Err(err @ (Error::Busy { .. } | Error::ConcurrentUpdate { .. })) => {

@@ -1,7 +1,8 @@
 //! Opening the memory workspace of a home for the commands that change or inspect it.
 
 use anyhow::bail;
-use scriptorium_backend::memory::{Error, MemoryWorkspace};
+use scriptorium_backend::memory::{AfterInstall, Error, MemoryWorkspace};
+use scriptorium_txn::Installed;
 
 use crate::home::Home;
 
@@ -15,5 +16,27 @@ pub(crate) fn open(home: &Home, create: bool) -> anyhow::Result<MemoryWorkspace>
             root.display()
         ),
         Err(err) => Err(err.into()),
+    }
+}
+
+/// Prints what an install added and what happened after it: new block IDs, the git commit, and
+/// any failure of the derived views, the git commit or the index (the memory is committed
+/// regardless).
+pub(crate) fn print_installed(installed: &Installed, after: &AfterInstall) {
+    for (key, id) in &installed.block_ids {
+        println!("  new block ^{id} ({key})");
+    }
+    if let Some(commit) = &after.git_commit {
+        println!("  git commit {}", &commit[..commit.len().min(12)]);
+    }
+    let failures = [
+        ("the git commit", &after.git_error),
+        ("rebuilding the derived views", &after.views_error),
+        ("updating the search index", &after.index_error),
+    ];
+    for (what, error) in failures {
+        if let Some(err) = error {
+            eprintln!("memory committed, but {what} failed: {err}");
+        }
     }
 }

@@ -162,16 +162,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         for file in &installed.changed_files {
             println!("  changed {file}");
         }
-        for (key, id) in &installed.block_ids {
-            println!("  new block ^{id} ({key})");
-        }
-        match (&after.git_commit, &after.git_error) {
-            (Some(commit), _) => println!("  git commit {}", &commit[..commit.len().min(12)]),
-            (None, Some(err)) => {
-                eprintln!("memory committed, but the git commit failed: {err}");
-            }
-            (None, None) => {}
-        }
+        memory::print_installed(&installed, &after);
     }
     Ok(ExitCode::SUCCESS)
 }

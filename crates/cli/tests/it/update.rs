@@ -26,6 +26,13 @@ fn home_with_sources() -> tempfile::TempDir {
     home
 }
 
+/// Writes [`SOURCES`] next to the home and returns its path.
+fn sources_file(home: &Path) -> String {
+    let path = home.join("sources.json");
+    fs::write(&path, SOURCES).expect("write sources");
+    path.to_str().expect("utf-8").to_owned()
+}
+
 fn revision(home: &Path) -> String {
     let out = scriptorium(home, &["status", "--json"]);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -55,9 +62,7 @@ fn whole_file_changes_install_and_report_the_result() {
     let base = revision(home.path());
     let changes =
         serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": NOTE }]);
-    let sources = home.path().join("sources.json");
-    fs::write(&sources, SOURCES).expect("write sources");
-    let sources = sources.to_str().expect("utf-8");
+    let sources = &sources_file(home.path());
     let out = update(
         home.path(),
         &["--base", &base, "--changes", "-", "--sources", sources, "--json", "-m", "add garden"],
@@ -88,9 +93,7 @@ fn a_stale_base_is_a_retryable_conflict_and_changes_nothing() {
     let base = revision(home.path());
     let changes =
         serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": NOTE }]);
-    let sources = home.path().join("sources.json");
-    fs::write(&sources, SOURCES).expect("write sources");
-    let sources = sources.to_str().expect("utf-8");
+    let sources = &sources_file(home.path());
     let first = update(
         home.path(),
         &["--base", &base, "--changes", "-", "--sources", sources],
