@@ -6,8 +6,8 @@ use crate::install::recover_intent;
 use crate::lock::LockTimeout;
 use crate::sources::LiveSources;
 use crate::state::{Intent, RevisionRecord, SwapMode, write_atomic};
-use crate::workspace::{Workspace, ensure_dir, recover};
-use scriptorium_topics_format::source::{ArchiveRecord, plan_append};
+use crate::workspace::{Current, Workspace, ensure_dir, recover};
+use scriptorium_topics_format::source::{AppendPlan, ArchiveRecord, PlannedWrite, plan_append};
 
 /// The outcome of [`Workspace::archive_sources`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,11 +46,32 @@ impl Workspace {
         records: &[ArchiveRecord],
         lock_timeout: LockTimeout,
     ) -> Result<ArchiveOutcome> {
-        let fs = self.fs();
-        let layout = self.layout();
-        let ids = self.inner.ids.as_ref();
         let _lock = self.lock(lock_timeout)?;
-        recover(fs, layout, ids)?;
+        recover(self.fs(), self.layout(), self.inner.ids.as_ref())?;
+        let plan = self.plan_archive(records)?;
+        let current = self.current()?;
+        if plan.writes.is_empty() {
+            return Ok(ArchiveOutcome {
+                source_ids: plan.source_ids,
+                changed_files: Vec::new(),
+                previous_revision: current.revision.clone(),
+                revision: current.revision,
+            });
+        }
+        self.append_planned(&plan.writes, &current)?;
+        Ok(ArchiveOutcome {
+            source_ids: plan.source_ids,
+            changed_files: plan.writes.into_iter().map(|w| w.rel_path).collect(),
+            revision: self.current()?.revision,
+            previous_revision: current.revision,
+        })
+    }
+
+    /// Plans the append of `records` against the live `sources/` (every record checked, every
+    /// target path preflighted); writes nothing. An IO error while reading the archive is an
+    /// error, never a "missing" file.
+    pub(crate) fn plan_archive(&self, records: &[ArchiveRecord]) -> Result<AppendPlan> {
+        let layout = self.layout();
         let tree = LiveSources::new(self.inner.fs.clone(), layout.root.clone());
         let plan = plan_append(records, &tree);
         if let Some(error) = tree.take_errors().into_iter().next() {
@@ -60,17 +81,16 @@ impl Workspace {
                 source: std::io::Error::other(error),
             });
         }
-        let plan = plan?;
-        if plan.writes.is_empty() {
-            let revision = self.current()?.revision;
-            return Ok(ArchiveOutcome {
-                source_ids: plan.source_ids,
-                changed_files: Vec::new(),
-                previous_revision: revision.clone(),
-                revision,
-            });
-        }
-        let current = self.current()?;
+        Ok(plan?)
+    }
+
+    /// Writes planned archive files under an `archive` intent record, so the revision moves
+    /// exactly when some file changed, even across a crash. `current` is the state read under
+    /// the write lock, which the caller holds.
+    pub(crate) fn append_planned(&self, writes: &[PlannedWrite], current: &Current) -> Result<()> {
+        let fs = self.fs();
+        let layout = self.layout();
+        let ids = self.inner.ids.as_ref();
         let op = TxnId::generate(self.inner.clock.as_ref(), ids);
         let intent = Intent {
             version: 1,
@@ -96,7 +116,7 @@ impl Workspace {
         write_atomic(fs, layout, ids, &layout.intent, &bytes)?;
 
         let result = (|| -> Result<()> {
-            for write in &plan.writes {
+            for write in writes {
                 let parts: Vec<&str> = write.rel_path.split('/').collect();
                 let mut dir = layout.root.clone();
                 for part in &parts[..parts.len() - 1] {
@@ -125,11 +145,6 @@ impl Workspace {
             let _ = recover_intent(fs, layout, ids);
             return Err(error);
         }
-        Ok(ArchiveOutcome {
-            source_ids: plan.source_ids,
-            changed_files: plan.writes.into_iter().map(|w| w.rel_path).collect(),
-            revision: self.current()?.revision,
-            previous_revision: current.revision,
-        })
+        Ok(())
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use scriptorium_topics_format::TreeParse;
+use scriptorium_topics_format::source::{ArchiveRecord, PlannedWrite};
 
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, Meta, exchange_unsupported};
@@ -33,6 +34,9 @@ pub(crate) struct Job {
     /// The `sources/` fingerprint read at `begin` (the compare-and-set guarantees it is still
     /// the live one).
     pub(crate) sources: String,
+    /// Sources to archive right before the swap, and the append `begin` planned for them.
+    pub(crate) pending_sources: Vec<ArchiveRecord>,
+    pub(crate) pending: Vec<PlannedWrite>,
 }
 
 pub(crate) fn install(mut job: Job) -> Result<Installed> {
@@ -42,12 +46,34 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     let ids = ws.inner.ids.as_ref();
     let lock = ws.lock(job.lock_timeout)?;
     recover(fs, layout, ids)?;
-    let current = ws.current()?;
+    let mut current = ws.current()?;
     if current.revision != job.begin_revision {
         return Err(Error::ConcurrentUpdate {
             base_revision: job.base_revision.clone().unwrap_or(job.begin_revision.clone()),
             revision: current.revision,
         });
+    }
+    if !job.pending.is_empty() {
+        // Validation checked the topics against exactly this append: the revision (which
+        // covers the `sources/` fingerprint) is unchanged, so planning again must agree.
+        let plan = ws.plan_archive(&job.pending_sources)?;
+        let same = plan.writes.len() == job.pending.len()
+            && plan
+                .writes
+                .iter()
+                .zip(&job.pending)
+                .all(|(a, b)| a.rel_path == b.rel_path && a.new_text == b.new_text);
+        if !same {
+            return Err(Error::ConcurrentUpdate {
+                base_revision: job.base_revision.clone().unwrap_or(job.begin_revision.clone()),
+                revision: current.revision,
+            });
+        }
+        // Archive first: a crash between this append and the swap leaves the frames
+        // archived and the topics at the old revision (a retry archives nothing new).
+        ws.append_planned(&plan.writes, &current)?;
+        current = ws.current()?;
+        job.sources.clone_from(&current.sources);
     }
 
     // The staged tree must be durable before it becomes live: one `syncfs` covers every

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
-use scriptorium_topics_format::source::ArchiveResolver;
+use scriptorium_topics_format::source::{ArchiveRecord, ArchiveResolver, PlannedWrite};
 use scriptorium_topics_format::topic::{EvidenceAssignment, normalize, rewrite_links};
 use scriptorium_topics_format::{TopicFile, Unit, parse_tree};
 
@@ -43,6 +43,13 @@ pub struct BeginOptions {
     pub message: String,
     /// Size limits.
     pub limits: Limits,
+    /// Sources the transaction archives as it installs (the change API's declared `sources`).
+    /// `begin` plans their append against the live archive (refusing what cannot be archived)
+    /// and validation resolves refs against the live archive with the planned frames
+    /// appended; the install appends them under the write lock right before the swap. A
+    /// transaction that is rejected, aborted or refused by the compare-and-set therefore
+    /// archives nothing.
+    pub pending_sources: Vec<ArchiveRecord>,
 }
 
 /// The baseline of one revision, kept by the [`Workspace`] handle between transactions so
@@ -67,6 +74,8 @@ pub(crate) struct CachedBaseline {
 struct Begin {
     revision: Revision,
     sources: String,
+    /// The append of [`BeginOptions::pending_sources`] planned at `begin`.
+    pending: Vec<PlannedWrite>,
     runtime: Option<Vec<u8>>,
     snapshot: Snapshot,
     files: Vec<TopicFile>,
@@ -145,8 +154,13 @@ impl Workspace {
                 std::str::from_utf8(bytes).ok().map(|text| TopicFile::new(rel.clone(), text))
             })
             .collect();
-        let resolver =
-            ArchiveResolver::new(LiveSources::new(self.inner.fs.clone(), layout.root.clone()));
+        let live = LiveSources::new(self.inner.fs.clone(), layout.root.clone());
+        let pending = if opts.pending_sources.is_empty() {
+            Vec::new()
+        } else {
+            self.plan_archive(&opts.pending_sources)?.writes
+        };
+        let resolver = ArchiveResolver::new(live.clone());
         let cached = self.cached_baseline().filter(|cached| {
             cached.revision == revision && cached.topics == digest && cached.sources == sources
         });
@@ -184,7 +198,11 @@ impl Workspace {
         };
         stage._owner = Some(OwnerLock::create(&stage.dir.join("owner.lock"))?);
         stage_tree(self, &stage.topics, &snapshot)?;
-        let begin = Begin { revision, sources, runtime, snapshot, files, resolver };
+        // Validation sees the archive as the install will leave it. The baseline above was
+        // read from the live archive only: committed blocks cannot cite what is not archived.
+        let resolver =
+            if pending.is_empty() { resolver } else { ArchiveResolver::new(live.with_overlay(&pending)) };
+        let begin = Begin { revision, sources, pending, runtime, snapshot, files, resolver };
         Ok(Staged { stage, begin: Arc::new(begin), baseline, opts })
     }
 
@@ -696,6 +714,8 @@ impl Validated {
             lock_timeout: opts.lock_timeout,
             message: opts.message,
             sources: begin.sources.clone(),
+            pending_sources: opts.pending_sources,
+            pending: begin.pending.clone(),
             prepared,
         })
     }

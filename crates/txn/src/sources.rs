@@ -1,11 +1,12 @@
 //! Read access to the live `sources/` tree for the topic parser ([`SourceFiles`]) and the append
 //! planner ([`ArchiveTree`]), through the [`Fs`] seam, refusing symlinks on every component.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use scriptorium_topics_format::catalog::{FileLookup, SourceFiles};
-use scriptorium_topics_format::source::ArchiveTree;
+use scriptorium_topics_format::source::{ArchiveTree, PlannedWrite};
 
 use crate::fs::{FileKind, Fs};
 
@@ -21,12 +22,31 @@ pub struct LiveSources {
     fs: Arc<dyn Fs>,
     root: PathBuf,
     errors: Arc<Mutex<Vec<String>>>,
+    /// Planned archive files (path → complete new text) read in place of the live ones.
+    overlay: Arc<HashMap<String, Arc<str>>>,
 }
 
 impl LiveSources {
     /// The tree under `root` (the memory root).
     pub fn new(fs: Arc<dyn Fs>, root: PathBuf) -> Self {
-        LiveSources { fs, root, errors: Arc::new(Mutex::new(Vec::new())) }
+        LiveSources {
+            fs,
+            root,
+            errors: Arc::new(Mutex::new(Vec::new())),
+            overlay: Arc::new(HashMap::new()),
+        }
+    }
+
+    /// The same tree as the parser would see it after `writes` were appended: each planned
+    /// file reads as its complete new text. Only [`SourceFiles::lookup`] (and
+    /// [`ArchiveTree::read`]) see the overlay; directory listings stay live, so never plan an
+    /// append against an overlaid tree.
+    #[must_use]
+    pub fn with_overlay(mut self, writes: &[PlannedWrite]) -> Self {
+        self.overlay = Arc::new(
+            writes.iter().map(|w| (w.rel_path.clone(), Arc::from(w.new_text.as_str()))).collect(),
+        );
+        self
     }
 
     /// The IO errors met since the last call (each as `op path: error`).
@@ -79,6 +99,9 @@ impl LiveSources {
 
 impl SourceFiles for LiveSources {
     fn lookup(&self, rel: &str) -> FileLookup {
+        if let Some(text) = self.overlay.get(rel) {
+            return FileLookup::Text(Arc::clone(text));
+        }
         match self.kind(rel) {
             None => FileLookup::Missing,
             Some(FileKind::File) => match self.fs.read(&self.root.join(rel)) {

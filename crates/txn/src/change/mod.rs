@@ -13,20 +13,21 @@
 //! edit is refused; the whole-file forms begin with `Required::StillPresent`.
 //!
 //! New sources (`sources`, [`sources`] module) are archived with the provenance of the
-//! [`UpdateContext`] before the transaction begins, and their `new-source-*` labels are
-//! substituted into the form; [`UpdateContext::append_only`] refuses any rewrite of existing
+//! [`UpdateContext`] as part of the install ([`BeginOptions::pending_sources`]): validation
+//! resolves refs against the archive with their frames appended, and only an update that
+//! installs archives them. Their `new-source-*` labels are substituted into the form; [`UpdateContext::append_only`] refuses any rewrite of existing
 //! bytes (reference §4.3 step 8).
 //!
 //! # Limitations
 //!
 //! - No git commit options yet: a JSON request with a `git_commit` field is refused as an
 //!   unknown field.
-//! - Declared sources are archived into the live `sources/` before the transaction begins
-//!   (not into its stage, as in reference §4.3 step 6): a request refused after that point
-//!   (conflict, validation) leaves the archived sources behind. The archive is append-only and
-//!   idempotent, so a retry with the same inputs mints the same IDs and writes nothing new; a
-//!   refusal before it (shape, limits, provenance, undeclared label, base revision) writes
-//!   nothing.
+//! - Declared sources are appended to the live `sources/` under the write lock right before
+//!   the topics swap, not inside the stage (reference §4.3 step 6), since only `topics/` is
+//!   swapped. A refused update (shape, conflict, validation) writes nothing; a crash or IO
+//!   failure between that append and the swap leaves the frames archived with the topics at
+//!   the old revision. The archive is append-only and idempotent, so a retry with the same
+//!   inputs mints the same IDs and appends nothing new.
 //! - Labels are substituted into `changes` contents, the `patch` text and the `source` of
 //!   `memory_changes` evidence, not into record content or link labels.
 //! - `memory_changes`: legacy `mem_` units are updated and deleted in place, but cannot be
@@ -47,11 +48,9 @@ use serde::Deserialize;
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::ids::Revision;
-use crate::lock::LockTimeout;
 use crate::pipeline::{BeginOptions, Installed, Staged};
 use crate::validate::Required;
 use crate::workspace::Workspace;
-use scriptorium_topics_format::source::ArchiveRecord;
 
 pub use files::{FileAction, FileChange};
 pub use records::{Destination, MemoryChange, Position, SourceRef};
@@ -200,15 +199,15 @@ impl Workspace {
     /// 2. Their IDs ([`scriptorium_topics_format::source::id::api_source_ids`]); labels
     ///    substituted into the form, longest first; an undeclared `new-source-*` label →
     ///    `MISSING_SOURCE`. The form is checked.
-    /// 3. With declared sources: a moved workspace → `CONCURRENT_UPDATE`; otherwise the
-    ///    sources are archived ([`Workspace::archive_sources`], idempotent) and the
-    ///    transaction begins at the revision that append produced.
+    /// 3. The transaction begins at the base revision (`CONCURRENT_UPDATE` otherwise), with
+    ///    the declared sources pending ([`BeginOptions::pending_sources`]): planned now,
+    ///    visible to validation, appended by the install.
     /// 4. New evidence is restricted to the declared sources' IDs plus, for
     ///    `memory_changes`, every source its operations name (`SOURCE_NOT_IN_TRANSACTION`).
     /// 5. After the form is applied, with `append_only`, every committed file must still
     ///    exist and start with its old bytes (`APPEND_ONLY_REQUIRED`).
     ///
-    /// Nothing is written before step 3; see the module limitations for a refusal after it.
+    /// A refusal at any step writes nothing; see the module limitations for a crash.
     pub fn update_with(&self, req: UpdateRequest, ctx: UpdateContext) -> Result<UpdateOutcome> {
         if req.base_revision.as_str().trim().is_empty() {
             return Err(invalid("base_revision is required"));
@@ -230,13 +229,9 @@ impl Workspace {
         if let Plan::Records(changes) = &plan {
             allowed.extend(named_sources(changes));
         }
-        let base_revision = if archive.is_empty() {
-            req.base_revision
-        } else {
-            self.archive_at(req.base_revision, &archive)?
-        };
         let mut staged = self.begin(BeginOptions {
-            base_revision: Some(base_revision),
+            base_revision: Some(req.base_revision),
+            pending_sources: archive,
             allowed_new_sources: Some(allowed),
             required: match &plan {
                 Plan::Records(changes) => Required::AllExcept(records::deleted_ids(changes)),
@@ -255,22 +250,6 @@ impl Workspace {
         }
         let installed = staged.validate()?.install()?;
         Ok(UpdateOutcome { installed, source_ids })
-    }
-
-    /// Archives `records` when the workspace is still at `base`, returning the revision the
-    /// append produced (`base` itself when everything was archived before).
-    fn archive_at(&self, base: Revision, records: &[ArchiveRecord]) -> Result<Revision> {
-        let moved =
-            |revision: Revision| Error::ConcurrentUpdate { base_revision: base.clone(), revision };
-        let current = self.revision()?;
-        if current != base {
-            return Err(moved(current));
-        }
-        let outcome = self.archive_sources(records, LockTimeout::default())?;
-        if outcome.previous_revision != base {
-            return Err(moved(outcome.revision));
-        }
-        Ok(outcome.revision)
     }
 }
 

@@ -219,26 +219,51 @@ fn identity_fields_and_only_they_change_the_ids() {
 }
 
 #[test]
-fn a_retry_reuses_the_archived_ids_and_writes_no_new_source_bytes() {
+fn a_refused_update_archives_nothing_and_a_retry_mints_the_same_ids() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     let ws = fixture(root);
-    // Refused after the archive step: the sources stay archived (append-only).
+    // Refused while applying the form (after the append was planned).
     let mut conflicting = write_note(tea(), "new-source-tea");
     conflicting["changes"]
         .as_array_mut()
         .expect("changes")
         .push(json!({"path": "topics/missing.md", "action": "delete"}));
-    let error = update_with(&ws, conflicting, with(owner())).expect_err("conflict");
-    assert_eq!(error.code(), ErrorCode::PatchConflict);
+    refused_with(
+        root,
+        &ws,
+        conflicting,
+        with(owner()),
+        ErrorCode::PatchConflict,
+        "deletes a file that does not exist",
+    );
+    // Refused by validation, which resolved the new source through the planned frames.
+    let broken = json!({"sources": tea(), "changes": [
+        {"path": "topics/drinks.md", "action": "write",
+         "content": format!("{}\nDana also likes coffee.[^zz]\n", note("new-source-tea"))},
+    ]});
+    refused_with(root, &ws, broken, with(owner()), ErrorCode::InvalidTopicFormat, "undefined footnote: zz");
+    // Refused by the compare-and-set.
+    let mut stale = write_note(tea(), "new-source-tea");
+    stale["base_revision"] = json!("r-stale");
+    refused_with(root, &ws, stale, with(owner()), ErrorCode::ConcurrentUpdate, "r-stale");
+
     let sources_after = |root: &Path| -> Vec<(String, String)> {
         tree_state(root, true).into_iter().filter(|(p, _)| p.starts_with("sources/")).collect()
     };
-    let archived = sources_after(root);
+    let before = sources_after(root);
     let outcome =
-        update_with(&ws, write_note(tea(), "new-source-tea"), with(owner())).expect("retry");
-    assert_eq!(sources_after(root), archived, "the retry archived nothing new");
+        update_with(&ws, write_note(tea(), "new-source-tea"), with(owner())).expect("install");
     assert_eq!(outcome.source_ids, ids_under(with(owner())));
+    let archived = sources_after(root);
+    assert_eq!(archived.len(), before.len() + 1, "one new archive file: {archived:?}");
+    // The same source declared again (a retry after a lost reply) appends nothing.
+    let again = json!({"sources": tea(), "changes": [
+        {"path": "topics/drinks2.md", "action": "write", "content": note("new-source-tea")},
+    ]});
+    let retry = update_with(&ws, again, with(owner())).expect("retry");
+    assert_eq!(retry.source_ids, outcome.source_ids);
+    assert_eq!(sources_after(root), archived, "the retry archived nothing new");
 }
 
 #[test]
