@@ -167,7 +167,8 @@ mod workspace;
 
 pub use archive::ArchiveOutcome;
 pub use change::{
-    ChangeForm, FileAction, FileChange, NewSource, UpdateContext, UpdateOutcome, UpdateRequest,
+    ChangeForm, ChangeLimits, FileAction, FileChange, NewSource, UpdateContext, UpdateOutcome,
+    UpdateRequest,
 };
 pub use code::ErrorCode;
 pub use error::{Error, Result};

@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
-use scriptorium_topics_format::source::{ArchiveRecord, ArchiveResolver, PlannedWrite};
+use scriptorium_topics_format::source::{ArchiveRecord, ArchiveResolver, PlannedWrite, TrustState};
 use scriptorium_topics_format::topic::{EvidenceAssignment, normalize, rewrite_links};
 use scriptorium_topics_format::{TopicFile, Unit, parse_tree};
 
@@ -200,8 +200,11 @@ impl Workspace {
         stage_tree(self, &stage.topics, &snapshot)?;
         // Validation sees the archive as the install will leave it. The baseline above was
         // read from the live archive only: committed blocks cannot cite what is not archived.
-        let resolver =
-            if pending.is_empty() { resolver } else { ArchiveResolver::new(live.with_overlay(&pending)) };
+        let resolver = if pending.is_empty() {
+            resolver
+        } else {
+            ArchiveResolver::new(live.with_overlay(&pending))
+        };
         let begin = Begin { revision, sources, pending, runtime, snapshot, files, resolver };
         Ok(Staged { stage, begin: Arc::new(begin), baseline, opts })
     }
@@ -374,6 +377,12 @@ impl Staged {
     /// The committed topic files read at `begin` (paths relative to `topics/`).
     pub fn baseline_files(&self) -> &[TopicFile] {
         &self.begin.files
+    }
+
+    /// The trust of `source_ref` as validation will see it (the live archive plus the
+    /// transaction's pending sources); `None` when nothing archived vouches for it.
+    pub fn source_trust(&self, source_ref: &str) -> Option<TrustState> {
+        self.begin.resolver.trust(source_ref)
     }
 
     /// The options the transaction was started with.

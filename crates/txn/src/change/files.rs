@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::{MAX_CHANGE_BYTES, MAX_CHANGES, invalid, refuse};
+use super::{ChangeLimits, invalid, refuse};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::pipeline::{Staged, writable_path};
@@ -43,21 +43,28 @@ pub(crate) struct Checked {
     content: Option<String>,
 }
 
-/// Checks the shape of a `changes` list (no IO).
-pub(crate) fn check(changes: &[FileChange]) -> Result<Vec<Checked>> {
-    if changes.is_empty() {
-        return Err(invalid("changes must be a non-empty list"));
-    }
-    if changes.len() > MAX_CHANGES {
-        return Err(invalid(format!("changes has more than {MAX_CHANGES} items")));
+/// The count and byte limits alone (what [`crate::UpdateRequest::from_json_with`] checks).
+pub(crate) fn check_size(changes: &[FileChange], limits: &ChangeLimits) -> Result<()> {
+    let ChangeLimits { max_changes, max_change_bytes, .. } = *limits;
+    if changes.len() > max_changes {
+        return Err(invalid(format!("changes has more than {max_changes} items")));
     }
     let bytes: usize = changes
         .iter()
         .map(|c| c.path.len().saturating_add(c.content.as_ref().map_or(0, String::len)))
         .fold(0, usize::saturating_add);
-    if bytes > MAX_CHANGE_BYTES {
-        return Err(invalid(format!("changes exceed {MAX_CHANGE_BYTES} bytes")));
+    if bytes > max_change_bytes {
+        return Err(invalid(format!("changes exceed {max_change_bytes} bytes")));
     }
+    Ok(())
+}
+
+/// Checks the shape of a `changes` list (no IO).
+pub(crate) fn check(changes: &[FileChange], limits: &ChangeLimits) -> Result<Vec<Checked>> {
+    if changes.is_empty() {
+        return Err(invalid("changes must be a non-empty list"));
+    }
+    check_size(changes, limits)?;
     let mut checked: Vec<Checked> = Vec::with_capacity(changes.len());
     for (i, change) in changes.iter().enumerate() {
         let path = match writable_path(&change.path) {

@@ -42,6 +42,7 @@ pub mod sources;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use scriptorium_topics_format::source::SourceId;
 use scriptorium_topics_format::source::id::ApiProvenance;
 use serde::Deserialize;
 
@@ -55,6 +56,33 @@ use crate::workspace::Workspace;
 pub use files::{FileAction, FileChange};
 pub use records::{Destination, MemoryChange, Position, SourceRef};
 pub use sources::NewSource;
+
+/// The size limits of one request (reference Appendix A). [`UpdateRequest::from_json_with`]
+/// applies them as it parses (the reference's configurable `max_patch_bytes`); the engine
+/// applies [`ChangeLimits::default`] again to whatever reaches [`Workspace::update_with`], so
+/// a configured limit can lower the Appendix A values but never raise them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChangeLimits {
+    /// Most items in `memory_changes` or `changes`.
+    pub max_changes: usize,
+    /// Most bytes of `memory_changes` strings, `changes` paths and contents, or a `patch`.
+    pub max_change_bytes: usize,
+    /// Most declared sources.
+    pub max_sources: usize,
+    /// Most bytes of declared source contents.
+    pub max_source_bytes: usize,
+}
+
+impl Default for ChangeLimits {
+    fn default() -> Self {
+        ChangeLimits {
+            max_changes: MAX_CHANGES,
+            max_change_bytes: MAX_CHANGE_BYTES,
+            max_sources: sources::MAX_SOURCES,
+            max_source_bytes: sources::MAX_SOURCE_BYTES,
+        }
+    }
+}
 
 /// Most items in one `changes` request (reference Appendix A).
 pub const MAX_CHANGES: usize = 64;
@@ -139,17 +167,29 @@ impl TryFrom<RawRequest> for UpdateRequest {
     type Error = Error;
 
     fn try_from(raw: RawRequest) -> Result<UpdateRequest> {
+        UpdateRequest::from_raw(raw, &ChangeLimits::default())
+    }
+}
+
+impl UpdateRequest {
+    fn from_raw(raw: RawRequest, limits: &ChangeLimits) -> Result<UpdateRequest> {
         let base_revision = match raw.base_revision {
             Some(base) if !base.trim().is_empty() => Revision::new(base),
             _ => return Err(invalid("base_revision is required")),
         };
         let form = match (raw.memory_changes, raw.changes, raw.patch) {
-            (Some(items), None, None) => ChangeForm::MemoryChanges(records::parse(&items)?),
-            (None, Some(changes), None) => ChangeForm::Changes(changes),
-            (None, None, Some(patch)) => ChangeForm::Patch(patch),
+            (Some(items), None, None) => ChangeForm::MemoryChanges(records::parse(&items, limits)?),
+            (None, Some(changes), None) => {
+                files::check_size(&changes, limits)?;
+                ChangeForm::Changes(changes)
+            }
+            (None, None, Some(patch)) => {
+                patch::check_size(&patch, limits)?;
+                ChangeForm::Patch(patch)
+            }
             _ => return Err(invalid(EXACTLY_ONE)),
         };
-        let sources = sources::check(raw.sources.unwrap_or_default())?;
+        let sources = sources::check(raw.sources.unwrap_or_default(), limits)?;
         Ok(UpdateRequest { base_revision, form, message: raw.commit_message, sources })
     }
 }
@@ -160,13 +200,18 @@ impl UpdateRequest {
     /// of `memory_changes` / `patch` / `changes`, and every `memory_changes` shape error of
     /// reference §8.1 (a destination path outside `topics/**/*.md` keeps its path code).
     pub fn from_json(body: &str) -> Result<UpdateRequest> {
+        UpdateRequest::from_json_with(body, &ChangeLimits::default())
+    }
+
+    /// [`UpdateRequest::from_json`] with the caller's size limits.
+    pub fn from_json_with(body: &str, limits: &ChangeLimits) -> Result<UpdateRequest> {
         let value: serde_json::Value = serde_json::from_str(body)
             .map_err(|e| invalid(format!("request body is not valid JSON: {e}")))?;
         if !value.is_object() {
             return Err(invalid("request body must be a JSON object"));
         }
         let raw: RawRequest = serde_json::from_value(value).map_err(|e| invalid(e.to_string()))?;
-        UpdateRequest::try_from(raw)
+        UpdateRequest::from_raw(raw, limits)
     }
 }
 
@@ -213,6 +258,7 @@ impl Workspace {
             return Err(invalid("base_revision is required"));
         }
         let message = normalize_message(req.message.as_deref());
+        let limits = ChangeLimits::default();
         let (archive, source_ids) = if req.sources.is_empty() {
             (Vec::new(), BTreeMap::new())
         } else {
@@ -222,8 +268,8 @@ impl Workspace {
         let form = substitute(req.form, &labels)?;
         let plan = match &form {
             ChangeForm::MemoryChanges(changes) => Plan::Records(changes),
-            ChangeForm::Changes(changes) => Plan::Changes(files::check(changes)?),
-            ChangeForm::Patch(text) => Plan::Patch(patch::parse(text)?),
+            ChangeForm::Changes(changes) => Plan::Changes(files::check(changes, &limits)?),
+            ChangeForm::Patch(text) => Plan::Patch(patch::parse(text, &limits)?),
         };
         let mut allowed: BTreeSet<String> = source_ids.values().cloned().collect();
         if let Plan::Records(changes) = &plan {
@@ -241,7 +287,10 @@ impl Workspace {
             ..BeginOptions::default()
         })?;
         match plan {
-            Plan::Records(changes) => records::apply(&mut staged, changes)?,
+            Plan::Records(changes) => {
+                check_archived(&staged, changes)?;
+                records::apply(&mut staged, changes)?;
+            }
             Plan::Changes(changes) => files::apply(&mut staged, &changes)?,
             Plan::Patch(sections) => patch::apply(&mut staged, &sections)?,
         }
@@ -288,6 +337,22 @@ fn named_sources(changes: &[MemoryChange]) -> impl Iterator<Item = String> + '_ 
         }
         _ => Vec::new(),
     })
+}
+
+/// Every source a record operation names as a source ID (`<provider>/<thread>/<message>`)
+/// must be archived or declared by the request: `MISSING_SOURCE` otherwise. Other forms (a
+/// `D<n>:<t>` handle, a link) are left to validation.
+fn check_archived(staged: &Staged, changes: &[MemoryChange]) -> Result<()> {
+    for source in named_sources(changes) {
+        if SourceId::parse(&source).is_some() && staged.source_trust(&source).is_none() {
+            return Err(refuse(
+                ErrorCode::MissingSource,
+                format!("source is not archived: {source}"),
+                None,
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reference §4.3 step 8: every committed topic file must still exist in the stage and start

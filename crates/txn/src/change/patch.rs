@@ -38,7 +38,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{MAX_CHANGE_BYTES, invalid, refuse};
+use super::{ChangeLimits, invalid, refuse};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::pipeline::{Staged, writable_path};
@@ -88,11 +88,17 @@ const UNSUPPORTED: [&str; 10] = [
     "Binary files",
 ];
 
-/// Parses a patch (no IO).
-pub(crate) fn parse(text: &str) -> Result<Vec<Section>> {
-    if text.len() > MAX_CHANGE_BYTES {
-        return Err(invalid(format!("patch exceeds {MAX_CHANGE_BYTES} bytes")));
+/// The byte limit alone (what [`crate::UpdateRequest::from_json_with`] checks).
+pub(crate) fn check_size(text: &str, limits: &ChangeLimits) -> Result<()> {
+    if text.len() > limits.max_change_bytes {
+        return Err(invalid(format!("patch exceeds {} bytes", limits.max_change_bytes)));
     }
+    Ok(())
+}
+
+/// Parses a patch (no IO).
+pub(crate) fn parse(text: &str, limits: &ChangeLimits) -> Result<Vec<Section>> {
+    check_size(text, limits)?;
     if text.trim().is_empty() {
         return Err(invalid("patch is empty"));
     }
@@ -365,7 +371,7 @@ mod tests {
     use super::*;
 
     fn patched(text: &str, patch: &str) -> Result<String> {
-        let sections = parse(patch)?;
+        let sections = parse(patch, &ChangeLimits::default())?;
         apply_hunks(text, &sections[0].hunks, &sections[0].path)
     }
 

