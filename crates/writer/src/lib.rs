@@ -3,7 +3,7 @@
 //!
 //! Key decision: effects happen in the order archive evidence → install topics → mark nodes, so a
 //! crash can only cause a recoverable duplicate, never a silently lost turn.
-//!
-//! # Limitations
-//!
-//! Not implemented yet: this crate is filled by the writer issue.
+
+pub mod agent;
+pub mod model;
+pub mod prompt;
