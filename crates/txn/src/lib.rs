@@ -180,4 +180,5 @@ pub use pipeline::{
     Staged, Validated, writable_path,
 };
 pub use sources::LiveSources;
+pub use state::Counters;
 pub use workspace::{Options, RevisionState, Workspace, migrate_permissions};

@@ -17,7 +17,8 @@ use crate::ids::{Revision, TxnId};
 use crate::lock::{LockTimeout, OwnerLock};
 use crate::sources::LiveSources;
 use crate::state::{
-    RuntimeState, read_record, read_runtime, revision_of, sha256_hex, sources_fingerprint, walk,
+    Counters, RuntimeState, read_record, read_runtime, revision_of, sha256_hex,
+    sources_fingerprint, walk,
 };
 use crate::validate::{self, Baseline, Limits, Required, Rules, Violation};
 use crate::workspace::{Snapshot, Workspace, empty_record};
@@ -110,6 +111,8 @@ pub struct Staged {
     begin: Arc<Begin>,
     baseline: Arc<Baseline>,
     opts: BeginOptions,
+    /// New organizer counters the install writes into `runtime.json`.
+    counters: Option<Counters>,
 }
 
 impl fmt::Debug for Staged {
@@ -206,7 +209,7 @@ impl Workspace {
             ArchiveResolver::new(live.with_overlay(&pending))
         };
         let begin = Begin { revision, sources, pending, runtime, snapshot, files, resolver };
-        Ok(Staged { stage, begin: Arc::new(begin), baseline, opts })
+        Ok(Staged { stage, begin: Arc::new(begin), baseline, opts, counters: None })
     }
 
     /// The cached baseline, if any (see [`CachedBaseline`]).
@@ -383,6 +386,18 @@ impl Staged {
     /// transaction's pending sources); `None` when nothing archived vouches for it.
     pub fn source_trust(&self, source_ref: &str) -> Option<TrustState> {
         self.begin.resolver.trust(source_ref)
+    }
+
+    /// The organizer counters as committed at `begin`.
+    pub fn counters(&self) -> Counters {
+        RuntimeState::parse(self.begin.runtime.as_deref()).counters()
+    }
+
+    /// Makes the install write `counters` into `runtime.json`, with the topics (reference §5.4:
+    /// the counters move exactly when the batch installs). A transaction that changes only
+    /// the counters installs too.
+    pub fn set_counters(&mut self, counters: Counters) {
+        self.counters = Some(counters);
     }
 
     /// The options the transaction was started with.
@@ -618,7 +633,13 @@ impl Staged {
 
         // Creation order (reference §7.5).
         let mut runtime_state = RuntimeState::parse(begin.runtime.as_deref());
-        let runtime = if runtime_state.seed(self.baseline.units(), &units) {
+        let seeded = runtime_state.seed(self.baseline.units(), &units);
+        let counted = self.counters.as_ref().is_some_and(|counters| {
+            let moved = runtime_state.counters() != *counters;
+            runtime_state.set_counters(counters);
+            moved
+        });
+        let runtime = if seeded || counted {
             let text = runtime_state.render();
             (begin.runtime.as_deref() != Some(text.as_bytes())).then_some(text)
         } else {

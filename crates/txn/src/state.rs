@@ -270,6 +270,19 @@ pub(crate) struct Intent {
     pub(crate) old_sources: String,
 }
 
+/// The organizer counters of `runtime.json` (reference §5.4, §6.6).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Write commits since the last global organize.
+    pub write_commits_since_global: u64,
+    /// Batches written since the last local organize.
+    pub local_batches: u64,
+    /// Tokens written since the last local organize.
+    pub local_tokens: u64,
+    /// When the last global organize ran (ISO 8601), `None` when never.
+    pub last_global_at: Option<String>,
+}
+
 /// `runtime.json` (reference §6.6): creation order plus the organizer counters. Unknown keys
 /// are dropped; an unreadable file loads as the defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -313,10 +326,34 @@ impl RuntimeState {
             local_batches: int("local_batches"),
             local_tokens: int("local_tokens"),
             last_global_at: match map.get("last_global_at") {
-                Some(v @ serde_json::Value::Number(_)) => v.clone(),
+                Some(v @ (serde_json::Value::Number(_) | serde_json::Value::String(_))) => {
+                    v.clone()
+                }
                 _ => serde_json::Value::Null,
             },
         }
+    }
+
+    /// The counters (a counter that is not a non-negative integer reads as 0).
+    pub(crate) fn counters(&self) -> Counters {
+        let int = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        Counters {
+            write_commits_since_global: int(&self.write_commits_since_global),
+            local_batches: int(&self.local_batches),
+            local_tokens: int(&self.local_tokens),
+            last_global_at: self.last_global_at.as_str().map(str::to_owned),
+        }
+    }
+
+    /// Replaces the counters.
+    pub(crate) fn set_counters(&mut self, counters: &Counters) {
+        self.write_commits_since_global = counters.write_commits_since_global.into();
+        self.local_batches = counters.local_batches.into();
+        self.local_tokens = counters.local_tokens.into();
+        self.last_global_at = counters
+            .last_global_at
+            .as_ref()
+            .map_or(serde_json::Value::Null, |at| serde_json::Value::String(at.clone()));
     }
 
     /// The Python layout: `json.dumps(indent=2)` with `creation_order` in creation order.

@@ -305,6 +305,13 @@ impl Workspace {
     }
 
     /// The current state, with `topics/` judged by stat against the record's manifest.
+    /// The organizer counters of the live `runtime.json` (defaults when it is missing or
+    /// unreadable, reference §6.6).
+    pub fn counters(&self) -> Result<crate::Counters> {
+        let (_, bytes) = crate::state::read_runtime(self.fs(), self.layout())?;
+        Ok(crate::state::RuntimeState::parse(bytes.as_deref()).counters())
+    }
+
     pub(crate) fn current(&self) -> Result<Current> {
         let fs = self.fs();
         let layout = self.layout();

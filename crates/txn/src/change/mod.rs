@@ -302,6 +302,19 @@ impl Workspace {
     }
 }
 
+impl Staged {
+    /// Applies a `memory_changes` list (the JSON of reference §8.1) to this stage, as
+    /// [`Workspace::update`] does: shape and limits (`INVALID_ARGUMENT`), every named source
+    /// archived (`MISSING_SOURCE`), then the operations. The operations address the committed
+    /// files (the baseline): they overwrite the stage's copy of every file they touch, so call
+    /// this on a stage without other edits (the writer's tools refuse the mix).
+    pub fn apply_memory_changes(&mut self, value: &serde_json::Value) -> Result<()> {
+        let changes = records::parse(value, &ChangeLimits::default())?;
+        check_archived(self, &changes)?;
+        records::apply(self, &changes)
+    }
+}
+
 /// The form with every declared label replaced by its source ID (see [`sources::Labels`]).
 fn substitute(form: ChangeForm, labels: &sources::Labels) -> Result<ChangeForm> {
     Ok(match form {

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use scriptorium_txn::{
-    BeginOptions, ErrorCode, InstallEvent, InstallObserver, LockTimeout, Options, RealFs, Revision,
-    Workspace, writable_path,
+    BeginOptions, Counters, ErrorCode, InstallEvent, InstallObserver, LockTimeout, Options, RealFs,
+    Revision, Workspace, writable_path,
 };
 
 use super::{agent, drop_record, fixture, live, options, replace, stages, tree_state};
@@ -446,4 +446,39 @@ fn not_a_workspace_and_deterministic_ids() {
     assert!(id.starts_with("w-") && id.len() == 10, "{id}");
     let staged = ws.begin(BeginOptions::default()).expect("begin");
     assert!(staged.txn_id().as_str().starts_with("t-1712048400000-"), "{}", staged.txn_id());
+}
+
+#[test]
+fn organizer_counters_install_with_the_transaction_or_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    assert_eq!(ws.counters().expect("counters"), Counters::default());
+    let counters = Counters {
+        write_commits_since_global: 1,
+        local_batches: 2,
+        local_tokens: 300,
+        last_global_at: Some("2026-11-30T03:00:00+00:00".into()),
+    };
+    // With an edit.
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
+    assert_eq!(staged.counters(), Counters::default());
+    let text = staged.read_file("topics/people/dana.md").expect("read").expect("exists");
+    staged.write_file("topics/people/dana.md", &text.replace("Lyon", "Paris")).expect("write");
+    staged.set_counters(counters.clone());
+    let installed = staged.validate().expect("valid").install().expect("install");
+    assert!(installed.changed_files.contains(&".scriptorium/runtime.json".to_owned()));
+    assert_eq!(ws.counters().expect("counters"), counters);
+    let runtime = std::fs::read_to_string(dir.path().join(".scriptorium/runtime.json"))
+        .expect("runtime.json");
+    assert!(runtime.contains("\"local_tokens\": 300,\n"), "{runtime}");
+    assert!(runtime.contains("\"last_global_at\": \"2026-11-30T03:00:00+00:00\"\n"), "{runtime}");
+    // Alone: only runtime.json changes, and the revision moves.
+    let before = ws.revision().expect("revision");
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
+    assert_eq!(staged.counters(), counters);
+    staged.set_counters(Counters { local_batches: 0, local_tokens: 0, ..counters });
+    let installed = staged.validate().expect("valid").install().expect("install");
+    assert_eq!(installed.changed_files, vec![".scriptorium/runtime.json".to_owned()]);
+    assert_ne!(ws.revision().expect("revision"), before);
+    assert_eq!(ws.counters().expect("counters").local_batches, 0);
 }
