@@ -6,4 +6,11 @@
 
 pub mod agent;
 pub mod model;
+pub mod outcome;
 pub mod prompt;
+pub mod tools;
+pub mod writer;
+
+pub use agent::{ChatModel, Model, RunReport, Task, TaskKind, TaskTurn};
+pub use outcome::{FailureCode, WriteFailure};
+pub use writer::{BatchReport, OrganizeReport, PROVIDER, WriteReport, Writer, WriterConfig};

@@ -1,0 +1,577 @@
+//! One write pass and the two entry points (reference §5.3–§5.5, §5.8): `write(session,
+//! force)` and `reorganize()`.
+//!
+//! One pass: pending records (markers) → the first batch up to the threshold → archive the
+//! batch as sources (idempotent, outside the transaction: archive first) → a transaction whose
+//! new evidence is restricted to the batch → the model edits the stage → validate; on
+//! rejection the stage is rolled back and the model gets exactly one repair turn with the
+//! violations and a rule-specific hint; a second rejection is `COMMIT_REJECTED` → install
+//! (with the organizer counters) → mark the batch, only when the install changed a topic file
+//! → organize triggers.
+//!
+//! Key decision: effects happen in the order archive → install → mark. A crash between install
+//! and mark re-does the batch: the archive append is idempotent (no duplicate frames) and the
+//! model sees its own earlier write in the structure listing.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use scriptorium_markers::{WorkspaceId, boundary_plan, first_batch, mark, pending};
+use scriptorium_session_dag::{Node, NodeId, Role, SessionId, SessionStore};
+use scriptorium_topics_format::source::ArchiveRecord;
+use scriptorium_topics_format::tokens;
+use scriptorium_txn::validate::Required;
+use scriptorium_txn::{BeginOptions, Counters, Installed, LockTimeout, Staged, Workspace};
+use serde::Serialize;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::agent::{Model, RunReport, Task, TaskKind, TaskTurn};
+use crate::outcome::{FailureCode, WriteFailure};
+use crate::prompt;
+use crate::tools::Tools;
+
+/// The source provider of archived session records (reference §5.2).
+pub const PROVIDER: &str = "openprogram";
+
+/// How the writer behaves (reference Appendix A defaults).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriterConfig {
+    /// Tokens (o200k_base, content only) that make a batch due: 16 000.
+    pub threshold_tokens: usize,
+    /// An unforced pass also writes a smaller batch whose newest turn is this old: 1 hour.
+    pub idle_allowance: Duration,
+    /// Most model turns per run: 20.
+    pub max_turns: u32,
+    /// How long a write waits for the workspace lock: 1 s.
+    pub lock_timeout: Duration,
+    /// How long an organize pass waits for the lock: 5 s.
+    pub organize_lock_timeout: Duration,
+    /// Local organize after this many batches: 5.
+    pub organize_batches: u64,
+    /// … or this many tokens: 40 000.
+    pub organize_tokens: u64,
+    /// Global organize at most this often: 1 day.
+    pub global_interval: Duration,
+    /// Whether the organize triggers run at all.
+    pub organize: bool,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig {
+            threshold_tokens: 16_000,
+            idle_allowance: Duration::from_secs(3600),
+            max_turns: crate::agent::MAX_TURNS,
+            lock_timeout: Duration::from_secs(1),
+            organize_lock_timeout: Duration::from_secs(5),
+            organize_batches: 5,
+            organize_tokens: 40_000,
+            global_interval: Duration::from_secs(86_400),
+            organize: true,
+        }
+    }
+}
+
+/// What one batch did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BatchReport {
+    /// The branch tip the batch was taken from.
+    pub tip: Option<String>,
+    /// The batch's source IDs, oldest first.
+    pub source_ids: Vec<String>,
+    /// Its tokens.
+    pub tokens: usize,
+    /// The topic files the install changed.
+    pub changed_files: Vec<String>,
+    /// The block IDs normalization assigned.
+    pub block_ids: Vec<String>,
+    /// The installed revision.
+    pub revision: String,
+    /// Whether the repair turn was needed.
+    pub repaired: bool,
+    /// Organize passes this batch triggered.
+    pub organized: Vec<OrganizeReport>,
+}
+
+/// What a completed write did (empty: nothing was owed or due).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WriteReport {
+    /// The session.
+    pub session: String,
+    /// The batches written, in order.
+    pub batches: Vec<BatchReport>,
+}
+
+/// What an organize pass did (reference §5.8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OrganizeReport {
+    /// `ok`, `empty`, `busy` or `failed`.
+    pub status: String,
+    /// How many topic files it was given.
+    pub topics: usize,
+    /// The topic files the pass changed, sorted.
+    pub changed_files: Vec<String>,
+    /// The failure, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<WriteFailure>,
+}
+
+/// The writer of one workspace.
+#[derive(Clone)]
+pub struct Writer {
+    ws: Workspace,
+    store: Arc<dyn SessionStore + Send + Sync>,
+    model: Arc<dyn Model>,
+    config: WriterConfig,
+    clock: Arc<dyn Fn() -> OffsetDateTime + Send + Sync>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("model", &self.model.name())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The result of one pass.
+enum Pass {
+    /// Not due (below threshold, not forced) or nothing pending.
+    NotDue,
+    /// The model changed no topic file: nothing installed, nothing marked.
+    NoChange,
+    /// Installed and marked.
+    Written(BatchReport),
+}
+
+impl Writer {
+    /// A writer over `ws` (opened with whatever observers the caller wants: views, index, git)
+    /// and the session `store`, running `model`.
+    pub fn new(
+        ws: Workspace,
+        store: Arc<dyn SessionStore + Send + Sync>,
+        model: Arc<dyn Model>,
+        config: WriterConfig,
+    ) -> Self {
+        Writer { ws, store, model, config, clock: Arc::new(OffsetDateTime::now_utc) }
+    }
+
+    /// The same writer with another clock (tests).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Fn() -> OffsetDateTime + Send + Sync>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
+    fn workspace_id(&self) -> Result<WorkspaceId, WriteFailure> {
+        WorkspaceId::parse(self.ws.workspace_id().as_str()).map_err(|e| {
+            WriteFailure::permanent(FailureCode::WriterPreconditionFailed, e.to_string())
+        })
+    }
+
+    /// Writes what `session` owes (reference §5.4).
+    ///
+    /// Unforced: one pass over the head branch, if the batch is due (threshold or idle
+    /// allowance). Forced (a session boundary): the head branch batch after batch until nothing
+    /// is owed, then every other live tip whose pending tokens reach the threshold; a pass that
+    /// changes nothing is `WRITER_NO_PROGRESS`.
+    ///
+    /// `Ok` is "nothing to report" (the report lists what was written, possibly nothing); an
+    /// error is retryable (lock held, model transport…) or permanent, with its code.
+    pub fn write(&self, session: &SessionId, force: bool) -> Result<WriteReport, WriteFailure> {
+        if session.0.trim().is_empty() {
+            return Err(WriteFailure::permanent(FailureCode::MissingSessionId, "no session id"));
+        }
+        let workspace = self.workspace_id()?;
+        let mut report = WriteReport { session: session.0.clone(), batches: Vec::new() };
+        if !force {
+            let owed =
+                pending(self.store.as_ref(), session, None, &workspace).map_err(unavailable)?;
+            if let Pass::Written(batch) = self.pass(session, None, &owed, false)? {
+                report.batches.push(batch);
+            }
+            return Ok(report);
+        }
+        let count = |text: &str| tokens::count(text);
+        let plan = boundary_plan(
+            self.store.as_ref(),
+            session,
+            &workspace,
+            self.config.threshold_tokens,
+            &count,
+        )
+        .map_err(unavailable)?;
+        for branch in plan {
+            loop {
+                let owed = pending(self.store.as_ref(), session, Some(&branch.tip), &workspace)
+                    .map_err(unavailable)?;
+                if owed.is_empty() {
+                    break;
+                }
+                let tokens: usize = owed.iter().map(|n| tokens::count(&n.content)).sum();
+                if !branch.head && tokens < self.config.threshold_tokens {
+                    break;
+                }
+                match self.pass(session, Some(&branch.tip), &owed, branch.head)? {
+                    Pass::Written(batch) => report.batches.push(batch),
+                    Pass::NotDue => break,
+                    Pass::NoChange => {
+                        return Err(WriteFailure::permanent(
+                            FailureCode::WriterNoProgress,
+                            "the writer made no progress",
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// One pass over `owed` (the pending records of the branch ending at `tip`).
+    fn pass(
+        &self,
+        session: &SessionId,
+        tip: Option<&NodeId>,
+        owed: &[Node],
+        force: bool,
+    ) -> Result<Pass, WriteFailure> {
+        let count = |text: &str| tokens::count(text);
+        let batch = first_batch(owed, self.config.threshold_tokens, &count);
+        if batch.is_empty() {
+            return Ok(Pass::NotDue);
+        }
+        let batch_tokens: usize = batch.iter().map(|n| tokens::count(&n.content)).sum();
+        if !force && !self.due(batch, batch_tokens) {
+            return Ok(Pass::NotDue);
+        }
+        let records: Vec<ArchiveRecord> = batch.iter().map(|n| record(session, n)).collect();
+        self.ws
+            .archive_sources(&records, LockTimeout::new(self.config.lock_timeout))
+            .map_err(WriteFailure::from)?;
+        let turns: Vec<TaskTurn> =
+            batch.iter().zip(&records).map(|(node, r)| task_turn(node, &r.source_id())).collect();
+        let observed = turns
+            .iter()
+            .filter_map(|t| t.timestamp.as_deref())
+            .max()
+            .and_then(|t| t.get(..10))
+            .unwrap_or("undated")
+            .to_owned();
+        let allowed: BTreeSet<String> = turns.iter().map(|t| t.source_ref.clone()).collect();
+        let staged = self
+            .ws
+            .begin(BeginOptions {
+                allowed_new_sources: Some(allowed),
+                lock_timeout: LockTimeout::new(self.config.lock_timeout),
+                required: Required::StillPresent,
+                message: "memory: incremental transaction".to_owned(),
+                ..BeginOptions::default()
+            })
+            .map_err(WriteFailure::from)?;
+        let prompt_turns: Vec<prompt::Turn<'_>> = turns
+            .iter()
+            .map(|t| prompt::Turn {
+                source_ref: &t.source_ref,
+                speaker: &t.speaker,
+                content: &t.content,
+            })
+            .collect();
+        let task = Task {
+            kind: TaskKind::Write,
+            system: prompt::system_prompt().to_owned(),
+            prompt: prompt::write_task(&observed, &prompt_turns, &structure(&staged)),
+            turns: turns.clone(),
+            max_turns: self.config.max_turns,
+        };
+        let mut counters = staged.counters();
+        counters.local_batches += 1;
+        counters.local_tokens += batch_tokens as u64;
+        counters.write_commits_since_global += 1;
+        let Some((installed, repaired)) = self.run_and_install(staged, task, counters)? else {
+            return Ok(Pass::NoChange);
+        };
+        mark(self.store.as_ref(), session, batch, &self.workspace_id()?).map_err(|e| {
+            WriteFailure::permanent(
+                FailureCode::WriterFailureUnknown,
+                format!("installed {} but could not mark the batch: {e}", installed.revision),
+            )
+        })?;
+        let organized = if self.config.organize { self.organize_triggers() } else { Vec::new() };
+        Ok(Pass::Written(BatchReport {
+            tip: tip.map(|t| t.0.clone()),
+            source_ids: turns.iter().map(|t| t.source_ref.clone()).collect(),
+            tokens: batch_tokens,
+            changed_files: topic_files(&installed),
+            block_ids: installed.block_ids.values().cloned().collect(),
+            revision: installed.revision.as_str().to_owned(),
+            repaired,
+            organized,
+        }))
+    }
+
+    /// Reference §5.4: due when the batch reaches the threshold, or when it is non-empty and
+    /// its newest turn is older than the idle allowance.
+    fn due(&self, batch: &[Node], tokens: usize) -> bool {
+        if tokens >= self.config.threshold_tokens {
+            return true;
+        }
+        let newest = batch.iter().map(|n| n.created_at.0).max().unwrap_or(i64::MAX);
+        let now_ms =
+            i64::try_from((self.clock)().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
+        let idle = i64::try_from(self.config.idle_allowance.as_millis()).unwrap_or(i64::MAX);
+        tokens > 0 && now_ms.saturating_sub(newest) >= idle
+    }
+
+    /// Runs the model on the stage, validates, repairs once, installs with `counters`.
+    /// `Ok(None)`: the model changed no topic file (nothing installed).
+    fn run_and_install(
+        &self,
+        staged: Staged,
+        task: Task,
+        counters: Counters,
+    ) -> Result<Option<(Installed, bool)>, WriteFailure> {
+        let mut staged = staged;
+        let mut current = task;
+        let mut repaired = false;
+        loop {
+            self.run_model(&mut staged, &current)?;
+            staged.set_counters(counters.clone());
+            match staged.validate() {
+                Ok(validated) => {
+                    let changed_topics =
+                        validated.changed_files().iter().any(|p| p.starts_with("topics/"));
+                    let organize =
+                        matches!(current.kind, TaskKind::Organize | TaskKind::OrganizeRepair);
+                    if !changed_topics && !organize {
+                        return Ok(None);
+                    }
+                    let installed = validated.install().map_err(WriteFailure::from)?;
+                    return Ok(Some((installed, repaired)));
+                }
+                Err(rejected) => {
+                    let (back, violations) = rejected.into_parts();
+                    let error =
+                        violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
+                    if repaired {
+                        return Err(WriteFailure::permanent(
+                            FailureCode::CommitRejected,
+                            format!("repair edits were rejected too: {error}"),
+                        ));
+                    }
+                    staged = back;
+                    staged.reset().map_err(WriteFailure::from)?;
+                    let pairs: Vec<(&str, &str)> =
+                        violations.iter().map(|v| (v.code.as_str(), v.message.as_str())).collect();
+                    let hint = prompt::repair_hint(&pairs);
+                    current = Task {
+                        kind: match current.kind {
+                            TaskKind::Organize | TaskKind::OrganizeRepair => {
+                                TaskKind::OrganizeRepair
+                            }
+                            _ => TaskKind::WriteRepair,
+                        },
+                        prompt: prompt::repair_task(&error, hint.as_deref(), &current.prompt),
+                        ..current
+                    };
+                    repaired = true;
+                }
+            }
+        }
+    }
+
+    fn run_model(&self, staged: &mut Staged, task: &Task) -> Result<RunReport, WriteFailure> {
+        let mut tools = Tools::new(staged);
+        let result = self.model.run(task, &mut tools);
+        self.audit(task, &tools, &result);
+        result.map_err(WriteFailure::from)
+    }
+
+    /// Appends one line to `.scriptorium/agent-history.jsonl` (best effort).
+    fn audit(
+        &self,
+        task: &Task,
+        tools: &Tools<'_>,
+        result: &Result<RunReport, crate::model::ModelError>,
+    ) {
+        let at = (self.clock)().format(&Rfc3339).unwrap_or_default();
+        let mut line = serde_json::json!({
+            "at": at,
+            "stage": task.kind,
+            "model": self.model.name(),
+            "prompt": task.prompt,
+            "tools": tools.log(),
+        });
+        match result {
+            Ok(report) => {
+                line["rounds"] = report.rounds.into();
+                line["input_tokens"] = report.usage.input_tokens.into();
+                line["output_tokens"] = report.usage.output_tokens.into();
+                line["stop_reason"] = serde_json::to_value(&report.stop).unwrap_or_default();
+                line["reply"] = report.reply.clone().into();
+            }
+            Err(error) => line["error"] = error.to_string().into(),
+        }
+        let path = self.ws.root().join(".scriptorium").join("agent-history.jsonl");
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+        if let Ok(mut file) = file {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+
+    /// Reference §5.4 organize triggers, after a batch installed.
+    fn organize_triggers(&self) -> Vec<OrganizeReport> {
+        let mut out = Vec::new();
+        let Ok(counters) = self.ws.counters() else { return out };
+        if counters.local_batches >= self.config.organize_batches
+            || counters.local_tokens >= self.config.organize_tokens
+        {
+            out.push(self.organize(|c| {
+                c.local_batches = 0;
+                c.local_tokens = 0;
+            }));
+        }
+        let Ok(counters) = self.ws.counters() else { return out };
+        let now = (self.clock)();
+        let stale = counters.last_global_at.as_deref().is_none_or(|at| {
+            OffsetDateTime::parse(at, &Rfc3339).map_or(true, |last| {
+                (now - last).whole_seconds() >= self.config.global_interval.as_secs() as i64
+            })
+        });
+        if counters.write_commits_since_global > 0 && stale {
+            let at = now.format(&Rfc3339).unwrap_or_default();
+            out.push(self.organize(move |c| {
+                c.write_commits_since_global = 0;
+                c.last_global_at = Some(at.clone());
+            }));
+        }
+        out
+    }
+
+    /// Reorganizes every topic file (reference §5.8): restricted (no new sources), one repair
+    /// turn; `{status: ok|empty|busy|failed, topics, changed_files}`.
+    pub fn reorganize(&self) -> OrganizeReport {
+        self.organize(|_| {})
+    }
+
+    fn organize(&self, update: impl FnOnce(&mut Counters)) -> OrganizeReport {
+        let staged = match self.ws.begin(BeginOptions {
+            allowed_new_sources: Some(BTreeSet::new()),
+            lock_timeout: LockTimeout::new(self.config.organize_lock_timeout),
+            required: Required::StillPresent,
+            message: "memory: reorganize topics".to_owned(),
+            ..BeginOptions::default()
+        }) {
+            Ok(staged) => staged,
+            Err(error) => return failed(0, WriteFailure::from(error)),
+        };
+        let topics: Vec<String> =
+            staged.baseline_files().iter().map(|f| format!("topics/{}", f.path)).collect();
+        let mut counters = staged.counters();
+        update(&mut counters);
+        let counters_move = counters != staged.counters();
+        if topics.is_empty() && !counters_move {
+            return OrganizeReport {
+                status: "empty".into(),
+                topics: 0,
+                changed_files: Vec::new(),
+                error: None,
+            };
+        }
+        let task = Task {
+            kind: TaskKind::Organize,
+            system: prompt::system_prompt().to_owned(),
+            prompt: prompt::organize_task(&topics, &structure(&staged)),
+            turns: Vec::new(),
+            max_turns: self.config.max_turns,
+        };
+        match self.run_and_install(staged, task, counters) {
+            Ok(Some((installed, _))) => OrganizeReport {
+                status: "ok".into(),
+                topics: topics.len(),
+                changed_files: topic_files(&installed),
+                error: None,
+            },
+            Ok(None) => OrganizeReport {
+                status: "ok".into(),
+                topics: topics.len(),
+                changed_files: Vec::new(),
+                error: None,
+            },
+            Err(error) if error.code == FailureCode::ConcurrentUpdate => OrganizeReport {
+                status: "busy".into(),
+                topics: topics.len(),
+                changed_files: Vec::new(),
+                error: Some(error),
+            },
+            Err(error) => failed(topics.len(), error),
+        }
+    }
+}
+
+fn failed(topics: usize, error: WriteFailure) -> OrganizeReport {
+    let status = if error.code == FailureCode::ConcurrentUpdate { "busy" } else { "failed" };
+    OrganizeReport { status: status.into(), topics, changed_files: Vec::new(), error: Some(error) }
+}
+
+fn unavailable(error: scriptorium_markers::Error) -> WriteFailure {
+    WriteFailure::permanent(FailureCode::SessionNodesUnavailable, error.to_string())
+}
+
+/// The topic files among an install's changed files.
+fn topic_files(installed: &Installed) -> Vec<String> {
+    installed.changed_files.iter().filter(|p| p.starts_with("topics/")).cloned().collect()
+}
+
+/// The structure listing of the stage's committed files.
+fn structure(staged: &Staged) -> String {
+    let files: Vec<(String, String)> = staged
+        .baseline_files()
+        .iter()
+        .map(|f| (format!("topics/{}", f.path), f.text.clone()))
+        .collect();
+    prompt::structure(&files)
+}
+
+/// The archive record of a session node: the speaker fields come from the node (trusted,
+/// runtime-owned), never from its content.
+fn record(session: &SessionId, node: &Node) -> ArchiveRecord {
+    let role = match node.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Tool => "tool",
+    };
+    let ordinal = u64::try_from(node.created_at.0).unwrap_or(0);
+    let mut record =
+        ArchiveRecord::new(PROVIDER, &session.0, &node.id.0, ordinal, role, &node.content);
+    record.timestamp = node.created_at.to_rfc3339();
+    if let Some(speaker) = &node.speaker {
+        record.speaker_id = Some(speaker.id.clone());
+        record.speaker_display = Some(speaker.display.clone());
+    }
+    record
+}
+
+fn task_turn(node: &Node, source_ref: &str) -> TaskTurn {
+    let role = if node.role == Role::User { "user" } else { "assistant" };
+    let speaker = match &node.speaker {
+        Some(s) => format!("{} ({})", s.display, s.id),
+        None => if node.role == Role::User { "User" } else { "Assistant" }.to_owned(),
+    };
+    TaskTurn {
+        source_ref: source_ref.to_owned(),
+        role: role.to_owned(),
+        speaker,
+        content: node.content.clone(),
+        timestamp: node.created_at.to_rfc3339(),
+    }
+}
