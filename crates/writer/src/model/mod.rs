@@ -1,5 +1,5 @@
 //! The model seam: a [`Chat`] completes one turn of a tool-using conversation (the wire-format
-//! clients [`openai`] and [`anthropic`], and the [`scripted`] test double); a [`Model`] runs a
+//! clients [`openai`] and [`anthropic`], and the [`scripted`] test double); a [`crate::Model`] runs a
 //! whole task over the stage's tools ([`ChatModel`] drives any [`Chat`] through the agent loop;
 //! [`journal`] and [`command`] work without one).
 //!

@@ -1,0 +1,1 @@
+//! The `journal` and `command` models through the real pipeline.
