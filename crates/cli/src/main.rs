@@ -22,6 +22,7 @@ mod search;
 mod sessions;
 mod status;
 mod update;
+mod write;
 
 /// The exit code of a retryable failure (lock held, concurrent update): `EX_TEMPFAIL`.
 pub(crate) const EXIT_RETRYABLE: u8 = 75;
@@ -69,6 +70,11 @@ enum Command {
     Import(import::Args),
     /// Look at imported sessions: list, show, branches.
     Sessions(sessions::Args),
+    /// Write what imported sessions owe into the topics (archive → model → validate → install
+    /// → mark).
+    Write(write::Args),
+    /// Reorganize every topic (merge, split, prune inactive memory); no new sources.
+    Sleep(write::SleepArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +95,8 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&home, args),
         Command::Import(args) => import::run(&home, args),
         Command::Sessions(args) => sessions::run(&home, args),
+        Command::Write(args) => write::run(&home, args),
+        Command::Sleep(args) => write::sleep(&home, args),
     };
     match result {
         Ok(code) => code,

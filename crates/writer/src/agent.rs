@@ -27,6 +27,8 @@ pub struct TaskTurn {
     pub role: String,
     /// The runtime-owned speaker label (`Owner (owner/local)`).
     pub speaker: String,
+    /// The speaker's display name alone (`Owner`).
+    pub display: String,
     /// The text, verbatim.
     pub content: String,
     /// RFC 3339 time of the turn, if known.

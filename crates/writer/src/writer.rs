@@ -123,7 +123,7 @@ pub struct OrganizeReport {
 #[derive(Clone)]
 pub struct Writer {
     ws: Workspace,
-    store: Arc<dyn SessionStore + Send + Sync>,
+    store: Option<Arc<dyn SessionStore + Send + Sync>>,
     model: Arc<dyn Model>,
     config: WriterConfig,
     clock: Arc<dyn Fn() -> OffsetDateTime + Send + Sync>,
@@ -157,7 +157,19 @@ impl Writer {
         model: Arc<dyn Model>,
         config: WriterConfig,
     ) -> Self {
-        Writer { ws, store, model, config, clock: Arc::new(OffsetDateTime::now_utc) }
+        Writer { ws, store: Some(store), model, config, clock: Arc::new(OffsetDateTime::now_utc) }
+    }
+
+    /// A writer without sessions: it can only [`Writer::reorganize`] (a `write` fails with
+    /// `SESSION_NODES_UNAVAILABLE`).
+    pub fn organizer(ws: Workspace, model: Arc<dyn Model>, config: WriterConfig) -> Self {
+        Writer { ws, store: None, model, config, clock: Arc::new(OffsetDateTime::now_utc) }
+    }
+
+    fn store(&self) -> Result<&(dyn SessionStore + Send + Sync), WriteFailure> {
+        self.store.as_deref().ok_or_else(|| {
+            WriteFailure::permanent(FailureCode::SessionNodesUnavailable, "no session store")
+        })
     }
 
     /// The same writer with another clock (tests).
@@ -192,28 +204,22 @@ impl Writer {
             return Err(WriteFailure::permanent(FailureCode::MissingSessionId, "no session id"));
         }
         let workspace = self.workspace_id()?;
+        let store = self.store()?;
         let mut report = WriteReport { session: session.0.clone(), batches: Vec::new() };
         if !force {
-            let owed =
-                pending(self.store.as_ref(), session, None, &workspace).map_err(unavailable)?;
+            let owed = pending(store, session, None, &workspace).map_err(unavailable)?;
             if let Pass::Written(batch) = self.pass(session, None, &owed, false)? {
                 report.batches.push(batch);
             }
             return Ok(report);
         }
         let count = |text: &str| tokens::count(text);
-        let plan = boundary_plan(
-            self.store.as_ref(),
-            session,
-            &workspace,
-            self.config.threshold_tokens,
-            &count,
-        )
-        .map_err(unavailable)?;
+        let plan = boundary_plan(store, session, &workspace, self.config.threshold_tokens, &count)
+            .map_err(unavailable)?;
         for branch in plan {
             loop {
-                let owed = pending(self.store.as_ref(), session, Some(&branch.tip), &workspace)
-                    .map_err(unavailable)?;
+                let owed =
+                    pending(store, session, Some(&branch.tip), &workspace).map_err(unavailable)?;
                 if owed.is_empty() {
                     break;
                 }
@@ -299,7 +305,7 @@ impl Writer {
         let Some((installed, repaired)) = self.run_and_install(staged, task, counters)? else {
             return Ok(Pass::NoChange);
         };
-        mark(self.store.as_ref(), session, batch, &self.workspace_id()?).map_err(|e| {
+        mark(self.store()?, session, batch, &self.workspace_id()?).map_err(|e| {
             WriteFailure::permanent(
                 FailureCode::WriterFailureUnknown,
                 format!("installed {} but could not mark the batch: {e}", installed.revision),
@@ -563,14 +569,16 @@ fn record(session: &SessionId, node: &Node) -> ArchiveRecord {
 
 fn task_turn(node: &Node, source_ref: &str) -> TaskTurn {
     let role = if node.role == Role::User { "user" } else { "assistant" };
-    let speaker = match &node.speaker {
-        Some(s) => format!("{} ({})", s.display, s.id),
-        None => if node.role == Role::User { "User" } else { "Assistant" }.to_owned(),
+    let fallback = if node.role == Role::User { "User" } else { "Assistant" };
+    let (speaker, display) = match &node.speaker {
+        Some(s) => (format!("{} ({})", s.display, s.id), s.display.clone()),
+        None => (fallback.to_owned(), fallback.to_owned()),
     };
     TaskTurn {
         source_ref: source_ref.to_owned(),
         role: role.to_owned(),
         speaker,
+        display,
         content: node.content.clone(),
         timestamp: node.created_at.to_rfc3339(),
     }

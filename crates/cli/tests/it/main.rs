@@ -7,3 +7,4 @@ mod recall;
 mod sessions;
 mod support;
 mod update;
+mod write;

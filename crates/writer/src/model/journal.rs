@@ -65,7 +65,7 @@ fn create_op(turn: &TaskTurn) -> serde_json::Value {
     };
     json!({
         "op": "create_record",
-        "content": format!("{} said: {}", plain(&turn.speaker), condense(&turn.content)),
+        "content": format!("{} said: {}", plain(&turn.display), condense(&turn.content)),
         "time": time,
         "sources": [{"source": turn.source_ref, "label": "conversation turn"}],
         "destination": {"topic_path": path, "headings": [heading], "position": "end"},

@@ -1,0 +1,309 @@
+//! `scriptorium write` and `scriptorium sleep`: run the writer over imported sessions, and the
+//! organizer over every topic, with the model chosen on the command line (the `journal` writer
+//! when none is).
+//!
+//! Exit codes: 0 written (or nothing owed), 75 a retryable failure (a held lock, a rate limit,
+//! the model unreachable: run it again later), 1 a permanent one (rejected twice, no progress,
+//! bad credentials).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use scriptorium_session_dag::{EmbeddedStore, Page, SessionId, SessionStore};
+use scriptorium_writer::model::anthropic::{Anthropic, AnthropicConfig};
+use scriptorium_writer::model::command::{Command, CommandConfig};
+use scriptorium_writer::model::http::HttpOptions;
+use scriptorium_writer::model::journal::Journal;
+use scriptorium_writer::model::openai::{OpenAi, OpenAiConfig};
+use scriptorium_writer::model::scripted::Scripted;
+use scriptorium_writer::{
+    ChatModel, Model, OrganizeReport, WriteFailure, WriteReport, Writer, WriterConfig,
+};
+
+use crate::home::Home;
+use crate::{EXIT_RETRYABLE, memory};
+
+/// Which model writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ModelKind {
+    /// No model: one condensed, cited paragraph per user turn under topics/journal/.
+    Journal,
+    /// An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM, llama.cpp, LM
+    /// Studio, OpenRouter).
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// An external coding agent run in the stage with the task on stdin.
+    Command,
+    /// Replay a recorded JSON list of tool calls (tests, demos).
+    Scripted,
+}
+
+/// The model options shared by `write` and `sleep`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ModelArgs {
+    /// The model that writes (default: journal, which needs no model at all).
+    #[arg(long, value_enum, default_value = "journal")]
+    model: ModelKind,
+    /// The model ID (openai, anthropic), e.g. gpt-4.1-mini or claude-sonnet-4-5.
+    #[arg(long, value_name = "NAME")]
+    model_name: Option<String>,
+    /// The API base URL (openai: default https://api.openai.com/v1; anthropic: default
+    /// https://api.anthropic.com).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    /// The environment variable holding the API key (openai: default OPENAI_API_KEY, `none`
+    /// for local servers; anthropic: default ANTHROPIC_API_KEY).
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
+    /// The program of the command model, e.g. `claude`; its arguments follow with
+    /// --command-arg.
+    #[arg(long, value_name = "PROGRAM")]
+    command: Option<String>,
+    /// One argument of the command model (repeat it), e.g. `--command-arg -p`.
+    #[arg(long = "command-arg", value_name = "ARG", allow_hyphen_values = true)]
+    command_args: Vec<String>,
+    /// The JSON script of the scripted model.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Seconds a model call (or the command) may take.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    timeout: u64,
+    /// Most model turns per run.
+    #[arg(long, default_value_t = 20)]
+    max_turns: u32,
+}
+
+impl ModelArgs {
+    fn build(&self) -> anyhow::Result<Arc<dyn Model>> {
+        let http =
+            HttpOptions { timeout: Duration::from_secs(self.timeout), ..HttpOptions::default() };
+        let name = || self.model_name.clone().context("--model-name is required for this model");
+        Ok(match self.model {
+            ModelKind::Journal => Arc::new(Journal),
+            ModelKind::Openai => {
+                let mut config = OpenAiConfig::openai(name()?);
+                if let Some(url) = &self.base_url {
+                    config.base_url.clone_from(url);
+                }
+                config.api_key_env = match self.api_key_env.as_deref() {
+                    Some("none") => None,
+                    Some(var) => Some(var.to_owned()),
+                    None => config.api_key_env,
+                };
+                config.http = http;
+                Arc::new(ChatModel::new(Arc::new(OpenAi::new(config)?)))
+            }
+            ModelKind::Anthropic => {
+                let mut config = AnthropicConfig::new(name()?);
+                if let Some(url) = &self.base_url {
+                    config.base_url.clone_from(url);
+                }
+                if let Some(var) = &self.api_key_env {
+                    config.api_key_env.clone_from(var);
+                }
+                config.http = http;
+                Arc::new(ChatModel::new(Arc::new(Anthropic::new(config)?)))
+            }
+            ModelKind::Command => {
+                let program = self.command.clone().context("--command is required")?;
+                Arc::new(Command::new(CommandConfig {
+                    program,
+                    args: self.command_args.clone(),
+                    timeout: Duration::from_secs(self.timeout),
+                }))
+            }
+            ModelKind::Scripted => {
+                let path = self.script.as_ref().context("--script is required")?;
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                Arc::new(ChatModel::new(Arc::new(Scripted::from_json(&text)?)))
+            }
+        })
+    }
+
+    fn config(&self) -> WriterConfig {
+        WriterConfig { max_turns: self.max_turns, ..WriterConfig::default() }
+    }
+}
+
+/// Arguments of `scriptorium write`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["session", "all"])))]
+pub(crate) struct Args {
+    /// The session to write (see `scriptorium sessions list`).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
+    /// Every imported session.
+    #[arg(long)]
+    all: bool,
+    /// Write everything owed now, batch after batch (a session boundary), instead of only a
+    /// batch that reached the threshold or has been idle for an hour.
+    #[arg(long)]
+    force: bool,
+    /// Tokens that make a batch due (8000, 16000 or 32000).
+    #[arg(long, default_value_t = 16_000, value_parser = threshold)]
+    threshold: usize,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn threshold(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n @ (8_000 | 16_000 | 32_000)) => Ok(n),
+        _ => Err("the threshold is one of 8000, 16000, 32000".into()),
+    }
+}
+
+/// Arguments of `scriptorium sleep`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SleepArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn writer(home: &Home, model: &ModelArgs, config: WriterConfig) -> anyhow::Result<Writer> {
+    let memory = memory::open(home, false)?;
+    let dir = home.sessions();
+    if !dir.is_dir() {
+        bail!("no sessions at {} (run `scriptorium import` first)", dir.display());
+    }
+    let store: Arc<dyn SessionStore + Send + Sync> = Arc::new(EmbeddedStore::open(&dir)?);
+    let built = model.build()?;
+    if model.model == ModelKind::Journal {
+        eprintln!(
+            "note: no model configured; using the journal writer (one cited paragraph per user turn)"
+        );
+    }
+    Ok(Writer::new(memory.workspace().clone(), store, built, config))
+}
+
+/// Runs `scriptorium write`.
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let config = WriterConfig { threshold_tokens: args.threshold, ..args.model.config() };
+    let writer = writer(home, &args.model, config)?;
+    let sessions = match &args.session {
+        Some(id) => vec![SessionId(id.clone())],
+        None => all_sessions(home)?,
+    };
+    let mut outcomes: Vec<(String, Result<WriteReport, WriteFailure>)> = Vec::new();
+    for session in sessions {
+        let outcome = writer.write(&session, args.force);
+        outcomes.push((session.0, outcome));
+    }
+    if args.json {
+        let out: Vec<serde_json::Value> = outcomes
+            .iter()
+            .map(|(session, outcome)| match outcome {
+                Ok(report) => {
+                    serde_json::json!({"session": session, "ok": true, "batches": report.batches})
+                }
+                Err(failure) => {
+                    serde_json::json!({"session": session, "ok": false, "error": failure})
+                }
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for (session, outcome) in &outcomes {
+            print_outcome(session, outcome);
+        }
+    }
+    let failures: Vec<&WriteFailure> =
+        outcomes.iter().filter_map(|(_, o)| o.as_ref().err()).collect();
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else if failures.iter().all(|f| f.retryable) {
+        ExitCode::from(EXIT_RETRYABLE)
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn all_sessions(home: &Home) -> anyhow::Result<Vec<SessionId>> {
+    let store = EmbeddedStore::open(home.sessions())?;
+    let mut out = Vec::new();
+    loop {
+        let page = store.list_sessions(Page { offset: out.len(), limit: 500 })?;
+        let short = page.len() < 500;
+        out.extend(page.into_iter().map(|s| s.id));
+        if short {
+            return Ok(out);
+        }
+    }
+}
+
+fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
+    match outcome {
+        Ok(report) if report.batches.is_empty() => {
+            println!("{session}: nothing due (nothing owed, or below the threshold)");
+        }
+        Ok(report) => {
+            println!("{session}: wrote {} batch(es)", report.batches.len());
+            for batch in &report.batches {
+                println!(
+                    "  batch of {} turn(s), {} tokens{} → revision {}",
+                    batch.source_ids.len(),
+                    batch.tokens,
+                    if batch.repaired { " (after one repair)" } else { "" },
+                    batch.revision
+                );
+                for file in &batch.changed_files {
+                    println!("    {file}");
+                }
+                for id in &batch.block_ids {
+                    println!("    new block ^{id}");
+                }
+                for organized in &batch.organized {
+                    print_organize("    organize", organized);
+                }
+            }
+        }
+        Err(failure) => {
+            let kind = if failure.retryable { "retryable" } else { "permanent" };
+            eprintln!("{session}: {} ({kind}): {}", failure.code, failure.reason);
+        }
+    }
+}
+
+fn print_organize(prefix: &str, report: &OrganizeReport) {
+    println!(
+        "{prefix}: {} over {} topic(s), {} changed",
+        report.status,
+        report.topics,
+        report.changed_files.len()
+    );
+    for file in &report.changed_files {
+        println!("{prefix}   {file}");
+    }
+    if let Some(error) = &report.error {
+        eprintln!("{prefix}: {}: {}", error.code, error.reason);
+    }
+}
+
+/// Runs `scriptorium sleep`: the reorganize pass over every topic.
+pub(crate) fn sleep(home: &Home, args: SleepArgs) -> anyhow::Result<ExitCode> {
+    let memory = memory::open(home, false)?;
+    let built = args.model.build()?;
+    let writer = Writer::organizer(memory.workspace().clone(), built, args.model.config());
+    let report = writer.reorganize();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_organize("reorganize", &report);
+    }
+    Ok(match (report.status.as_str(), &report.error) {
+        ("ok" | "empty", _) => ExitCode::SUCCESS,
+        (_, Some(error)) if error.retryable => ExitCode::from(EXIT_RETRYABLE),
+        _ => ExitCode::from(1),
+    })
+}

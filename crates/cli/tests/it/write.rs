@@ -1,0 +1,135 @@
+//! `scriptorium write` and `scriptorium sleep` through the binary: the journal writer (no
+//! model), the scripted model, exit codes and `--json`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use scriptorium_session_dag::{
+    EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Speaker, Timestamp,
+};
+use serde_json::Value;
+
+use crate::support::scriptorium;
+
+/// A home with a workspace and one session `s` of four turns on 2024-03-15.
+fn home_with_session(home: &Path) {
+    let out = scriptorium(home, &["init"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let store = EmbeddedStore::open(home.join("sessions")).expect("store");
+    let texts = [
+        "I'm Dana. I moved to Lisbon in June.",
+        "Welcome to Lisbon, Dana.",
+        "Please remember that I prefer tea over coffee.",
+        "Noted: tea.",
+    ];
+    let mut parent: Option<NodeId> = None;
+    for (i, text) in texts.iter().enumerate() {
+        let id = NodeId(format!("m{i}"));
+        let user = i % 2 == 0;
+        let node = Node {
+            id: id.clone(),
+            parent: parent.clone(),
+            role: if user { Role::User } else { Role::Assistant },
+            kind: NodeKind::Message,
+            speaker: user.then(|| Speaker { id: "owner/local".into(), display: "Dana".into() }),
+            content: (*text).to_owned(),
+            created_at: Timestamp(1_710_493_200_000 + 60_000 * i as i64),
+            metadata: BTreeMap::new(),
+            rewound: false,
+        };
+        store.append(&SessionId("s".into()), node).expect("append");
+        parent = Some(id);
+    }
+}
+
+#[test]
+fn journal_write_files_each_user_turn_and_marks_the_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    home_with_session(home);
+    let out = scriptorium(home, &["write", "--session", "s", "--force"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("using the journal writer"), "{stderr}");
+    assert!(stdout.contains("s: wrote 1 batch(es)"), "{stdout}");
+    assert!(stdout.contains("topics/journal/2024/03-15.md"), "{stdout}");
+    let journal =
+        std::fs::read_to_string(home.join("memory/topics/journal/2024/03-15.md")).expect("journal");
+    assert!(journal.starts_with("# Journal 2024-03-15\n"), "{journal}");
+    assert!(
+        journal.contains("Dana said: I'm Dana. I moved to Lisbon in June.[^e-"),
+        "{journal}"
+    );
+    assert!(
+        journal.contains(
+            "Dana said: Please remember that I prefer tea over coffee.[^e-"
+        )
+    );
+    assert!(!journal.contains("Welcome to Lisbon"), "assistant turns are not filed");
+    // The views and the index heard about it: search finds the entry.
+    let found = scriptorium(home, &["search", "tea"]);
+    assert!(
+        String::from_utf8_lossy(&found.stdout).contains("prefer tea"),
+        "{}",
+        String::from_utf8_lossy(&found.stdout)
+    );
+    // Nothing owed any more.
+    let again = scriptorium(home, &["write", "--all", "--force", "--json"]);
+    assert!(again.status.success());
+    let json: Value = serde_json::from_slice(&again.stdout).expect("json");
+    assert_eq!(json[0]["session"], "s");
+    assert_eq!(json[0]["ok"], true);
+    assert_eq!(json[0]["batches"].as_array().map(Vec::len), Some(0));
+    // Sleep with the journal model: nothing to reorganize, ok.
+    let sleep = scriptorium(home, &["sleep", "--json"]);
+    assert!(sleep.status.success(), "{}", String::from_utf8_lossy(&sleep.stderr));
+    let json: Value = serde_json::from_slice(&sleep.stdout).expect("json");
+    assert_eq!(json["status"], "ok");
+    assert_eq!(json["changed_files"], serde_json::json!([]));
+}
+
+#[test]
+fn a_twice_rejected_scripted_write_exits_1_with_its_code() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    home_with_session(home);
+    let bad = serde_json::json!({"tool": "write", "arguments":
+        {"path": "topics/people/dana.md", "content": "# Dana\n\nDana moved.[^e1]\n"}});
+    let commit = serde_json::json!({"tool": "commit_edits"});
+    let script = serde_json::json!([bad, commit, bad, commit]);
+    std::fs::write(home.join("script.json"), script.to_string()).expect("script");
+    let out = scriptorium(
+        home,
+        &[
+            "write",
+            "--session",
+            "s",
+            "--force",
+            "--model",
+            "scripted",
+            "--script",
+            &home.join("script.json").to_string_lossy(),
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(json[0]["ok"], false);
+    assert_eq!(json[0]["error"]["reason_code"], "COMMIT_REJECTED");
+    assert_eq!(json[0]["error"]["retryable"], false);
+    assert!(!home.join("memory/topics/people/dana.md").exists());
+}
+
+#[test]
+fn model_options_are_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    home_with_session(home);
+    let out = scriptorium(home, &["write", "--session", "s", "--model", "openai"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--model-name is required"));
+    let out = scriptorium(home, &["write", "--session", "s", "--threshold", "123"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("8000, 16000, 32000"));
+}
