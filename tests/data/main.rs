@@ -2,7 +2,8 @@
 //! the data is absent, never as passed.
 
 mod fork;
+mod write;
 
 fn main() -> std::process::ExitCode {
-    scriptorium_testkit::run(fork::trials())
+    scriptorium_testkit::run(fork::trials().into_iter().chain(write::trials()).collect())
 }

@@ -18,6 +18,7 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use scriptorium_markers::{WorkspaceId, boundary_plan, first_batch, mark, pending};
 use scriptorium_session_dag::{Node, NodeId, Role, SessionId, SessionStore};
 use scriptorium_topics_format::source::ArchiveRecord;
@@ -557,14 +558,67 @@ fn record(session: &SessionId, node: &Node) -> ArchiveRecord {
         Role::Tool => "tool",
     };
     let ordinal = u64::try_from(node.created_at.0).unwrap_or(0);
-    let mut record =
-        ArchiveRecord::new(PROVIDER, &session.0, &node.id.0, ordinal, role, &node.content);
+    let mut record = ArchiveRecord::new(
+        PROVIDER,
+        handle_part(&session.0),
+        handle_part(&node.id.0),
+        ordinal,
+        role,
+        &node.content,
+    );
     record.timestamp = node.created_at.to_rfc3339();
     if let Some(speaker) = &node.speaker {
         record.speaker_id = Some(speaker.id.clone());
         record.speaker_display = Some(speaker.display.clone());
     }
     record
+}
+
+/// Characters a session or node ID may not carry into a source ID: a source handle is written
+/// as a Markdown link target, where `#` starts a fragment and whitespace, brackets and
+/// parentheses end or break the link.
+const HANDLE_UNSAFE: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'(')
+    .add(b')')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'[')
+    .add(b'\\')
+    .add(b']')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
+
+/// One part of a source ID: the session or node ID with each ASCII character a link target
+/// cannot hold percent-encoded (UUIDs, other plain IDs and non-ASCII text are kept as they
+/// are); an empty ID is `session`, as in the reference.
+fn handle_part(id: &str) -> String {
+    if id.is_empty() {
+        return "session".to_owned();
+    }
+    let mut out = String::with_capacity(id.len());
+    let mut buf = [0u8; 4];
+    for c in id.chars() {
+        if c.is_ascii() {
+            out.extend(utf8_percent_encode(c.encode_utf8(&mut buf), HANDLE_UNSAFE));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The source ID the writer archives node `node` of `session` under
+/// (`openprogram/<session>/<node>`, see [`PROVIDER`]).
+pub fn source_id(session: &SessionId, node: &NodeId) -> String {
+    format!("{PROVIDER}/{}/{}", handle_part(&session.0), handle_part(&node.0))
 }
 
 fn task_turn(node: &Node, source_ref: &str) -> TaskTurn {
@@ -581,5 +635,22 @@ fn task_turn(node: &Node, source_ref: &str) -> TaskTurn {
         display,
         content: node.content.clone(),
         timestamp: node.created_at.to_rfc3339(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_ids_encode_what_a_link_target_cannot_hold() {
+        let id = |s: &str, n: &str| source_id(&SessionId(s.into()), &NodeId(n.into()));
+        assert_eq!(
+            id("ffae836b-9420-4060-ac13-7745215f90ff", "8a3c2b10-1111-2222-3333-444455556666"),
+            "openprogram/ffae836b-9420-4060-ac13-7745215f90ff/8a3c2b10-1111-2222-3333-444455556666"
+        );
+        assert_eq!(id("a b", "line-6#0"), "openprogram/a%20b/line-6%230");
+        assert_eq!(id("s", "会话(1)"), "openprogram/s/会话%281%29");
+        assert_eq!(id("", "x"), "openprogram/session/x");
     }
 }

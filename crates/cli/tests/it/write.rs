@@ -57,15 +57,8 @@ fn journal_write_files_each_user_turn_and_marks_the_batch() {
     let journal =
         std::fs::read_to_string(home.join("memory/topics/journal/2024/03-15.md")).expect("journal");
     assert!(journal.starts_with("# Journal 2024-03-15\n"), "{journal}");
-    assert!(
-        journal.contains("Dana said: I'm Dana. I moved to Lisbon in June.[^e-"),
-        "{journal}"
-    );
-    assert!(
-        journal.contains(
-            "Dana said: Please remember that I prefer tea over coffee.[^e-"
-        )
-    );
+    assert!(journal.contains("Dana said: I'm Dana. I moved to Lisbon in June.[^e-"), "{journal}");
+    assert!(journal.contains("Dana said: Please remember that I prefer tea over coffee.[^e-"));
     assert!(!journal.contains("Welcome to Lisbon"), "assistant turns are not filed");
     // The views and the index heard about it: search finds the entry.
     let found = scriptorium(home, &["search", "tea"]);

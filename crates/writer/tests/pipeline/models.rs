@@ -1,1 +1,101 @@
 //! The `journal` and `command` models through the real pipeline.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use scriptorium_session_dag::SessionId;
+use scriptorium_writer::model::command::{Command, CommandConfig};
+use scriptorium_writer::model::journal::Journal;
+use scriptorium_writer::{FailureCode, Model};
+
+use super::{Fixture, eager, source, topic};
+
+fn session(fx: &Fixture) {
+    let long =
+        format!("I keep a long diary. {}", "Today I planted beans and tomatoes. ".repeat(20));
+    fx.turns(
+        "s1",
+        None,
+        &["u1", "a1", "u2", "a2"],
+        &["# I'm Dana [^x] and I live in Lyon.\n\n- really", "Hello Dana.", &long, "Lovely."],
+    );
+}
+
+#[test]
+fn journal_files_user_turns_deterministically() {
+    let write = || {
+        let fx = Fixture::new();
+        session(&fx);
+        let report = fx
+            .writer(Arc::new(Journal), eager())
+            .write(&SessionId("s1".into()), true)
+            .expect("written");
+        assert_eq!(report.batches.len(), 1);
+        assert_eq!(report.batches[0].changed_files, ["topics/journal/2024/03-15.md"]);
+        assert!(fx.pending_ids("s1", None).is_empty());
+        fx.live("topics/journal/2024/03-15.md").expect("journal")
+    };
+    let first = write();
+    assert_eq!(first, write(), "same turns, same bytes");
+    assert!(first.starts_with("# Journal 2024-03-15\n\nOwner said: \\# I'm Dana \\[\\^x\\] and I live in Lyon. - really[^e-"), "{first}");
+    assert!(
+        first.contains("Today I planted beans and tomatoes. …[^e-"),
+        "condensed at a sentence: {first}"
+    );
+    assert_eq!(
+        first.matches("[^e-").count(),
+        4,
+        "two paragraphs, each citation and definition: {first}"
+    );
+    assert!(!first.contains("Hello Dana"), "assistant turns are not filed");
+}
+
+fn command(script: &str, timeout: Duration) -> Arc<dyn Model> {
+    Arc::new(Command::new(CommandConfig {
+        program: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        timeout,
+    }))
+}
+
+#[test]
+fn a_command_agent_edits_the_stage_and_is_validated_like_any_model() {
+    let fx = Fixture::new();
+    session(&fx);
+    let note = topic("Dana", &[("Dana lives in Lyon.", &source("s1", "u1"))]);
+    // The agent reads the task on stdin (checking it names the turn) and writes a topic.
+    let script = format!(
+        "grep -q 'openprogram/s1/u1' && mkdir -p topics/people && printf '%s' '{}' > topics/people/dana.md",
+        note.replace('\'', "'\\''")
+    );
+    let report = fx
+        .writer(command(&script, Duration::from_secs(30)), eager())
+        .write(&SessionId("s1".into()), true)
+        .expect("written");
+    assert_eq!(report.batches[0].changed_files, ["topics/people/dana.md"]);
+    assert!(fx.live("topics/people/dana.md").expect("topic").contains("Dana lives in Lyon.[^e-"));
+}
+
+#[test]
+fn a_command_that_times_out_is_retryable_and_one_that_fails_is_not() {
+    let fx = Fixture::new();
+    session(&fx);
+    let slow = fx.writer(command("sleep 5", Duration::from_millis(300)), eager());
+    let failure = slow.write(&SessionId("s1".into()), true).expect_err("timeout");
+    assert_eq!(failure.code, FailureCode::ModelTimeout);
+    assert!(failure.is_retryable());
+    let broken = fx.writer(command("echo nope >&2; exit 3", Duration::from_secs(30)), eager());
+    let failure = broken.write(&SessionId("s1".into()), true).expect_err("exit 3");
+    assert_eq!(failure.code, FailureCode::ModelFailureUnknown);
+    assert!(!failure.is_retryable());
+    assert!(failure.reason.contains("nope"), "{failure}");
+    // An agent that writes something other than a topic file is rejected twice: nothing
+    // installed or marked.
+    let stray = fx.writer(
+        command("mkdir -p topics && echo x > topics/notes.txt", Duration::from_secs(30)),
+        eager(),
+    );
+    let failure = stray.write(&SessionId("s1".into()), true).expect_err("rejected");
+    assert_eq!(failure.code, FailureCode::CommitRejected);
+    assert_eq!(fx.pending_ids("s1", None), ["u1", "a1", "u2", "a2"]);
+}
