@@ -51,8 +51,8 @@ pub(crate) struct ModelArgs {
     /// The model ID (openai, anthropic), e.g. gpt-4.1-mini or claude-sonnet-4-5.
     #[arg(long, value_name = "NAME")]
     model_name: Option<String>,
-    /// The API base URL (openai: default https://api.openai.com/v1; anthropic: default
-    /// https://api.anthropic.com).
+    /// The API base URL (openai: default `https://api.openai.com/v1`; anthropic: default
+    /// `https://api.anthropic.com`).
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
     /// The environment variable holding the API key (openai: default OPENAI_API_KEY, `none`

@@ -1,7 +1,7 @@
 //! Whole-file changes (reference §8.2): `[{path, action: "write"|"delete", content?}]`.
 //!
-//! Checked before the transaction begins: 1 to [`MAX_CHANGES`] items, at most
-//! [`MAX_CHANGE_BYTES`] of paths and contents together, each path normalized by
+//! Checked before the transaction begins: 1 to [`super::MAX_CHANGES`] items, at most
+//! [`super::MAX_CHANGE_BYTES`] of paths and contents together, each path normalized by
 //! [`writable_path`] (only `topics/**/*.md`), no two items naming the same normalized path,
 //! `content` present exactly for writes. Deleting a file the stage does not hold is
 //! `PATCH_CONFLICT`.

@@ -1,7 +1,7 @@
 //! Structured record operations (reference §8.1): `memory_changes`.
 //!
-//! A request is a non-empty list of at most [`MAX_CHANGES`] operations whose strings add up to
-//! at most [`MAX_CHANGE_BYTES`] bytes. Each operation is one of `create_record`,
+//! A request is a non-empty list of at most [`super::MAX_CHANGES`] operations whose strings add up to
+//! at most [`super::MAX_CHANGE_BYTES`] bytes. Each operation is one of `create_record`,
 //! `update_record`, `delete_record` and `move_records`; unknown fields are refused per
 //! operation. The shape, the combination rules that need no workspace (one content operation
 //! and one move per ID, no delete together with a move) and the destination's shape are
