@@ -111,6 +111,27 @@ fn recall() -> anyhow::Result<()> {
     run_step("recall harness (LoCoMo dev split)", cmd)
 }
 
+/// The version range of the official MCP Python SDK the MCP test drives the server with.
+const MCP_SDK: &str = "mcp>=2.3,<3";
+
+/// The interpreter of `target/mcp-venv` (the MCP test's real client), created with the MCP
+/// Python SDK from PyPI when missing.
+fn mcp_python(root: &Path) -> anyhow::Result<PathBuf> {
+    let venv = root.join("target/mcp-venv");
+    let python = venv.join("bin/python");
+    if python.is_file() {
+        return Ok(python);
+    }
+    let mut create = Command::new("python3");
+    create.arg("-m").arg("venv").arg(&venv);
+    run_step("python3 -m venv target/mcp-venv (the MCP test client)", create)?;
+    let mut install = Command::new(venv.join("bin/pip"));
+    install.args(["install", "--quiet", MCP_SDK]);
+    run_step("pip install the MCP Python SDK", install)
+        .context("the MCP test needs the official Python SDK from PyPI")?;
+    Ok(python)
+}
+
 fn ci() -> anyhow::Result<()> {
     let root = repo_root();
     let data = data_dir()?;
@@ -123,10 +144,13 @@ fn ci() -> anyhow::Result<()> {
     clippy.args(["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]);
     run_step("cargo clippy", clippy)?;
 
+    let python = mcp_python(&root)?;
     let mut test = cargo();
     test.args(["test", "--workspace", "--locked"])
         .env("SCRIPTORIUM_TEST_DATA", &data)
         .env("SCRIPTORIUM_REQUIRE_TEST_DATA", "1")
+        .env("SCRIPTORIUM_MCP_PYTHON", &python)
+        .env("SCRIPTORIUM_REQUIRE_MCP", "1")
         .env("INSTA_UPDATE", "no")
         .env("CI", "true");
     run_step("cargo test", test)?;

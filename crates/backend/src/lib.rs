@@ -1,7 +1,9 @@
-//! The memory backend: where the transaction engine, the derived views and the git history are
-//! put together, and (with the backend issue) the nine-method `MemoryBackend` interface,
-//! `LocalBackend`, configuration and the runtime services (idle-session watcher, nightly
-//! reorganize).
+//! The memory backend: where the transaction engine, the derived views, the git history, the
+//! session store and the writer are put together behind the nine-method [`MemoryBackend`]
+//! interface ([`LocalBackend`]), with its configuration ([`config`]).
+//!
+//! [`runtime`] holds the runtime services: the idle-session watcher, the nightly reorganize and
+//! the writer status file.
 //!
 //! Key decision: this is the layer where the wall clock and git meet the synchronous crates
 //! below it. [`memory::MemoryWorkspace`] opens a workspace with one install observer that, after
@@ -11,8 +13,6 @@
 //!
 //! # Limitations
 //!
-//! - The `MemoryBackend` trait, `LocalBackend`, configuration and the watcher land with the
-//!   backend issue.
 //! - Views that a crash left stale between an install and their rebuild are refreshed by the
 //!   next install or by a full rebuild, not on open.
 //!
@@ -35,5 +35,14 @@
 //! # }
 //! ```
 
+pub mod config;
 pub mod inspect;
+pub mod interface;
+pub mod local;
 pub mod memory;
+pub mod models;
+pub mod runtime;
+
+pub use config::Config;
+pub use interface::{DisabledBackend, MemoryBackend, WriteOutcome};
+pub use local::{BackendStatus, LocalBackend, OpenError};

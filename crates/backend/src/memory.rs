@@ -15,7 +15,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use scriptorium_history::{CommitRequest, History, Time};
 use scriptorium_search::{Changes, Hit, Index, Query};
 use scriptorium_topics_format::source::ArchiveResolver;
-use scriptorium_txn::{InstallEvent, InstallObserver, LockTimeout, Options, Workspace};
+use scriptorium_txn::{
+    ArchiveEvent, InstallEvent, InstallObserver, LockTimeout, Options, Workspace,
+};
 use scriptorium_views::{FsSources, RUNTIME_JSON, RuntimeState, render_core, write_views};
 
 /// Recent events kept in `recent_events.jsonl` (reference Appendix A).
@@ -138,12 +140,20 @@ pub struct Derived {
     index: SharedIndex,
     wiring: Wiring,
     last: Mutex<AfterInstall>,
+    /// Archive files appended since the last install (committed with the next one).
+    archived: Mutex<Vec<String>>,
 }
 
 impl Derived {
     /// An observer committing to `history` (none: no git), keeping what `wiring` asks for.
     pub fn new(history: Option<History>, wiring: Wiring) -> Derived {
-        Derived { history, index: Arc::default(), wiring, last: Mutex::default() }
+        Derived {
+            history,
+            index: Arc::default(),
+            wiring,
+            last: Mutex::default(),
+            archived: Mutex::default(),
+        }
     }
 
     fn rebuild_views(event: &InstallEvent<'_>) -> Result<Vec<String>, String> {
@@ -175,12 +185,35 @@ impl InstallObserver for Derived {
         "views+git"
     }
 
+    /// Indexes the appended archives now (their records become searchable) and remembers
+    /// them for the next install's git commit.
+    fn archived(&self, event: &ArchiveEvent<'_>) {
+        self.archived
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(event.changed_files.iter().cloned());
+        if self.wiring.index {
+            let hint = Changes { paths: event.changed_files.to_vec() };
+            let revision = event.revision.as_str();
+            if let Err(error) =
+                with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
+            {
+                tracing::warn!(%error, "indexing appended sources failed; the next install retries");
+            }
+        }
+    }
+
     fn installed(
         &self,
         event: &InstallEvent<'_>,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let mut after = AfterInstall::default();
         let mut changed = event.installed.changed_files.clone();
+        // Archives appended since the last install (a writer archives first) are committed and
+        // indexed with this transaction.
+        changed.extend(std::mem::take(
+            &mut *self.archived.lock().unwrap_or_else(PoisonError::into_inner),
+        ));
         if self.wiring.views {
             match Derived::rebuild_views(event) {
                 Ok(files) => {
@@ -206,7 +239,7 @@ impl InstallObserver for Derived {
             }
         }
         // The index follows the installed files (views are not indexed).
-        let hint = Changes { paths: event.installed.changed_files.clone() };
+        let hint = Changes { paths: changed.clone() };
         let revision = event.installed.revision.as_str();
         if self.wiring.index {
             let synced =

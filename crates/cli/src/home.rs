@@ -21,6 +21,11 @@ impl Home {
         Home { root }
     }
 
+    /// The home directory itself.
+    pub(crate) fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
     /// The session store directory, `<home>/sessions`.
     pub(crate) fn sessions(&self) -> PathBuf {
         self.root.join("sessions")

@@ -10,22 +10,39 @@ use clap::{Parser, Subcommand};
 
 mod check;
 mod core;
+mod demo;
 mod edit;
 mod home;
 mod import;
 mod init;
 mod inspect;
 mod log;
+mod mcp;
 mod memory;
 mod rebuild;
 mod search;
 mod sessions;
 mod status;
 mod update;
+mod watch;
 mod write;
 
 /// The exit code of a retryable failure (lock held, concurrent update): `EX_TEMPFAIL`.
 pub(crate) const EXIT_RETRYABLE: u8 = 75;
+
+/// The home's configuration (`scriptorium.toml` with the environment overrides); memory
+/// disabled by `memory.backend = "none"` is an error here, so every command that uses the home
+/// says so and creates nothing.
+pub(crate) fn config(home: &home::Home) -> anyhow::Result<scriptorium_backend::Config> {
+    let config = scriptorium_backend::Config::load(home.root())?;
+    if !config.enabled() {
+        anyhow::bail!(
+            "memory is disabled by memory.backend=none ({})",
+            home.root().join(scriptorium_backend::config::CONFIG_FILE).display()
+        );
+    }
+    Ok(config)
+}
 
 /// Long-term memory for LLM agents: conversations become cited, reviewable Markdown.
 #[derive(Debug, Parser)]
@@ -75,11 +92,30 @@ enum Command {
     Write(write::Args),
     /// Reorganize every topic (merge, split, prune inactive memory); no new sources.
     Sleep(write::SleepArgs),
+    /// Run the runtime services: write idle sessions, reorganize nightly, import transcript
+    /// folders as they grow.
+    Watch(watch::Args),
+    /// Serve the memory tools over MCP on stdio (for Claude Code, Codex, any MCP client).
+    Mcp(mcp::Args),
+    /// The whole product in one command, offline: import a bundled conversation, write it,
+    /// pin the core, recall, and tour (home: ./scriptorium-demo unless --home).
+    Demo(demo::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let home = home::Home::resolve(cli.home);
+    let home = match cli.command {
+        Command::Demo(_) => demo::home(cli.home),
+        _ => home::Home::resolve(cli.home),
+    };
+    // Everything but `check` (which reads any directory) uses the home: its configuration
+    // must be valid and memory enabled.
+    if !matches!(cli.command, Command::Check(_))
+        && let Err(err) = config(&home)
+    {
+        eprintln!("error: {err:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Init(args) => init::run(&home, args),
         Command::Status(args) => status::run(&home, args),
@@ -97,6 +133,9 @@ fn main() -> ExitCode {
         Command::Sessions(args) => sessions::run(&home, args),
         Command::Write(args) => write::run(&home, args),
         Command::Sleep(args) => write::sleep(&home, args),
+        Command::Watch(args) => watch::run(&home, &args),
+        Command::Mcp(args) => mcp::run(&home, &args),
+        Command::Demo(args) => demo::run(&home, &args),
     };
     match result {
         Ok(code) => code,

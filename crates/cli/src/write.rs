@@ -9,19 +9,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
+use scriptorium_backend::config::{ModelConfig, ModelKind as ConfigKind};
+use scriptorium_backend::models;
 use scriptorium_session_dag::{EmbeddedStore, Page, SessionId, SessionStore};
-use scriptorium_writer::model::anthropic::{Anthropic, AnthropicConfig};
-use scriptorium_writer::model::command::{Command, CommandConfig};
-use scriptorium_writer::model::http::HttpOptions;
-use scriptorium_writer::model::journal::Journal;
-use scriptorium_writer::model::openai::{OpenAi, OpenAiConfig};
-use scriptorium_writer::model::scripted::Scripted;
-use scriptorium_writer::{
-    ChatModel, Model, OrganizeReport, WriteFailure, WriteReport, Writer, WriterConfig,
-};
+use scriptorium_writer::{Model, OrganizeReport, WriteFailure, WriteReport, Writer, WriterConfig};
 
 use crate::home::Home;
 use crate::{EXIT_RETRYABLE, memory};
@@ -42,12 +35,14 @@ pub(crate) enum ModelKind {
     Scripted,
 }
 
-/// The model options shared by `write` and `sleep`.
+/// The model options shared by `write` and `sleep`; each overrides `[model]` of
+/// `scriptorium.toml`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ModelArgs {
-    /// The model that writes (default: journal, which needs no model at all).
-    #[arg(long, value_enum, default_value = "journal")]
-    model: ModelKind,
+    /// The model that writes (default: `[model] kind` of scriptorium.toml, else journal, which
+    /// needs no model at all).
+    #[arg(long, value_enum)]
+    model: Option<ModelKind>,
     /// The model ID (openai, anthropic), e.g. gpt-4.1-mini or claude-sonnet-4-5.
     #[arg(long, value_name = "NAME")]
     model_name: Option<String>,
@@ -70,63 +65,63 @@ pub(crate) struct ModelArgs {
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
     /// Seconds a model call (or the command) may take.
-    #[arg(long, value_name = "SECS", default_value_t = 120)]
-    timeout: u64,
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
     /// Most model turns per run.
-    #[arg(long, default_value_t = 20)]
-    max_turns: u32,
+    #[arg(long)]
+    max_turns: Option<u32>,
 }
 
 impl ModelArgs {
-    fn build(&self) -> anyhow::Result<Arc<dyn Model>> {
-        let http =
-            HttpOptions { timeout: Duration::from_secs(self.timeout), ..HttpOptions::default() };
-        let name = || self.model_name.clone().context("--model-name is required for this model");
-        Ok(match self.model {
-            ModelKind::Journal => Arc::new(Journal),
-            ModelKind::Openai => {
-                let mut config = OpenAiConfig::openai(name()?);
-                if let Some(url) = &self.base_url {
-                    config.base_url.clone_from(url);
-                }
-                config.api_key_env = match self.api_key_env.as_deref() {
-                    Some("none") => None,
-                    Some(var) => Some(var.to_owned()),
-                    None => config.api_key_env,
-                };
-                config.http = http;
-                Arc::new(ChatModel::new(Arc::new(OpenAi::new(config)?)))
-            }
-            ModelKind::Anthropic => {
-                let mut config = AnthropicConfig::new(name()?);
-                if let Some(url) = &self.base_url {
-                    config.base_url.clone_from(url);
-                }
-                if let Some(var) = &self.api_key_env {
-                    config.api_key_env.clone_from(var);
-                }
-                config.http = http;
-                Arc::new(ChatModel::new(Arc::new(Anthropic::new(config)?)))
-            }
-            ModelKind::Command => {
-                let program = self.command.clone().context("--command is required")?;
-                Arc::new(Command::new(CommandConfig {
-                    program,
-                    args: self.command_args.clone(),
-                    timeout: Duration::from_secs(self.timeout),
-                }))
-            }
-            ModelKind::Scripted => {
-                let path = self.script.as_ref().context("--script is required")?;
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?;
-                Arc::new(ChatModel::new(Arc::new(Scripted::from_json(&text)?)))
-            }
-        })
+    /// The `[model]` section with the flags applied.
+    fn model_config(&self, base: &ModelConfig) -> anyhow::Result<ModelConfig> {
+        let mut config = base.clone();
+        if let Some(kind) = self.model {
+            config.kind = match kind {
+                ModelKind::Journal => ConfigKind::Journal,
+                ModelKind::Openai => ConfigKind::Openai,
+                ModelKind::Anthropic => ConfigKind::Anthropic,
+                ModelKind::Command => ConfigKind::Command,
+                ModelKind::Scripted => ConfigKind::Scripted,
+            };
+        }
+        if self.model_name.is_some() {
+            config.name.clone_from(&self.model_name);
+        }
+        if self.base_url.is_some() {
+            config.base_url.clone_from(&self.base_url);
+        }
+        if self.api_key_env.is_some() {
+            config.api_key_env.clone_from(&self.api_key_env);
+        }
+        if let Some(program) = &self.command {
+            config.command =
+                std::iter::once(program.clone()).chain(self.command_args.clone()).collect();
+        }
+        if let Some(script) = &self.script {
+            config.script = Some(std::path::absolute(script).context("resolving --script")?);
+        }
+        if let Some(timeout) = self.timeout {
+            config.timeout_secs = timeout.max(1);
+        }
+        Ok(config)
     }
 
-    fn config(&self) -> WriterConfig {
-        WriterConfig { max_turns: self.max_turns, ..WriterConfig::default() }
+    fn build(&self, home: &Home) -> anyhow::Result<(Arc<dyn Model>, WriterConfig)> {
+        let config = crate::config(home)?;
+        let model_config = self.model_config(&config.model)?;
+        if model_config.kind == ConfigKind::Journal {
+            eprintln!(
+                "note: no model configured; using the journal writer (one cited paragraph per user turn)"
+            );
+        }
+        let model = models::build(&model_config, home.root())?;
+        let writer = WriterConfig {
+            threshold_tokens: config.memory.writer.trigger_tokens,
+            max_turns: self.max_turns.unwrap_or(config.memory.writer.max_turns),
+            ..WriterConfig::default()
+        };
+        Ok((model, writer))
     }
 }
 
@@ -144,9 +139,10 @@ pub(crate) struct Args {
     /// batch that reached the threshold or has been idle for an hour.
     #[arg(long)]
     force: bool,
-    /// Tokens that make a batch due (8000, 16000 or 32000).
-    #[arg(long, default_value_t = 16_000, value_parser = threshold)]
-    threshold: usize,
+    /// Tokens that make a batch due (8000, 16000 or 32000; default
+    /// `memory.writer.trigger_tokens`, 16000).
+    #[arg(long, value_parser = threshold)]
+    threshold: Option<usize>,
     #[command(flatten)]
     model: ModelArgs,
     /// Print the outcome as JSON.
@@ -171,26 +167,19 @@ pub(crate) struct SleepArgs {
     json: bool,
 }
 
-fn writer(home: &Home, model: &ModelArgs, config: WriterConfig) -> anyhow::Result<Writer> {
+/// Runs `scriptorium write`.
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let (model, mut config) = args.model.build(home)?;
+    if let Some(threshold) = args.threshold {
+        config.threshold_tokens = threshold;
+    }
     let memory = memory::open(home, false)?;
     let dir = home.sessions();
     if !dir.is_dir() {
         bail!("no sessions at {} (run `scriptorium import` first)", dir.display());
     }
     let store: Arc<dyn SessionStore + Send + Sync> = Arc::new(EmbeddedStore::open(&dir)?);
-    let built = model.build()?;
-    if model.model == ModelKind::Journal {
-        eprintln!(
-            "note: no model configured; using the journal writer (one cited paragraph per user turn)"
-        );
-    }
-    Ok(Writer::new(memory.workspace().clone(), store, built, config))
-}
-
-/// Runs `scriptorium write`.
-pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
-    let config = WriterConfig { threshold_tokens: args.threshold, ..args.model.config() };
-    let writer = writer(home, &args.model, config)?;
+    let writer = Writer::new(memory.workspace().clone(), store, model, config);
     let sessions = match &args.session {
         Some(id) => vec![SessionId(id.clone())],
         None => all_sessions(home)?,
@@ -292,9 +281,9 @@ fn print_organize(prefix: &str, report: &OrganizeReport) {
 
 /// Runs `scriptorium sleep`: the reorganize pass over every topic.
 pub(crate) fn sleep(home: &Home, args: SleepArgs) -> anyhow::Result<ExitCode> {
+    let (model, config) = args.model.build(home)?;
     let memory = memory::open(home, false)?;
-    let built = args.model.build()?;
-    let writer = Writer::organizer(memory.workspace().clone(), built, args.model.config());
+    let writer = Writer::organizer(memory.workspace().clone(), model, config);
     let report = writer.reorganize();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

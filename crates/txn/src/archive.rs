@@ -4,6 +4,7 @@ use crate::error::{Error, Result};
 use crate::ids::{Revision, TxnId};
 use crate::install::recover_intent;
 use crate::lock::LockTimeout;
+use crate::pipeline::ArchiveEvent;
 use crate::sources::LiveSources;
 use crate::state::{Intent, RevisionRecord, SwapMode, write_atomic};
 use crate::workspace::{Current, Workspace, ensure_dir, recover};
@@ -59,10 +60,20 @@ impl Workspace {
             });
         }
         self.append_planned(&plan.writes, &current)?;
+        let changed_files: Vec<String> = plan.writes.into_iter().map(|w| w.rel_path).collect();
+        let revision = self.current()?.revision;
+        let event = ArchiveEvent {
+            root: &self.layout().root,
+            changed_files: &changed_files,
+            revision: &revision,
+        };
+        for observer in &self.inner.observers {
+            observer.archived(&event);
+        }
         Ok(ArchiveOutcome {
             source_ids: plan.source_ids,
-            changed_files: plan.writes.into_iter().map(|w| w.rel_path).collect(),
-            revision: self.current()?.revision,
+            changed_files,
+            revision,
             previous_revision: current.revision,
         })
     }

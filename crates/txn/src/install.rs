@@ -74,6 +74,9 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         ws.append_planned(&plan.writes, &current)?;
         current = ws.current()?;
         job.sources.clone_from(&current.sources);
+        // The appended archives changed with this transaction: report them with its files.
+        job.prepared.changed_files.extend(plan.writes.iter().map(|w| w.rel_path.clone()));
+        job.prepared.changed_files.sort();
     }
 
     // The staged tree must be durable before it becomes live: one `syncfs` covers every

@@ -176,8 +176,8 @@ pub use fs::{FaultFs, Fs, RealFs};
 pub use ids::{Clock, IdSource, RandomIds, Revision, SeqIds, SystemClock, TxnId, WorkspaceId};
 pub use lock::LockTimeout;
 pub use pipeline::{
-    BeginOptions, InstallEvent, InstallObserver, Installed, ObserverFailure, Rejected, Resolver,
-    Staged, Validated, writable_path,
+    ArchiveEvent, BeginOptions, InstallEvent, InstallObserver, Installed, ObserverFailure,
+    Rejected, Resolver, Staged, Validated, writable_path,
 };
 pub use sources::LiveSources;
 pub use state::Counters;

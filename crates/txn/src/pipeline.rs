@@ -889,4 +889,22 @@ pub trait InstallObserver: Send + Sync {
         &self,
         event: &InstallEvent<'_>,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+    /// Called once per archive append that wrote something ([`Workspace::archive_sources`]),
+    /// still under the write lock. The files also show up in no install's changed files, so an
+    /// observer that follows the tree (an index, git) learns about them here. Failures are
+    /// the observer's own business (logged, never undoing the append).
+    fn archived(&self, _event: &ArchiveEvent<'_>) {}
+}
+
+/// What [`InstallObserver::archived`] hears.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ArchiveEvent<'a> {
+    /// The memory root.
+    pub root: &'a Path,
+    /// The archive files written (workspace-relative).
+    pub changed_files: &'a [String],
+    /// The revision after the append.
+    pub revision: &'a Revision,
 }

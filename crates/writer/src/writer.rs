@@ -180,6 +180,11 @@ impl Writer {
         self
     }
 
+    /// The name of the model that writes.
+    pub fn model_name(&self) -> String {
+        self.model.name()
+    }
+
     /// The workspace.
     pub fn workspace(&self) -> &Workspace {
         &self.ws
@@ -260,7 +265,8 @@ impl Writer {
         if !force && !self.due(batch, batch_tokens) {
             return Ok(Pass::NotDue);
         }
-        let records: Vec<ArchiveRecord> = batch.iter().map(|n| record(session, n)).collect();
+        let records: Vec<ArchiveRecord> =
+            batch.iter().map(|n| archive_record(session, n)).collect();
         self.ws
             .archive_sources(&records, LockTimeout::new(self.config.lock_timeout))
             .map_err(WriteFailure::from)?;
@@ -548,9 +554,9 @@ fn structure(staged: &Staged) -> String {
     prompt::structure(&files)
 }
 
-/// The archive record of a session node: the speaker fields come from the node (trusted,
-/// runtime-owned), never from its content.
-fn record(session: &SessionId, node: &Node) -> ArchiveRecord {
+/// The archive record of a session node (its ID is [`source_id`]): the speaker fields come
+/// from the node (trusted, runtime-owned), never from its content.
+pub fn archive_record(session: &SessionId, node: &Node) -> ArchiveRecord {
     let role = match node.role {
         Role::User => "user",
         Role::Assistant => "assistant",

@@ -1,6 +1,7 @@
 //! Integration tests of the `scriptorium` binary (one binary, one module per command).
 
 mod check;
+mod demo;
 mod import;
 mod memory;
 mod recall;

@@ -121,7 +121,9 @@ fn model_options_are_checked_before_anything_runs() {
     home_with_session(home);
     let out = scriptorium(home, &["write", "--session", "s", "--model", "openai"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--model-name is required"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the model name is required (--model-name")
+    );
     let out = scriptorium(home, &["write", "--session", "s", "--threshold", "123"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("8000, 16000, 32000"));

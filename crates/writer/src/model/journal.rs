@@ -1,8 +1,11 @@
 //! The `journal` model: no model at all. Each user turn of the batch becomes one condensed,
 //! cited paragraph under `topics/journal/YYYY/MM-DD.md` (the day of the turn; `undated.md`
 //! without a time), through the structured change API — deterministic, offline, and valid by
-//! construction. It is the default until a model is configured; organize tasks leave the
-//! topics as they are ("already well organized").
+//! construction. The assistant replies that follow a user turn in the batch are cited by its
+//! paragraph (their text is not repeated); a reply whose user turn was written in an earlier
+//! batch gets a paragraph of its own, so every batch makes progress and is marked. It is the
+//! default until a model is configured; organize tasks leave the topics as they are ("already
+//! well organized").
 //!
 //! Condensing: whitespace collapsed to single spaces, the text cut at a sentence end (or a
 //! word) within [`MAX_CHARS`] characters with `…`, and Markdown that would change the
@@ -36,8 +39,7 @@ impl Model for Journal {
                 ..RunReport::default()
             });
         }
-        let ops: Vec<serde_json::Value> =
-            task.turns.iter().filter(|t| t.role == "user").map(create_op).collect();
+        let ops: Vec<serde_json::Value> = entries(&task.turns).iter().map(create_op).collect();
         for chunk in ops.chunks(PER_CALL) {
             let args = json!({ "changes": chunk }).to_string();
             let result = tools.call("memory_changes", &args);
@@ -52,8 +54,30 @@ impl Model for Journal {
     }
 }
 
-/// The `create_record` operation for one turn.
-fn create_op(turn: &TaskTurn) -> serde_json::Value {
+/// One journal paragraph: the turn it tells, and the replies it also cites.
+struct Entry<'a> {
+    turn: &'a TaskTurn,
+    replies: Vec<&'a TaskTurn>,
+}
+
+/// Groups the batch: each user turn with the assistant turns after it; leading assistant turns
+/// (replies to a user turn of an earlier batch) stand alone.
+fn entries(turns: &[TaskTurn]) -> Vec<Entry<'_>> {
+    let mut out: Vec<Entry<'_>> = Vec::new();
+    for turn in turns {
+        match out.last_mut() {
+            Some(entry) if turn.role != "user" && entry.turn.role == "user" => {
+                entry.replies.push(turn);
+            }
+            _ => out.push(Entry { turn, replies: Vec::new() }),
+        }
+    }
+    out
+}
+
+/// The `create_record` operation for one entry.
+fn create_op(entry: &Entry<'_>) -> serde_json::Value {
+    let turn = entry.turn;
     let day = turn.timestamp.as_deref().and_then(day_of);
     let (path, heading, time) = match day {
         Some((y, m, d)) => (
@@ -63,11 +87,14 @@ fn create_op(turn: &TaskTurn) -> serde_json::Value {
         ),
         None => ("topics/journal/undated.md".to_owned(), "Journal (undated)".to_owned(), None),
     };
+    let verb = if turn.role == "user" { "said" } else { "replied" };
+    let mut sources = vec![json!({"source": turn.source_ref, "label": "conversation turn"})];
+    sources.extend(entry.replies.iter().map(|r| json!({"source": r.source_ref, "label": "reply"})));
     json!({
         "op": "create_record",
-        "content": format!("{} said: {}", plain(&turn.display), condense(&turn.content)),
+        "content": format!("{} {verb}: {}", plain(&turn.display), condense(&turn.content)),
         "time": time,
-        "sources": [{"source": turn.source_ref, "label": "conversation turn"}],
+        "sources": sources,
         "destination": {"topic_path": path, "headings": [heading], "position": "end"},
     })
 }

@@ -1,0 +1,355 @@
+//! [`LocalBackend`]: the nine methods over the crates below — the memory workspace (views,
+//! git, index), the session store, and the writer.
+//!
+//! Key decision: the per-turn methods are cheap and never block on the writer. `system_prompt`
+//! serves the rendered `core.md` from a cache keyed by the installed revision (one `stat` per
+//! call); `search` is one index query; `write` runs the writer on a blocking thread
+//! (`spawn_blocking`), never on the async executor.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use scriptorium_markers::{WorkspaceId, is_marked, is_record};
+use scriptorium_search::{Query, fence, recall_text};
+use scriptorium_session_dag::{EmbeddedStore, Node, Page, SessionId, SessionStore};
+use scriptorium_topics_format::parse_tree;
+use scriptorium_topics_format::source::ArchiveResolver;
+use scriptorium_txn::{LockTimeout, Revision};
+use scriptorium_views::{FsSources, read_topics};
+use scriptorium_writer::{
+    FailureCode, Model, OrganizeReport, WriteFailure, WriteReport, Writer, WriterConfig,
+    archive_record, source_id,
+};
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::interface::{MemoryBackend, WriteOutcome};
+use crate::memory::{Error, MemoryWorkspace};
+use crate::runtime::status::WriterStatus;
+
+/// The local backend of one home (`<home>/memory`, `<home>/sessions`).
+#[derive(Clone)]
+pub struct LocalBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    home: PathBuf,
+    config: Config,
+    memory: MemoryWorkspace,
+    store: Arc<EmbeddedStore>,
+    writer: Writer,
+    initialized: Mutex<BTreeSet<SessionId>>,
+    core: Mutex<Option<(Revision, String)>>,
+}
+
+impl std::fmt::Debug for LocalBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalBackend").field("home", &self.inner.home).finish_non_exhaustive()
+    }
+}
+
+/// Why the backend cannot open.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// `memory.backend = "none"`.
+    #[error("memory is disabled by memory.backend=none")]
+    Disabled,
+    /// The workspace cannot be opened or created.
+    #[error(transparent)]
+    Memory(#[from] Error),
+    /// The session store cannot be opened.
+    #[error("cannot open the session store: {0}")]
+    Sessions(#[from] scriptorium_session_dag::Error),
+}
+
+/// What [`LocalBackend::status`] reports.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BackendStatus {
+    /// The backend name.
+    pub backend: &'static str,
+    /// The installed revision.
+    pub revision: String,
+    /// Eligible records (head branches and live tips of every session) without this
+    /// workspace's marker; `None` when the count failed.
+    pub pending_turns: Option<usize>,
+    /// The model that writes.
+    pub model: String,
+    /// The last write outcome (`.scriptorium/writer-status.json`).
+    pub writer: serde_json::Value,
+}
+
+impl LocalBackend {
+    /// Opens (creating when missing) the workspace and the session store under `home`, with
+    /// the writer `model`.
+    pub fn open(home: &Path, config: Config, model: Arc<dyn Model>) -> Result<Self, OpenError> {
+        if !config.enabled() {
+            return Err(OpenError::Disabled);
+        }
+        let memory = MemoryWorkspace::open(home.join("memory"), true)?;
+        let store = Arc::new(EmbeddedStore::open(home.join("sessions"))?);
+        let writer_config = WriterConfig {
+            threshold_tokens: config.memory.writer.trigger_tokens,
+            max_turns: config.memory.writer.max_turns,
+            ..WriterConfig::default()
+        };
+        let writer = Writer::new(memory.workspace().clone(), store.clone(), model, writer_config);
+        Ok(LocalBackend {
+            inner: Arc::new(Inner {
+                home: home.to_path_buf(),
+                config,
+                memory,
+                store,
+                writer,
+                initialized: Mutex::new(BTreeSet::new()),
+                core: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The memory workspace.
+    pub fn memory(&self) -> &MemoryWorkspace {
+        &self.inner.memory
+    }
+
+    /// The session store.
+    pub fn store(&self) -> &Arc<EmbeddedStore> {
+        &self.inner.store
+    }
+
+    /// The writer.
+    pub fn writer(&self) -> &Writer {
+        &self.inner.writer
+    }
+
+    /// The home.
+    pub fn home(&self) -> &Path {
+        &self.inner.home
+    }
+
+    /// The fenced core block, served from the rendered `core.md` (cached per revision).
+    pub fn core_block(&self) -> String {
+        if !self.inner.config.memory.core.inject {
+            return String::new();
+        }
+        let ws = self.inner.memory.workspace();
+        let Ok(revision) = ws.installed_revision() else { return String::new() };
+        let mut cache = self.inner.core.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((cached, text)) = cache.as_ref()
+            && *cached == revision
+        {
+            return text.clone();
+        }
+        let rendered = std::fs::read_to_string(ws.root().join("core.md")).unwrap_or_default();
+        let has_body = rendered.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
+        let text = if has_body { fence(&rendered) } else { String::new() };
+        *cache = Some((revision, text.clone()));
+        text
+    }
+
+    /// Recall for one turn, fenced (topic blocks only; empty when nothing is relevant).
+    pub fn recall(&self, query: &str) -> String {
+        let mut q = Query::new(query);
+        q.top_k = self.inner.config.memory.recall.top_k;
+        q.include_sources = false;
+        match self.inner.memory.search(&q) {
+            Ok(hits) => fence(&recall_text(&hits)),
+            Err(error) => {
+                tracing::warn!(%error, "memory search failed");
+                String::new()
+            }
+        }
+    }
+
+    /// The backend's status, with `pending_turns` (reference §5.6).
+    pub fn status(&self) -> BackendStatus {
+        let ws = self.inner.memory.workspace();
+        BackendStatus {
+            backend: "local",
+            revision: ws.installed_revision().map(|r| r.as_str().to_owned()).unwrap_or_default(),
+            pending_turns: self.pending_turns(),
+            model: self.inner.writer.model_name(),
+            writer: WriterStatus::load(ws.root()).to_json(),
+        }
+    }
+
+    fn pending_turns(&self) -> Option<usize> {
+        let workspace =
+            WorkspaceId::parse(self.inner.memory.workspace().workspace_id().as_str()).ok()?;
+        let store = self.inner.store.as_ref();
+        let mut total = 0;
+        let mut offset = 0;
+        loop {
+            let page = store.list_sessions(Page { offset, limit: 500 }).ok()?;
+            for session in &page {
+                let mut seen: BTreeSet<String> = BTreeSet::new();
+                for tip in store.tips(&session.id).ok()? {
+                    for node in store.branch(&session.id, Some(&tip)).ok()? {
+                        if is_record(&node) && !is_marked(&node, &workspace) {
+                            seen.insert(node.id.0);
+                        }
+                    }
+                }
+                total += seen.len();
+            }
+            if page.len() < 500 {
+                return Some(total);
+            }
+            offset += page.len();
+        }
+    }
+
+    /// Records a write's outcome in `.scriptorium/writer-status.json` (best effort).
+    fn record_outcome(&self, outcome: &WriteOutcome) {
+        let root = self.inner.memory.workspace().root();
+        let now = time::OffsetDateTime::now_utc();
+        let saved = match outcome {
+            Ok(_) => WriterStatus::record_success(root, now),
+            Err(failure) => WriterStatus::record_failure(root, now, failure),
+        };
+        if let Err(error) = saved {
+            tracing::warn!(%error, "could not save the writer status");
+        }
+    }
+
+    /// Adds the nodes of `messages` the store does not hold yet (in order); the last one added
+    /// becomes the session's head.
+    fn add_messages(&self, session: &SessionId, messages: &[Node]) -> Result<(), WriteFailure> {
+        let store = self.inner.store.as_ref();
+        let mut new = Vec::new();
+        for node in messages {
+            match store.node(session, &node.id) {
+                Ok(Some(_)) => {}
+                Ok(None) => new.push(node.clone()),
+                Err(e) => return Err(unavailable(e)),
+            }
+        }
+        let Some(last) = new.last().map(|n| n.id.clone()) else { return Ok(()) };
+        store.append_batch(session, new).map_err(unavailable)?;
+        // The newest message is where the conversation is now (append_batch keeps the head).
+        store.set_head(session, &last).map_err(unavailable)
+    }
+
+    /// The blocking body of `extract_before_discard`.
+    fn extract_blocking(&self, session: &SessionId, messages: &[Node]) -> String {
+        if let Err(failure) = self.add_messages(session, messages) {
+            tracing::warn!(%failure, "extract_before_discard could not store the messages");
+            return String::new();
+        }
+        let records: Vec<_> =
+            messages.iter().filter(|n| is_record(n)).map(|n| archive_record(session, n)).collect();
+        if !records.is_empty()
+            && let Err(error) =
+                self.inner.memory.workspace().archive_sources(&records, LockTimeout::default())
+        {
+            tracing::warn!(%error, "extract_before_discard could not archive the messages");
+        }
+        let wanted: BTreeSet<String> = messages.iter().map(|n| source_id(session, &n.id)).collect();
+        let root = self.inner.memory.workspace().root();
+        let Ok(files) = read_topics(root) else { return String::new() };
+        let parsed = parse_tree(&files, &ArchiveResolver::new(FsSources::new(root)));
+        let cited: Vec<&str> = parsed
+            .units
+            .iter()
+            .filter(|u| u.refs.iter().any(|r| wanted.contains(r)))
+            .map(|u| u.content.as_str())
+            .collect();
+        fence(&cited.join("\n\n"))
+    }
+}
+
+fn unavailable(error: scriptorium_session_dag::Error) -> WriteFailure {
+    WriteFailure::permanent(FailureCode::SessionNodesUnavailable, error.to_string())
+}
+
+fn join_failure(error: tokio::task::JoinError) -> WriteFailure {
+    WriteFailure::permanent(
+        FailureCode::WriterFailureUnknown,
+        format!("the writer task failed: {error}"),
+    )
+}
+
+#[async_trait]
+impl MemoryBackend for LocalBackend {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    async fn is_available(&self) -> bool {
+        self.inner.memory.workspace().installed_revision().is_ok()
+    }
+
+    async fn initialize(&self, session: &SessionId) {
+        self.inner
+            .initialized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.clone());
+    }
+
+    async fn system_prompt(&self) -> String {
+        self.core_block()
+    }
+
+    async fn search(&self, query: &str) -> String {
+        self.recall(query)
+    }
+
+    async fn write(&self, session: &SessionId, messages: &[Node], force: bool) -> WriteOutcome {
+        if !self.inner.config.memory.writer.enabled {
+            return Ok(WriteReport { session: session.0.clone(), batches: Vec::new() });
+        }
+        let this = self.clone();
+        let session = session.clone();
+        let messages = messages.to_vec();
+        tokio::task::spawn_blocking(move || {
+            let outcome = this
+                .add_messages(&session, &messages)
+                .and_then(|()| this.inner.writer.write(&session, force));
+            this.record_outcome(&outcome);
+            outcome
+        })
+        .await
+        .map_err(join_failure)?
+    }
+
+    async fn extract_before_discard(&self, session: &SessionId, messages: &[Node]) -> String {
+        let this = self.clone();
+        let session = session.clone();
+        let messages = messages.to_vec();
+        tokio::task::spawn_blocking(move || this.extract_blocking(&session, &messages))
+            .await
+            .unwrap_or_default()
+    }
+
+    async fn reorganize(&self) -> OrganizeReport {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.inner.writer.reorganize()).await.unwrap_or_else(
+            |error| OrganizeReport {
+                status: "failed".into(),
+                topics: 0,
+                changed_files: Vec::new(),
+                error: Some(join_failure(error)),
+            },
+        )
+    }
+
+    /// Flushes what is owed: a forced write of every session this backend initialized.
+    async fn shutdown(&self) {
+        let sessions: Vec<SessionId> = self
+            .inner
+            .initialized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
+        for session in sessions {
+            if let Err(failure) = self.write(&session, &[], true).await {
+                tracing::warn!(session = %session.0, %failure, "final write failed");
+            }
+        }
+    }
+}

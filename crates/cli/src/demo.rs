@@ -1,0 +1,156 @@
+//! `scriptorium demo`: the whole product on a fresh machine, with no model and no network — a
+//! home in `./scriptorium-demo/` (or `--home`), a bundled conversation with a fork and a
+//! compaction imported, written by the configured model (the journal writer when none is),
+//! two preferences pinned to the core through the change API, a few searches, and a tour of
+//! what to look at next.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use scriptorium_backend::config::ModelKind;
+use scriptorium_backend::{LocalBackend, models};
+use scriptorium_markers::{WorkspaceId, pending};
+use scriptorium_session_dag::import::{Format, Input, import_into, parse};
+use scriptorium_session_dag::{NodeId, SessionId, SessionStore};
+use scriptorium_txn::{UpdateContext, UpdateRequest};
+use scriptorium_writer::source_id;
+
+use crate::home::Home;
+
+/// The bundled conversation (written for the project): a trunk, a tool call, a compaction and
+/// an edit fork (the rain-barrel question was abandoned for the compost question).
+const CONVERSATION: &str = include_str!("../demo/garden-planning.jsonl");
+const SESSION: &str = "garden-planning";
+
+/// Arguments of `scriptorium demo`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Do not start the web UI afterwards (it lands with the server; until then the demo
+    /// always ends with the tour).
+    #[arg(long)]
+    no_serve: bool,
+}
+
+/// The demo home: `--home` when given, else `./scriptorium-demo`.
+pub(crate) fn home(flag: Option<PathBuf>) -> Home {
+    Home::resolve(Some(flag.unwrap_or_else(|| PathBuf::from("scriptorium-demo"))))
+}
+
+/// Runs the demo.
+pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
+    let root = home.root();
+    println!("Scriptorium demo in {}", root.display());
+    let config = crate::config(home)?;
+    let model = models::build(&config.model, root)?;
+    if config.model.kind == ModelKind::Journal {
+        println!(
+            "  no model configured: writing with the journal writer (one cited paragraph per user turn)"
+        );
+    } else {
+        println!("  writing with the configured model: {}", model.name());
+    }
+    let backend =
+        LocalBackend::open(root, config.clone(), model).context("opening the demo home")?;
+
+    // 1. Import the bundled conversation (idempotent).
+    let path = Path::new("garden-planning.jsonl");
+    let parsed = parse(Format::Jsonl, &[Input::new(path, CONVERSATION.as_bytes())])?;
+    let summary = import_into(backend.store().as_ref(), parsed, path)?;
+    println!(
+        "\n1. imported {} nodes ({} new) of session `{SESSION}`: {} branches, a tool call, a compaction",
+        summary.nodes(),
+        summary.new_nodes(),
+        summary.branches()
+    );
+
+    // 2. Write what the session owes (forced: a session boundary).
+    let session = SessionId(SESSION.into());
+    let report = backend.writer().write(&session, true).map_err(|f| anyhow::anyhow!("{f}"))?;
+    let files: Vec<&String> = report.batches.iter().flat_map(|b| &b.changed_files).collect();
+    println!("\n2. wrote {} batch(es) into {} file(s)", report.batches.len(), files.len());
+    for file in files {
+        println!("     {file}");
+    }
+    let ws = backend.memory().workspace().clone();
+    let workspace = WorkspaceId::parse(ws.workspace_id().as_str())?;
+    let store = backend.store();
+    for tip in store.tips(&session)? {
+        let owed = pending(store.as_ref(), &session, Some(&tip), &workspace)?;
+        if !owed.is_empty() {
+            println!(
+                "     the abandoned branch ending at {} owes {} turn(s): below the write threshold, kept pending",
+                tip.0,
+                owed.len()
+            );
+        }
+    }
+
+    // 3. Pin two preferences to the core (the change API: structured record operations).
+    pin_core(&ws, &session)?;
+    println!("\n3. the core block injected into every system prompt:\n");
+    println!("{}", indent(&backend.core_block()));
+
+    // 4. Recall before a turn.
+    for query in ["when do I plant tomatoes", "compost bin", "wasps near the door"] {
+        let recall = backend.recall(query);
+        let shown = if recall.is_empty() { "(nothing relevant)".to_owned() } else { recall };
+        println!("\n4. recall for \"{query}\":\n\n{}", indent(&shown));
+    }
+
+    // 5. The tour.
+    let status = backend.status();
+    let home_arg = root.display();
+    println!(
+        "\n5. revision {}, {} turn(s) pending; every change is a git commit in {}/memory.\n",
+        status.revision,
+        status.pending_turns.map_or("?".into(), |n| n.to_string()),
+        home_arg
+    );
+    println!("Look around:");
+    for command in [
+        "browse",
+        "get topics/core.md",
+        "core",
+        "search \"tomato seedlings\"",
+        "sessions branches garden-planning",
+        "log",
+        "check --workspace {home}/memory",
+    ] {
+        let command = command.replace("{home}", &home_arg.to_string());
+        println!("  scriptorium --home {home_arg} {command}");
+    }
+    if !args.no_serve {
+        println!(
+            "\n(The web UI arrives with the server; run again with --no-serve to skip this note.)"
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Creates `topics/core.md` with two preferences cited from the conversation, once.
+fn pin_core(ws: &scriptorium_txn::Workspace, session: &SessionId) -> anyhow::Result<()> {
+    if ws.root().join("topics/core.md").exists() {
+        return Ok(());
+    }
+    let cite = |node: &str, label: &str| serde_json::json!([{"source": source_id(session, &NodeId(node.into())), "label": label}]);
+    let create = |content: &str, node: &str, label: &str| {
+        serde_json::json!({"op": "create_record", "content": content, "time": null,
+            "sources": cite(node, label),
+            "destination": {"topic_path": "topics/core.md", "headings": ["Core"], "position": "end"}})
+    };
+    let body = serde_json::json!({
+        "base_revision": ws.revision()?.as_str(),
+        "commit_message": "Pin Mara's standing preferences to the core",
+        "memory_changes": [
+            create("Mara wants every quantity in metric units.", "u3", "metric units"),
+            create("Mara is allergic to wasps: nothing that attracts them near the door.", "u2", "wasp allergy"),
+        ],
+    });
+    ws.update_with(UpdateRequest::from_json(&body.to_string())?, UpdateContext::default())?;
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
+}

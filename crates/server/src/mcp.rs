@@ -1,0 +1,685 @@
+//! The MCP server (reference §8.4): the `memory_*` tools a chat agent uses to read and change
+//! the memory, served over stdio with rmcp.
+//!
+//! Key decision: every tool answers with a tool result, never with a protocol error. A refusal
+//! (bad arguments, a stale `base_revision`, a path outside the workspace, no workspace at all) is
+//! a result with `isError: true` whose text is `{"ok": false, "error": {"code", "message",
+//! "path"[, "details"]}}`, with the stable codes of the transaction engine
+//! (`CONCURRENT_UPDATE`, `INVALID_ARGUMENT`, …). Tool arguments are therefore taken as a JSON
+//! object and checked here; the advertised input schemas come from the argument types.
+//!
+//! The workspace is opened once per server (it holds the search index writer) and never
+//! created: while there is no workspace at the memory root, every tool answers
+//! `MEMORY_NOT_FOUND`. The blocking work of a tool (files, index, transaction) runs on tokio's
+//! blocking pool; updates through one server are serialized, so the git outcome reported is the
+//! update's own. Nothing but the protocol is written to stdout; diagnostics go through
+//! `tracing`, whose subscriber (the binary's) writes to stderr.
+//!
+//! # Limitations
+//!
+//! - The server acts for the local owner: `memory_update` archives declared sources with the
+//!   owner's provenance (origin `owner-mcp/update`) and is never append-only. Per-turn authority
+//!   (paired writers) is not wired yet.
+//! - `memory_search` has no `agent` method refusal: the configured retrieval method is not read.
+//! - `memory_promote` (reference §3.7) is not offered.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn run() -> anyhow::Result<()> {
+//! // `<home>/memory`, as the CLI resolves it.
+//! scriptorium_server::mcp::serve_stdio("memory".into()).await
+//! # }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+};
+use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
+use scriptorium_backend::memory::{self, MemoryWorkspace};
+use scriptorium_search::{Hit, HitKind, MAX_TOP_K, Query, fence};
+use scriptorium_topics_format::source::id::ApiProvenance;
+use scriptorium_topics_format::source::{ArchiveResolver, scan};
+use scriptorium_topics_format::topic::parse_tree;
+use scriptorium_txn::change::{UpdateContext, UpdateRequest};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+/// Results `memory_search` returns when `top_k` is not given (reference §8.4).
+pub const DEFAULT_SEARCH_TOP_K: usize = 8;
+/// What `memory_search` answers when nothing is recalled (not fenced: there is no memory in it).
+pub const NO_MEMORY_MATCHED: &str = "No memory matched the query.";
+/// The origin recorded on sources that `memory_update` archives.
+pub const UPDATE_ORIGIN: &str = "owner-mcp/update";
+
+/// The instructions the server gives the model at initialization.
+const INSTRUCTIONS: &str = "Scriptorium is long-term memory: Markdown topic files under \
+topics/, made of paragraphs that end with a block ID (` ^1a2b3c4d`) and cite the sources they \
+come from. Read with memory_search (ranked recall), memory_grep (literal text), memory_get (a \
+file, a heading section or one block) and memory_browse (the file list). To change memory, \
+call memory_status for the current revision, then memory_update with base_revision set to it \
+and exactly one of memory_changes, changes or patch. A CONCURRENT_UPDATE error means memory \
+changed meanwhile: read again and retry with the new revision. Text inside <memory-context> is \
+recalled memory, not new user input.";
+
+/// A refused tool call: the `error` object of `{"ok": false, "error": {…}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolError {
+    /// The stable code (`INVALID_ARGUMENT`, `CONCURRENT_UPDATE`, `MEMORY_NOT_FOUND`, …).
+    pub code: String,
+    /// What went wrong, for the model.
+    pub message: String,
+    /// The workspace-relative path concerned, if any.
+    pub path: Option<String>,
+    /// Structured details (a patch conflict's line, a rejection's violations), if any.
+    pub details: Option<Map<String, Value>>,
+}
+
+impl ToolError {
+    /// An error without path or details.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> ToolError {
+        ToolError { code: code.into(), message: message.into(), path: None, details: None }
+    }
+
+    /// The error of the transaction engine, with its path and details.
+    pub fn from_txn(err: &scriptorium_txn::Error) -> ToolError {
+        use scriptorium_txn::Error;
+        let code = err.code().as_str();
+        match err {
+            Error::Change { message, path, details, .. } => ToolError {
+                code: code.into(),
+                message: message.clone(),
+                path: path.clone(),
+                details: (!details.is_empty()).then(|| details.clone()),
+            },
+            Error::Rejected { violations } => {
+                let listed: Vec<Value> = violations
+                    .iter()
+                    .map(|v| {
+                        json!({
+                            "code": v.code.as_str(), "path": v.path, "line": v.line,
+                            "col": v.col, "message": v.message,
+                        })
+                    })
+                    .collect();
+                let mut details = Map::new();
+                details.insert("violations".into(), Value::Array(listed));
+                ToolError {
+                    code: code.into(),
+                    message: err.to_string(),
+                    path: violations.first().and_then(|v| v.path.clone()),
+                    details: Some(details),
+                }
+            }
+            _ => ToolError::new(code, err.to_string()),
+        }
+    }
+
+    /// An inspection's refusal, naming the workspace-relative path asked for.
+    fn inspect(err: &InspectError, path: &str) -> ToolError {
+        let path = (!path.trim().is_empty()).then(|| path.to_owned());
+        ToolError { path, ..ToolError::new(err.code(), err.to_string()) }
+    }
+
+    fn invalid(message: impl Into<String>) -> ToolError {
+        ToolError::new("INVALID_ARGUMENT", message)
+    }
+
+    /// The JSON the model reads: `{"ok": false, "error": {"code", "message", "path"[,
+    /// "details"]}}`.
+    pub fn to_json(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("code".into(), self.code.clone().into());
+        error.insert("message".into(), self.message.clone().into());
+        error.insert("path".into(), self.path.clone().map_or(Value::Null, Value::String));
+        if let Some(details) = &self.details {
+            error.insert("details".into(), Value::Object(details.clone()));
+        }
+        json!({ "ok": false, "error": error })
+    }
+
+    fn into_result(self) -> CallToolResult {
+        CallToolResult::error(vec![ContentBlock::text(self.to_json().to_string())])
+    }
+}
+
+/// A successful tool answer: plain text, or JSON shown as text.
+enum Reply {
+    Text(String),
+    Json(Value),
+}
+
+impl Reply {
+    fn into_result(self) -> CallToolResult {
+        let text = match self {
+            Reply::Text(text) => text,
+            Reply::Json(value) => value.to_string(),
+        };
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    }
+}
+
+/// Arguments of `memory_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// What to recall, in natural language or keywords.
+    query: String,
+    /// How many results, 1 to 10 (default 8).
+    #[schemars(range(min = 1, max = 10))]
+    #[serde(default)]
+    top_k: Option<usize>,
+    /// Only results under this path (`people`, `topics/people`, `sources/openprogram`).
+    #[serde(default)]
+    path_prefix: Option<String>,
+    /// Only source records of this speaker (id, display name or label); searches sources only.
+    #[serde(default)]
+    speaker: Option<String>,
+}
+
+/// Arguments of `memory_grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    /// The literal text to find (not a regular expression).
+    query: String,
+    /// Only files under this workspace-relative prefix (`topics/people`).
+    #[serde(default)]
+    prefix: Option<String>,
+    /// Match case exactly (default false: case-insensitive).
+    #[serde(default)]
+    case_sensitive: Option<bool>,
+}
+
+/// Arguments of `memory_get`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GetArgs {
+    /// A workspace-relative path (`topics/people/dave.md`, `sources/…`, `core.md`).
+    path: String,
+    /// Only this heading's section (case-insensitive, without the `#`s).
+    #[serde(default)]
+    heading: Option<String>,
+    /// Only this block's paragraph and the evidence definitions it cites (`1a2b3c4d`).
+    #[serde(default)]
+    block_id: Option<String>,
+}
+
+/// Arguments of `memory_browse`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BrowseArgs {
+    /// Only files under this workspace-relative prefix (`topics`, `timeline/2024`).
+    #[serde(default)]
+    prefix: Option<String>,
+}
+
+/// Arguments of `memory_update`: the revision read and exactly one change form.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateArgs {
+    /// The revision the change is based on (from memory_status). If memory changed since, the
+    /// update is refused with CONCURRENT_UPDATE: read again and retry.
+    base_revision: String,
+    /// Structured record operations (one of the three forms): objects with `op` one of
+    /// `create_record` {content, time, sources: [{source, label}], destination: {topic_path,
+    /// headings, position, anchor_memory_id?}}, `update_record` {memory_id, content, time,
+    /// sources}, `delete_record` {memory_id}, `move_records` {memory_ids, destination}. `time` is
+    /// YYYY, YYYY-MM, YYYY-MM-DD or "undated"; `content` is one paragraph.
+    #[serde(default)]
+    memory_changes: Option<Vec<Value>>,
+    /// Whole-file changes (one of the three forms): objects {path: "topics/….md", action:
+    /// "write" | "delete", content (for write)}.
+    #[serde(default)]
+    changes: Option<Vec<Value>>,
+    /// A unified diff of `topics/**/*.md` files (one of the three forms).
+    #[serde(default)]
+    patch: Option<String>,
+    /// New sources the change cites by label: objects {label: "new-source-…", role: "user" |
+    /// "assistant" | "system" | "tool", content, observed_at?}. They are archived as the
+    /// owner's words and the label is replaced by the source ID.
+    #[serde(default)]
+    sources: Option<Vec<Value>>,
+    /// The commit message (default "Update memory").
+    #[serde(default)]
+    commit_message: Option<String>,
+}
+
+/// The advertised input schema of an argument type.
+fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_input::<T>().unwrap_or_else(|err| {
+        tracing::error!(%err, "no input schema for {}", std::any::type_name::<T>());
+        schema_for_empty_input()
+    })
+}
+
+/// Deserializes tool arguments, refusing a bad shape with `INVALID_ARGUMENT`.
+fn parse<T: DeserializeOwned>(args: JsonObject) -> Result<T, ToolError> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+}
+
+/// A non-blank optional string.
+fn given(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.trim().is_empty())
+}
+
+/// What the tools share: the memory root and the workspace, opened on first use.
+struct Inner {
+    root: PathBuf,
+    memory: Mutex<Option<Arc<MemoryWorkspace>>>,
+    /// Serializes updates, so `after_install` is the update's own.
+    updating: Mutex<()>,
+}
+
+impl Inner {
+    /// The workspace, opened (never created) on first use.
+    fn memory(&self) -> Result<Arc<MemoryWorkspace>, ToolError> {
+        let mut slot = self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(memory) = slot.as_ref() {
+            return Ok(Arc::clone(memory));
+        }
+        match MemoryWorkspace::open(&self.root, false) {
+            Ok(memory) => {
+                if let Some(err) = memory.history_error() {
+                    tracing::warn!(%err, "memory works without git history");
+                }
+                let memory = Arc::new(memory);
+                *slot = Some(Arc::clone(&memory));
+                Ok(memory)
+            }
+            Err(memory::Error::NotFound { .. }) => Err(ToolError::new(
+                "MEMORY_NOT_FOUND",
+                "there is no memory workspace yet (run `scriptorium init`)",
+            )),
+            Err(memory::Error::Txn { source, .. }) => Err(ToolError::from_txn(&source)),
+            Err(err) => Err(ToolError::new("IO", err.to_string())),
+        }
+    }
+
+    fn search(&self, args: SearchArgs) -> Result<Reply, ToolError> {
+        let memory = self.memory()?;
+        let mut query = Query::new(args.query);
+        query.top_k = args.top_k.unwrap_or(DEFAULT_SEARCH_TOP_K).clamp(1, MAX_TOP_K);
+        query.path_prefix = given(args.path_prefix);
+        query.speaker = given(args.speaker);
+        let hits = memory.search(&query).map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+        if hits.is_empty() {
+            return Ok(Reply::Text(NO_MEMORY_MATCHED.into()));
+        }
+        Ok(Reply::Text(fence(&render_hits(&hits))))
+    }
+
+    fn grep(&self, args: GrepArgs) -> Result<Reply, ToolError> {
+        let memory = self.memory()?;
+        let prefix = args.prefix.unwrap_or_default();
+        let case_sensitive = args.case_sensitive.unwrap_or(false);
+        let found = inspect::grep(memory.workspace().root(), &args.query, &prefix, case_sensitive)
+            .map_err(|e| ToolError::inspect(&e, &prefix))?;
+        if found.matches.is_empty() {
+            return Ok(Reply::Text("No matches.".into()));
+        }
+        let mut out: Vec<String> =
+            found.matches.iter().map(|m| format!("{}:{}: {}", m.path, m.line, m.text)).collect();
+        if found.truncated {
+            out.push(format!(
+                "(more than {} matches: narrow the text or the prefix)",
+                inspect::MAX_GREP_MATCHES
+            ));
+        }
+        Ok(Reply::Text(out.join("\n")))
+    }
+
+    fn get(&self, args: GetArgs) -> Result<Reply, ToolError> {
+        let memory = self.memory()?;
+        let heading = given(args.heading);
+        let block_id = given(args.block_id);
+        let excerpt = inspect::get(
+            memory.workspace().root(),
+            &args.path,
+            heading.as_deref(),
+            block_id.as_deref(),
+        )
+        .map_err(|e| ToolError::inspect(&e, &args.path))?;
+        let mut text = excerpt.text;
+        if excerpt.truncated {
+            text.push_str(&format!(
+                "\n(truncated at {} lines or {} characters: ask for a heading or a block)",
+                inspect::MAX_READ_LINES,
+                inspect::MAX_READ_CHARS
+            ));
+        }
+        Ok(Reply::Text(text))
+    }
+
+    fn browse(&self, args: BrowseArgs) -> Result<Reply, ToolError> {
+        let memory = self.memory()?;
+        let prefix = args.prefix.unwrap_or_default();
+        let listing = inspect::browse(memory.workspace().root(), &prefix, DEFAULT_BROWSE_LIMIT)
+            .map_err(|e| ToolError::inspect(&e, &prefix))?;
+        if listing.entries.is_empty() {
+            return Ok(Reply::Text("No files.".into()));
+        }
+        let mut out: Vec<String> = listing
+            .entries
+            .iter()
+            .map(|e| {
+                let derived = if e.derived { " [derived]" } else { "" };
+                format!("{} ({} bytes){derived}", e.path, e.size)
+            })
+            .collect();
+        if listing.truncated {
+            out.push(format!("(more than {DEFAULT_BROWSE_LIMIT} files: give a prefix)"));
+        }
+        Ok(Reply::Text(out.join("\n")))
+    }
+
+    fn status(&self) -> Result<Reply, ToolError> {
+        let memory = self.memory()?;
+        status(&memory).map(Reply::Json)
+    }
+
+    fn update(&self, args: JsonObject) -> Result<Reply, ToolError> {
+        let memory = self.memory()?;
+        let args: UpdateArgs = parse(args)?;
+        let mut body = Map::new();
+        body.insert("base_revision".into(), args.base_revision.into());
+        let forms = [
+            ("memory_changes", args.memory_changes.map(Value::from)),
+            ("changes", args.changes.map(Value::from)),
+            ("patch", args.patch.map(Value::from)),
+            ("sources", args.sources.map(Value::from)),
+            ("commit_message", args.commit_message.map(Value::from)),
+        ];
+        for (key, value) in forms {
+            if let Some(value) = value {
+                body.insert(key.into(), value);
+            }
+        }
+        let request = UpdateRequest::from_json(&Value::Object(body).to_string())
+            .map_err(|e| ToolError::from_txn(&e))?;
+        // The MCP client is the owner's own agent: sources it declares are archived with the
+        // local owner's authority, never with identity fields from the payload.
+        let context = UpdateContext {
+            provenance: Some(ApiProvenance {
+                principal_id: "owner/local".into(),
+                speaker_kind: "owner".into(),
+                speaker_id: "owner/local".into(),
+                authority_tier: "owner".into(),
+                origin_id: UPDATE_ORIGIN.into(),
+            }),
+            speaker_display: Some("Owner".into()),
+            append_only: false,
+        };
+        let _serial = self.updating.lock().unwrap_or_else(PoisonError::into_inner);
+        let outcome = memory
+            .workspace()
+            .update_with(request, context)
+            .map_err(|e| ToolError::from_txn(&e))?;
+        let after = memory.after_install();
+        for (what, error) in [
+            ("the git commit", &after.git_error),
+            ("rebuilding the derived views", &after.views_error),
+            ("updating the search index", &after.index_error),
+        ] {
+            if let Some(err) = error {
+                tracing::warn!(%err, "memory committed, but {what} failed");
+            }
+        }
+        let installed = outcome.installed;
+        let evidence: Map<String, Value> = installed
+            .evidence_ids
+            .iter()
+            .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone().into()))
+            .collect();
+        Ok(Reply::Json(json!({
+            "ok": true,
+            "revision": installed.revision.as_str(),
+            "source_ids": outcome.source_ids,
+            "block_ids": installed.block_ids,
+            "evidence_ids": evidence,
+            "changed_files": installed.changed_files,
+            "memory_committed": true,
+            "git_committed": after.git_commit.is_some(),
+            "git_commit": after.git_commit,
+        })))
+    }
+}
+
+/// The recall text of `hits` in the reference's tool form: per hit `--- <path><anchor>`, a
+/// `speaker: {json}` line for a source record, then its content; blank lines between.
+fn render_hits(hits: &[Hit]) -> String {
+    let blocks: Vec<String> = hits
+        .iter()
+        .map(|hit| {
+            let mut block = format!("--- {}\n", hit.link());
+            if hit.kind == HitKind::Source {
+                let speaker = json!({
+                    "id": hit.speaker_id, "display": hit.speaker_display,
+                    "label": hit.speaker_label,
+                });
+                block.push_str(&format!("speaker: {speaker}\n"));
+            }
+            block.push_str(&hit.content);
+            block
+        })
+        .collect();
+    blocks.join("\n\n")
+}
+
+/// Counts the archive files and their valid frames under `sources/`.
+fn count_sources(root: &Path) -> (usize, usize) {
+    fn walk(dir: &Path, root: &Path, out: &mut (usize, usize)) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() {
+                walk(&path, root, out);
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == "md") {
+                out.0 += 1;
+                let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy();
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    out.1 += scan(&rel.replace('\\', "/"), &text).frames.len();
+                }
+            }
+        }
+    }
+    let mut out = (0, 0);
+    walk(&root.join("sources"), root, &mut out);
+    out
+}
+
+/// What `scriptorium status --json` reports, without the workspace path.
+fn status(memory: &MemoryWorkspace) -> Result<Value, ToolError> {
+    let ws = memory.workspace();
+    let root = ws.root();
+    let state = ws.revision_state().map_err(|e| ToolError::from_txn(&e))?;
+    let files =
+        scriptorium_views::read_topics(root).map_err(|e| ToolError::new("IO", e.to_string()))?;
+    let parsed = parse_tree(&files, &ArchiveResolver::new(scriptorium_views::FsSources::new(root)));
+    let (source_files, source_records) = count_sources(root);
+    let head = memory.history().map(|h| h.log(None, 1));
+    let (git_head, git_txn, git_error) = match head {
+        Some(Ok(entries)) => match entries.into_iter().next() {
+            Some(e) => (Some(e.commit), e.txn_id, None),
+            None => (None, None, None),
+        },
+        Some(Err(err)) => (None, None, Some(err.to_string())),
+        None => (None, None, memory.history_error().map(str::to_owned)),
+    };
+    let in_sync = git_error.is_none()
+        && (state.txn_id.is_empty() || git_txn.as_deref() == Some(&state.txn_id));
+    Ok(json!({
+        "workspace": ws.workspace_id().as_str(),
+        "revision": state.revision.as_str(),
+        "transactions": state.counter,
+        "last_transaction": (!state.txn_id.is_empty()).then_some(&state.txn_id),
+        "topics_edited_outside": state.topics_edited_outside,
+        "sources_changed_outside": state.sources_changed_outside,
+        "topic_files": files.len(),
+        "blocks": parsed.units.len(),
+        "diagnostics": parsed.diagnostics.len(),
+        "source_files": source_files,
+        "source_records": source_records,
+        "core_exists": root.join("topics/core.md").is_file(),
+        "git": { "head": git_head, "txn_id": git_txn, "in_sync": in_sync, "error": git_error },
+    }))
+}
+
+/// The `memory_*` tools over one memory root, as an rmcp server handler. Drive it with
+/// [`serve_stdio`], or call the tool methods directly (in-process tests).
+#[derive(Clone)]
+pub struct MemoryTools {
+    inner: Arc<Inner>,
+    tool_router: ToolRouter<MemoryTools>,
+}
+
+impl std::fmt::Debug for MemoryTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTools").field("root", &self.inner.root).finish_non_exhaustive()
+    }
+}
+
+impl MemoryTools {
+    /// The tools over the workspace at `memory_root` (`<home>/memory`). Nothing is opened yet:
+    /// the first tool call opens the workspace (never creates it) and keeps it open.
+    pub fn new(memory_root: impl Into<PathBuf>) -> MemoryTools {
+        let inner =
+            Inner { root: memory_root.into(), memory: Mutex::new(None), updating: Mutex::new(()) };
+        MemoryTools { inner: Arc::new(inner), tool_router: MemoryTools::tool_router() }
+    }
+
+    /// The memory root the tools serve.
+    pub fn memory_root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// Runs `work` on the blocking pool and turns its outcome into a tool result (a panic
+    /// becomes an `INTERNAL` error result).
+    async fn run(
+        &self,
+        work: impl FnOnce(&Inner) -> Result<Reply, ToolError> + Send + 'static,
+    ) -> CallToolResult {
+        let inner = Arc::clone(&self.inner);
+        match tokio::task::spawn_blocking(move || work(&inner)).await {
+            Ok(Ok(reply)) => reply.into_result(),
+            Ok(Err(err)) => err.into_result(),
+            Err(join) => {
+                tracing::error!(%join, "a memory tool failed");
+                ToolError::new("INTERNAL", format!("the tool failed: {join}")).into_result()
+            }
+        }
+    }
+}
+
+#[tool_router(router = tool_router)]
+impl MemoryTools {
+    /// `memory_search`: ranked recall of topic blocks and source records, fenced once in
+    /// `<memory-context>`.
+    #[tool(
+        name = "memory_search",
+        description = "Recall memory relevant to a query (BM25 over topic blocks and source \
+            records). Returns the best matches inside one <memory-context> block, each as \
+            `--- <path>#^<block id>` (or `#source-…`) followed by its dated text; or \"No memory \
+            matched the query.\".",
+        input_schema = input_schema::<SearchArgs>(),
+        annotations(read_only_hint = true)
+    )]
+    pub async fn memory_search(&self, args: JsonObject) -> CallToolResult {
+        self.run(move |inner| inner.search(parse(args)?)).await
+    }
+
+    /// `memory_grep`: literal text search over the workspace files.
+    #[tool(
+        name = "memory_grep",
+        description = "Find literal text in the memory files (case-insensitive unless \
+            case_sensitive). Returns `path:line: text` lines, at most 200.",
+        input_schema = input_schema::<GrepArgs>(),
+        annotations(read_only_hint = true)
+    )]
+    pub async fn memory_grep(&self, args: JsonObject) -> CallToolResult {
+        self.run(move |inner| inner.grep(parse(args)?)).await
+    }
+
+    /// `memory_get`: a file, one heading section of it, or one block with its evidence.
+    #[tool(
+        name = "memory_get",
+        description = "Read a memory file (at most 400 lines / 40 000 characters), one heading \
+            section of it, or one block paragraph with the evidence definitions it cites.",
+        input_schema = input_schema::<GetArgs>(),
+        annotations(read_only_hint = true)
+    )]
+    pub async fn memory_get(&self, args: JsonObject) -> CallToolResult {
+        self.run(move |inner| inner.get(parse(args)?)).await
+    }
+
+    /// `memory_browse`: the file list, with the derived flag.
+    #[tool(
+        name = "memory_browse",
+        description = "List the memory files under a prefix (at most 200), with their size; \
+            [derived] files (core.md, timeline/, …) are rebuilt from topics and cannot be \
+            edited.",
+        input_schema = input_schema::<BrowseArgs>(),
+        annotations(read_only_hint = true)
+    )]
+    pub async fn memory_browse(&self, args: JsonObject) -> CallToolResult {
+        self.run(move |inner| inner.browse(parse(args)?)).await
+    }
+
+    /// `memory_update`: one compare-and-set change transaction.
+    #[tool(
+        name = "memory_update",
+        description = "Change memory in one validated transaction based on base_revision (from \
+            memory_status), with exactly one of memory_changes (record operations), changes \
+            (whole topic files) or patch (a unified diff). New evidence must cite sources \
+            declared in `sources` (by their new-source-… label) or already archived. Returns \
+            {\"ok\": true, \"revision\", \"block_ids\", …} or {\"ok\": false, \"error\": {\"code\", \
+            \"message\", \"path\"}}; on CONCURRENT_UPDATE read again and retry.",
+        input_schema = input_schema::<UpdateArgs>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false)
+    )]
+    pub async fn memory_update(&self, args: JsonObject) -> CallToolResult {
+        self.run(move |inner| inner.update(args)).await
+    }
+
+    /// `memory_status`: workspace ID, revision, counts and the last transaction.
+    #[tool(
+        name = "memory_status",
+        description = "The memory workspace's ID, current revision (the base_revision for \
+            memory_update), counts of topic files, blocks and sources, the last transaction and \
+            whether git history is in step.",
+        annotations(read_only_hint = true)
+    )]
+    pub async fn memory_status(&self) -> CallToolResult {
+        self.run(Inner::status).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MemoryTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("scriptorium", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+/// Serves the `memory_*` tools over the process's stdin/stdout until the client closes the
+/// connection. Writes nothing to stdout but the protocol.
+pub async fn serve_stdio(memory_root: PathBuf) -> anyhow::Result<()> {
+    let tools = MemoryTools::new(memory_root);
+    tracing::info!(root = %tools.memory_root().display(), "serving memory tools over stdio");
+    let service = tools.serve(rmcp::transport::stdio()).await?;
+    let reason = service.waiting().await?;
+    tracing::info!(?reason, "MCP client disconnected");
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! The MCP tools driven in-process: the error shape of a refusal, path confinement, argument
+//! checks and fencing the recall exactly once.
+
+mod support;
+
+use rmcp::model::{CallToolResult, JsonObject};
+use scriptorium_server::mcp::{MemoryTools, NO_MEMORY_MATCHED};
+use serde_json::{Value, json};
+
+/// The arguments object of a tool call.
+fn args(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("tool arguments must be an object, not {other}"),
+    }
+}
+
+/// Whether the result is an error, and its one text content.
+fn reply(result: &CallToolResult) -> (bool, String) {
+    assert_eq!(result.content.len(), 1, "one content block: {result:?}");
+    let text = result.content[0].as_text().expect("text content").text.clone();
+    (result.is_error == Some(true), text)
+}
+
+/// The `error` object of a refused call (which must be flagged as an error).
+fn refusal(result: &CallToolResult) -> Value {
+    let (is_error, text) = reply(result);
+    assert!(is_error, "expected a refusal, got {text}");
+    let value: Value = serde_json::from_str(&text).expect("a refusal is JSON");
+    assert_eq!(value["ok"], false, "{value}");
+    let error = value["error"].clone();
+    assert!(error["code"].is_string() && error["message"].is_string(), "{error}");
+    assert!(error.get("path").is_some(), "path is always present: {error}");
+    error
+}
+
+/// A JSON answer of a successful call.
+fn answer(result: &CallToolResult) -> Value {
+    let (is_error, text) = reply(result);
+    assert!(!is_error, "expected success, got {text}");
+    serde_json::from_str(&text).expect("a JSON answer")
+}
+
+fn fixture() -> (tempfile::TempDir, MemoryTools) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = support::memory_with_topic(dir.path());
+    (dir, MemoryTools::new(root))
+}
+
+async fn revision(tools: &MemoryTools) -> String {
+    let status = answer(&tools.memory_status().await);
+    status["revision"].as_str().expect("a revision").to_owned()
+}
+
+/// A whole-file write of a new topic citing a source declared with it.
+fn write_topic(base: &str, path: &str, sentence: &str) -> JsonObject {
+    let content = format!(
+        "# Note\n\n{sentence}[^e1]\n\n[^e1]: Time: `2024-05`; Sources: [note](new-source-note)\n"
+    );
+    args(json!({
+        "base_revision": base,
+        "changes": [{ "path": path, "action": "write", "content": content }],
+        "sources": [{ "label": "new-source-note", "role": "user", "content": sentence }],
+    }))
+}
+
+#[tokio::test]
+async fn an_update_installs_and_a_stale_base_revision_is_a_concurrent_update() {
+    let (_dir, tools) = fixture();
+    let base = revision(&tools).await;
+    let done = answer(
+        &tools.memory_update(write_topic(&base, "topics/bees.md", "Dana keeps two hives.")).await,
+    );
+    assert_eq!(done["ok"], true);
+    assert_ne!(done["revision"], base.as_str());
+    assert_eq!(done["memory_committed"], true);
+    assert_eq!(done["git_committed"], true, "{done}");
+    assert!(done["git_commit"].is_string());
+    assert!(done["changed_files"].as_array().expect("list").iter().any(|f| f == "topics/bees.md"));
+    assert_eq!(done["block_ids"].as_object().expect("map").len(), 1);
+    assert!(done["source_ids"]["new-source-note"].is_string(), "{done}");
+    assert_eq!(revision(&tools).await, done["revision"].as_str().expect("revision"));
+
+    let stale =
+        tools.memory_update(write_topic(&base, "topics/wasps.md", "Dana fears wasps.")).await;
+    let error = refusal(&stale);
+    assert_eq!(error["code"], "CONCURRENT_UPDATE", "{error}");
+    assert_eq!(revision(&tools).await, done["revision"].as_str().expect("revision"));
+    assert!(!tools.memory_root().join("topics/wasps.md").exists());
+}
+
+#[tokio::test]
+async fn malformed_updates_are_invalid_arguments_and_change_nothing() {
+    let (_dir, tools) = fixture();
+    let base = revision(&tools).await;
+    let both = json!({
+        "base_revision": base,
+        "changes": [{ "path": "topics/x.md", "action": "delete" }],
+        "patch": "--- a/topics/garden.md\n+++ b/topics/garden.md\n",
+    });
+    let error = refusal(&tools.memory_update(args(both)).await);
+    assert_eq!(error["code"], "INVALID_ARGUMENT");
+    assert!(error["message"].as_str().expect("message").contains("exactly one"), "{error}");
+    let none = json!({ "base_revision": base });
+    assert_eq!(refusal(&tools.memory_update(args(none)).await)["code"], "INVALID_ARGUMENT");
+    let no_base = json!({ "changes": [] });
+    assert_eq!(refusal(&tools.memory_update(args(no_base)).await)["code"], "INVALID_ARGUMENT");
+    let unknown = json!({ "base_revision": base, "patch": "x", "git_commit": true });
+    assert_eq!(refusal(&tools.memory_update(args(unknown)).await)["code"], "INVALID_ARGUMENT");
+    let outside = json!({
+        "base_revision": base,
+        "changes": [{ "path": "../escape.md", "action": "write", "content": "# x\n" }],
+    });
+    let error = refusal(&tools.memory_update(args(outside)).await);
+    assert_eq!(error["code"], "PATH_OUTSIDE_WORKSPACE", "{error}");
+    assert_eq!(revision(&tools).await, base);
+}
+
+#[tokio::test]
+async fn reads_are_confined_to_the_workspace() {
+    let (_dir, tools) = fixture();
+    let error = refusal(&tools.memory_get(args(json!({ "path": "../x" }))).await);
+    assert_eq!(error["code"], "PATH_OUTSIDE_WORKSPACE");
+    assert_eq!(error["path"], "../x");
+    let error = refusal(&tools.memory_get(args(json!({ "path": ".scriptorium/revision" }))).await);
+    assert_eq!(error["code"], "PATH_OUTSIDE_WORKSPACE");
+    let error = refusal(&tools.memory_browse(args(json!({ "prefix": "../.." }))).await);
+    assert_eq!(error["code"], "PATH_OUTSIDE_WORKSPACE");
+    let error = refusal(&tools.memory_grep(args(json!({ "query": "x", "prefix": "/etc" }))).await);
+    assert_eq!(error["code"], "PATH_OUTSIDE_WORKSPACE");
+    let error = refusal(&tools.memory_get(args(json!({ "path": "topics/none.md" }))).await);
+    assert_eq!(error["code"], "NOT_FOUND");
+}
+
+#[tokio::test]
+async fn get_grep_and_browse_read_the_topic() {
+    let (_dir, tools) = fixture();
+    let (is_error, text) =
+        reply(&tools.memory_get(args(json!({ "path": support::TOPIC_PATH }))).await);
+    assert!(!is_error && text.starts_with("# Garden\n"), "{text}");
+    let (_, grep) = reply(&tools.memory_grep(args(json!({ "query": "VEGETABLE" }))).await);
+    assert!(grep.lines().any(|l| l.starts_with("topics/garden.md:3: Dana is planning")), "{grep}");
+    let (_, exact) = reply(
+        &tools.memory_grep(args(json!({ "query": "VEGETABLE", "case_sensitive": true }))).await,
+    );
+    assert_eq!(exact, "No matches.");
+    let (_, files) = reply(&tools.memory_browse(args(json!({}))).await);
+    assert!(files.lines().any(|l| l.starts_with("topics/garden.md (")), "{files}");
+    let status = answer(&tools.memory_status().await);
+    assert_eq!(status["topic_files"], 1);
+    assert_eq!(status["blocks"], 1);
+    assert!(status["source_records"].as_u64().expect("count") >= 1, "{status}");
+    assert!(status["last_transaction"].is_string());
+    assert_eq!(status["git"]["in_sync"], true, "{status}");
+}
+
+#[tokio::test]
+async fn search_fences_the_recall_once() {
+    let (_dir, tools) = fixture();
+    let found = tools.memory_search(args(json!({ "query": "vegetable garden", "top_k": 3 }))).await;
+    let (is_error, text) = reply(&found);
+    assert!(!is_error, "{text}");
+    assert_eq!(text.matches("<memory-context>").count(), 1, "{text}");
+    assert_eq!(text.matches("</memory-context>").count(), 1, "{text}");
+    assert!(text.starts_with("<memory-context>\n") && text.ends_with("</memory-context>"));
+    assert!(text.contains("--- topics/garden.md#^"), "{text}");
+    assert!(text.contains("Dana is planning a vegetable garden."), "{text}");
+    let only_sources = json!({ "query": "vegetable garden", "path_prefix": "sources" });
+    let (_, sources) = reply(&tools.memory_search(args(only_sources)).await);
+    assert!(!sources.contains("topics/garden.md"), "{sources}");
+    let (is_error, none) =
+        reply(&tools.memory_search(args(json!({ "query": "quantum chromodynamics" }))).await);
+    assert!(!is_error);
+    assert_eq!(none, NO_MEMORY_MATCHED);
+}
+
+#[tokio::test]
+async fn bad_argument_shapes_are_tool_errors_not_protocol_errors() {
+    let (_dir, tools) = fixture();
+    let error = refusal(&tools.memory_search(args(json!({ "query": "x", "top_k": "many" }))).await);
+    assert_eq!(error["code"], "INVALID_ARGUMENT");
+    assert_eq!(refusal(&tools.memory_search(args(json!({}))).await)["code"], "INVALID_ARGUMENT");
+    let error = refusal(&tools.memory_get(args(json!({ "path": "x", "extra": 1 }))).await);
+    assert_eq!(error["code"], "INVALID_ARGUMENT");
+}
+
+#[tokio::test]
+async fn without_a_workspace_every_tool_is_memory_not_found() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("memory");
+    let tools = MemoryTools::new(&root);
+    let results = [
+        tools.memory_status().await,
+        tools.memory_search(args(json!({ "query": "garden" }))).await,
+        tools.memory_grep(args(json!({ "query": "garden" }))).await,
+        tools.memory_get(args(json!({ "path": "topics/garden.md" }))).await,
+        tools.memory_browse(args(json!({}))).await,
+        tools.memory_update(args(json!({ "base_revision": "r", "patch": "x" }))).await,
+    ];
+    for result in &results {
+        assert_eq!(refusal(result)["code"], "MEMORY_NOT_FOUND");
+    }
+    assert!(!root.exists(), "no workspace is created");
+}
