@@ -42,6 +42,7 @@ pub mod local;
 pub mod memory;
 pub mod models;
 pub mod runtime;
+pub mod summary;
 
 pub use config::Config;
 pub use interface::{DisabledBackend, MemoryBackend, WriteOutcome};

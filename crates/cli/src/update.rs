@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use scriptorium_backend::summary::update_result;
 use scriptorium_topics_format::source::id::ApiProvenance;
 use scriptorium_txn::Error;
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
@@ -137,26 +138,10 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         Ok(outcome) => outcome,
         Err(err) => return refused(&err, args.json),
     };
-    let installed = outcome.installed;
     let after = memory.after_install();
-    let evidence: serde_json::Map<String, serde_json::Value> = installed
-        .evidence_ids
-        .iter()
-        .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone().into()))
-        .collect();
+    let installed = &outcome.installed;
     if args.json {
-        let out = serde_json::json!({
-            "ok": true,
-            "revision": installed.revision.as_str(),
-            "source_ids": outcome.source_ids,
-            "block_ids": installed.block_ids,
-            "evidence_ids": evidence,
-            "changed_files": installed.changed_files,
-            "memory_committed": true,
-            "git_committed": after.git_commit.is_some(),
-            "git_commit": after.git_commit,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&update_result(&outcome, &after))?);
     } else {
         println!("installed: revision {}", installed.revision.as_str());
         for file in &installed.changed_files {

@@ -44,10 +44,9 @@ use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
+use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_search::{Hit, HitKind, MAX_TOP_K, Query, fence};
 use scriptorium_topics_format::source::id::ApiProvenance;
-use scriptorium_topics_format::source::{ArchiveResolver, scan};
-use scriptorium_topics_format::topic::parse_tree;
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -384,7 +383,10 @@ impl Inner {
 
     fn status(&self) -> Result<Reply, ToolError> {
         let memory = self.memory()?;
-        status(&memory).map(Reply::Json)
+        let status = workspace_status(&memory).map_err(|e| ToolError::new("IO", e.to_string()))?;
+        serde_json::to_value(status)
+            .map(Reply::Json)
+            .map_err(|e| ToolError::new("INTERNAL", e.to_string()))
     }
 
     fn update(&self, args: JsonObject) -> Result<Reply, ToolError> {
@@ -434,23 +436,7 @@ impl Inner {
                 tracing::warn!(%err, "memory committed, but {what} failed");
             }
         }
-        let installed = outcome.installed;
-        let evidence: Map<String, Value> = installed
-            .evidence_ids
-            .iter()
-            .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone().into()))
-            .collect();
-        Ok(Reply::Json(json!({
-            "ok": true,
-            "revision": installed.revision.as_str(),
-            "source_ids": outcome.source_ids,
-            "block_ids": installed.block_ids,
-            "evidence_ids": evidence,
-            "changed_files": installed.changed_files,
-            "memory_committed": true,
-            "git_committed": after.git_commit.is_some(),
-            "git_commit": after.git_commit,
-        })))
+        Ok(Reply::Json(update_result(&outcome, &after)))
     }
 }
 
@@ -473,66 +459,6 @@ fn render_hits(hits: &[Hit]) -> String {
         })
         .collect();
     blocks.join("\n\n")
-}
-
-/// Counts the archive files and their valid frames under `sources/`.
-fn count_sources(root: &Path) -> (usize, usize) {
-    fn walk(dir: &Path, root: &Path, out: &mut (usize, usize)) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else { continue };
-            let path = entry.path();
-            if kind.is_dir() {
-                walk(&path, root, out);
-            } else if kind.is_file() && path.extension().is_some_and(|e| e == "md") {
-                out.0 += 1;
-                let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy();
-                if let Ok(text) = std::fs::read_to_string(&path) {
-                    out.1 += scan(&rel.replace('\\', "/"), &text).frames.len();
-                }
-            }
-        }
-    }
-    let mut out = (0, 0);
-    walk(&root.join("sources"), root, &mut out);
-    out
-}
-
-/// What `scriptorium status --json` reports, without the workspace path.
-fn status(memory: &MemoryWorkspace) -> Result<Value, ToolError> {
-    let ws = memory.workspace();
-    let root = ws.root();
-    let state = ws.revision_state().map_err(|e| ToolError::from_txn(&e))?;
-    let files =
-        scriptorium_views::read_topics(root).map_err(|e| ToolError::new("IO", e.to_string()))?;
-    let parsed = parse_tree(&files, &ArchiveResolver::new(scriptorium_views::FsSources::new(root)));
-    let (source_files, source_records) = count_sources(root);
-    let head = memory.history().map(|h| h.log(None, 1));
-    let (git_head, git_txn, git_error) = match head {
-        Some(Ok(entries)) => match entries.into_iter().next() {
-            Some(e) => (Some(e.commit), e.txn_id, None),
-            None => (None, None, None),
-        },
-        Some(Err(err)) => (None, None, Some(err.to_string())),
-        None => (None, None, memory.history_error().map(str::to_owned)),
-    };
-    let in_sync = git_error.is_none()
-        && (state.txn_id.is_empty() || git_txn.as_deref() == Some(&state.txn_id));
-    Ok(json!({
-        "workspace": ws.workspace_id().as_str(),
-        "revision": state.revision.as_str(),
-        "transactions": state.counter,
-        "last_transaction": (!state.txn_id.is_empty()).then_some(&state.txn_id),
-        "topics_edited_outside": state.topics_edited_outside,
-        "sources_changed_outside": state.sources_changed_outside,
-        "topic_files": files.len(),
-        "blocks": parsed.units.len(),
-        "diagnostics": parsed.diagnostics.len(),
-        "source_files": source_files,
-        "source_records": source_records,
-        "core_exists": root.join("topics/core.md").is_file(),
-        "git": { "head": git_head, "txn_id": git_txn, "in_sync": in_sync, "error": git_error },
-    }))
 }
 
 /// The `memory_*` tools over one memory root, as an rmcp server handler. Drive it with

@@ -1,0 +1,151 @@
+//! What a workspace holds and whether its history is in step: the one status computation the
+//! CLI (`scriptorium status`) and the MCP tool (`memory_status`) share.
+
+use std::path::Path;
+
+use scriptorium_topics_format::source::{ArchiveResolver, scan};
+use scriptorium_topics_format::topic::parse_tree;
+use scriptorium_views::{FsSources, read_topics};
+use serde::Serialize;
+
+use crate::memory::MemoryWorkspace;
+
+/// The git side of [`WorkspaceStatus`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GitStatus {
+    /// The HEAD commit, if any.
+    pub head: Option<String>,
+    /// The transaction HEAD records (`Txn-Id:` trailer).
+    pub txn_id: Option<String>,
+    /// Whether HEAD records the installed transaction.
+    pub in_sync: bool,
+    /// Why git is unavailable, if it is.
+    pub error: Option<String>,
+}
+
+/// A workspace's status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorkspaceStatus {
+    /// The workspace ID.
+    pub workspace: String,
+    /// The installed revision.
+    pub revision: String,
+    /// Installs and archive appends so far.
+    pub transactions: u64,
+    /// The last transaction ID, if any.
+    pub last_transaction: Option<String>,
+    /// Whether `topics/` was edited outside a transaction.
+    pub topics_edited_outside: bool,
+    /// Whether `sources/` changed outside an append.
+    pub sources_changed_outside: bool,
+    /// Topic files.
+    pub topic_files: usize,
+    /// Blocks (parsed units).
+    pub blocks: usize,
+    /// Topic diagnostics (run `scriptorium check`).
+    pub diagnostics: usize,
+    /// Archive files under `sources/`.
+    pub source_files: usize,
+    /// Valid frames in them.
+    pub source_records: usize,
+    /// Whether `topics/core.md` exists.
+    pub core_exists: bool,
+    /// The history.
+    pub git: GitStatus,
+}
+
+/// Reads the status of `memory` (every topic parsed, every archive scanned).
+pub fn workspace_status(memory: &MemoryWorkspace) -> Result<WorkspaceStatus, StatusError> {
+    let ws = memory.workspace();
+    let root = ws.root();
+    let state = ws.revision_state()?;
+    let files = read_topics(root)?;
+    let parsed = parse_tree(&files, &ArchiveResolver::new(FsSources::new(root)));
+    let (source_files, source_records) = count_sources(root);
+    let head = memory.history().map(|h| h.log(None, 1));
+    let (head, txn_id, error) = match head {
+        Some(Ok(entries)) => match entries.into_iter().next() {
+            Some(e) => (Some(e.commit), e.txn_id, None),
+            None => (None, None, None),
+        },
+        Some(Err(err)) => (None, None, Some(err.to_string())),
+        None => (None, None, memory.history_error().map(str::to_owned)),
+    };
+    let in_sync =
+        error.is_none() && (state.txn_id.is_empty() || txn_id.as_deref() == Some(&state.txn_id));
+    Ok(WorkspaceStatus {
+        workspace: ws.workspace_id().as_str().to_owned(),
+        revision: state.revision.as_str().to_owned(),
+        transactions: state.counter,
+        last_transaction: (!state.txn_id.is_empty()).then(|| state.txn_id.clone()),
+        topics_edited_outside: state.topics_edited_outside,
+        sources_changed_outside: state.sources_changed_outside,
+        topic_files: files.len(),
+        blocks: parsed.units.len(),
+        diagnostics: parsed.diagnostics.len(),
+        source_files,
+        source_records,
+        core_exists: root.join("topics/core.md").is_file(),
+        git: GitStatus { head, txn_id, in_sync, error },
+    })
+}
+
+/// Why the status cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The revision state is unreadable.
+    #[error(transparent)]
+    Txn(#[from] scriptorium_txn::Error),
+    /// The topics cannot be read.
+    #[error(transparent)]
+    Views(#[from] scriptorium_views::Error),
+}
+
+/// Counts the archive files and their valid frames under `sources/`.
+fn count_sources(root: &Path) -> (usize, usize) {
+    fn walk(dir: &Path, root: &Path, out: &mut (usize, usize)) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() {
+                walk(&path, root, out);
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == "md") {
+                out.0 += 1;
+                let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy();
+                if let Ok(text) = std::fs::read_to_string(&path) {
+                    out.1 += scan(&rel.replace('\\', "/"), &text).frames.len();
+                }
+            }
+        }
+    }
+    let mut out = (0, 0);
+    walk(&root.join("sources"), root, &mut out);
+    out
+}
+
+/// The success shape of an update (reference §8.4, the CLI's `update --json` and the MCP
+/// `memory_update` tool): `{ok, revision, source_ids, block_ids, evidence_ids, changed_files,
+/// memory_committed, git_committed, git_commit}`, evidence keyed `topics/<file>#<label>`.
+pub fn update_result(
+    outcome: &scriptorium_txn::UpdateOutcome,
+    after: &crate::memory::AfterInstall,
+) -> serde_json::Value {
+    let installed = &outcome.installed;
+    let evidence: serde_json::Map<String, serde_json::Value> = installed
+        .evidence_ids
+        .iter()
+        .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone().into()))
+        .collect();
+    serde_json::json!({
+        "ok": true,
+        "revision": installed.revision.as_str(),
+        "source_ids": outcome.source_ids,
+        "block_ids": installed.block_ids,
+        "evidence_ids": evidence,
+        "changed_files": installed.changed_files,
+        "memory_committed": true,
+        "git_committed": after.git_commit.is_some(),
+        "git_commit": after.git_commit,
+    })
+}
