@@ -147,7 +147,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         for file in &installed.changed_files {
             println!("  changed {file}");
         }
-        memory::print_installed(&installed, &after);
+        memory::print_installed(installed, &after);
     }
     Ok(ExitCode::SUCCESS)
 }
