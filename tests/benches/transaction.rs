@@ -9,56 +9,12 @@ use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use scriptorium_backend::memory::{MemoryWorkspace, Wiring};
-use scriptorium_topics_format::source::{ArchiveRecord, anchor_for, plan_append};
 use scriptorium_txn::BeginOptions;
 use scriptorium_txn::change::UpdateRequest;
 
-const BLOCKS_PER_FILE: usize = 50;
+mod common;
 
-/// Writes `files` topic files of `BLOCKS_PER_FILE` cited paragraphs each, with one archive per
-/// file holding the cited messages.
-fn generate(root: &Path, files: usize) {
-    for f in 0..files {
-        let thread = format!("bench-{f:04}");
-        let records: Vec<ArchiveRecord> = (0..BLOCKS_PER_FILE)
-            .map(|b| {
-                let mut r = ArchiveRecord::new(
-                    "openprogram",
-                    thread.clone(),
-                    format!("m{b}"),
-                    b as u64,
-                    "user",
-                    format!(
-                        "Message {b} of thread {f}: the owner mentions topic {f}-{b} in passing."
-                    ),
-                );
-                r.timestamp = Some(format!("2024-03-{:02}T10:00:00+00:00", 1 + b % 28));
-                r
-            })
-            .collect();
-        let tree = std::collections::BTreeMap::<String, String>::new();
-        let plan = plan_append(&records, &tree).expect("valid records");
-        for write in plan.writes {
-            let path = root.join(&write.rel_path);
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-            std::fs::write(path, write.new_text).expect("write archive");
-        }
-        let mut text = format!("# Topic {f}\n\n## Facts\n");
-        for b in 0..BLOCKS_PER_FILE {
-            let id = format!("openprogram/{thread}/m{b}");
-            text.push_str(&format!(
-                "\nFact {b} about topic {f}: the owner cares about item {f}-{b} and said so.\
-                 [^e-{f:04}{b:06}] ^{f:04}{b:04}\n\n\
-                 [^e-{f:04}{b:06}]: Time: `2024-03-{:02}`; Sources: [item {b}](../sources/openprogram/_v2/{thread}.md#{})\n",
-                1 + b % 28,
-                anchor_for(&id)
-            ));
-        }
-        let topic = root.join(format!("topics/t{f:04}.md"));
-        std::fs::create_dir_all(topic.parent().expect("a parent")).expect("mkdir");
-        std::fs::write(topic, text).expect("write topic");
-    }
-}
+use common::{BLOCKS_PER_FILE, generate};
 
 fn bench_edit(c: &mut Criterion, name: &str, files: usize, wiring: Wiring) {
     let dir = tempfile::tempdir().expect("a temp dir");

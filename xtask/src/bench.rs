@@ -39,6 +39,8 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("views/core_render_12k_tokens", Budget::MaxNanos(1.0 * MS)),
     ("views/rebuild_10k_blocks", Budget::MaxNanos(50.0 * MS)),
     ("search/warm_search", Budget::MaxNanos(100.0 * US)),
+    ("backend/search_fenced_10k_blocks", Budget::MaxNanos(100.0 * US)),
+    ("backend/system_prompt_10k_blocks", Budget::MaxNanos(50.0 * US)),
     ("search/open_and_first_search", Budget::MaxNanos(50.0 * MS)),
     ("search/incremental_update_one_paragraph", Budget::MaxNanos(20.0 * MS)),
 ];

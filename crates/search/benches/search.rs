@@ -10,46 +10,13 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use scriptorium_search::{Changes, Index, Query};
+use scriptorium_testkit::synthetic::Words;
 use scriptorium_topics_format::source::{ArchiveRecord, plan_append};
 
 const BLOCKS: usize = 10_000;
 const BLOCKS_PER_FILE: usize = 20;
 const RECORDS: usize = 50_000;
 const RECORDS_PER_ARCHIVE: usize = 1_000;
-
-/// A deterministic word generator (xorshift) over a synthetic vocabulary.
-struct Words(u64);
-
-impl Words {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn word(&mut self) -> String {
-        // Zipf-like: small indexes are much more frequent.
-        let r = self.next() % 1_000_000;
-        let index = (r * r / 1_000_000) % 8_000;
-        word(index)
-    }
-
-    fn sentence(&mut self, n: usize) -> String {
-        (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
-    }
-}
-
-fn word(index: u64) -> String {
-    const SYLLABLES: [&str; 20] = [
-        "ka", "lo", "mi", "ten", "ra", "su", "vo", "pel", "dan", "qui", "zor", "bel", "fi", "gu",
-        "hal", "jo", "nu", "pra", "sel", "tor",
-    ];
-    let a = SYLLABLES[(index % 20) as usize];
-    let b = SYLLABLES[((index / 20) % 20) as usize];
-    let c = SYLLABLES[((index / 400) % 20) as usize];
-    format!("{a}{b}{c}")
-}
 
 fn generate(root: &Path) {
     let mut words = Words(0x9e37_79b9_7f4a_7c15);

@@ -26,6 +26,8 @@
 //! }
 //! ```
 
+pub mod synthetic;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
