@@ -14,7 +14,14 @@ use scriptorium_txn::change::UpdateRequest;
 
 mod common;
 
-use common::{BLOCKS_PER_FILE, generate};
+use common::{BLOCKS_PER_FILE, generate_with};
+
+/// The transaction benches' workspace: every paragraph says what it is about.
+fn generate(root: &Path, files: usize) {
+    generate_with(root, files, &mut |f, b| {
+        format!("Fact {b} about topic {f}: the owner cares about item {f}-{b} and said so.")
+    });
+}
 
 fn bench_edit(c: &mut Criterion, name: &str, files: usize, wiring: Wiring) {
     let dir = tempfile::tempdir().expect("a temp dir");

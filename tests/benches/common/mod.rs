@@ -10,13 +10,7 @@ pub(crate) const BLOCKS_PER_FILE: usize = 50;
 
 /// Writes `files` topic files of `BLOCKS_PER_FILE` cited paragraphs each, with one archive per
 /// file holding the cited messages.
-pub(crate) fn generate(root: &Path, files: usize) {
-    generate_with(root, files, &mut |f, b| {
-        format!("Fact {b} about topic {f}: the owner cares about item {f}-{b} and said so.")
-    });
-}
-
-/// [`generate`] with the paragraph text of block `b` of file `f` given by `text`.
+/// The paragraph text of block `b` of file `f` is given by `text`.
 pub(crate) fn generate_with(
     root: &Path,
     files: usize,
