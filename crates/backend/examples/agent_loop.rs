@@ -104,14 +104,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("  memory: wrote {} batch(es)", report.batches.len());
             }
             Ok(_) => {}
-            Err(failure) if failure.retryable => println!("  memory: retry later ({})", failure.code),
+            Err(failure) if failure.retryable => {
+                println!("  memory: retry later ({})", failure.code)
+            }
             Err(failure) => println!("  memory: failed for good ({failure})"),
         }
         if context.len() > 8 {
             // The compactor drops the oldest turns; memory keeps what cites them.
             let dropped: Vec<Node> = context.drain(..4).collect();
             let kept = memory.extract_before_discard(&session, &dropped).await;
-            println!("  compaction: {} block(s) of memory carried over", kept.matches("said:").count());
+            println!(
+                "  compaction: {} block(s) of memory carried over",
+                kept.matches("said:").count()
+            );
         }
     }
     memory.shutdown().await;

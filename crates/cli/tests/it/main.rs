@@ -8,4 +8,5 @@ mod recall;
 mod sessions;
 mod support;
 mod update;
+mod watch;
 mod write;
