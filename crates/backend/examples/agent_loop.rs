@@ -105,7 +105,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Ok(_) => {}
             Err(failure) if failure.retryable => {
-                println!("  memory: retry later ({})", failure.code)
+                println!("  memory: retry later ({})", failure.code);
             }
             Err(failure) => println!("  memory: failed for good ({failure})"),
         }
