@@ -41,6 +41,8 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("search/warm_search", Budget::MaxNanos(100.0 * US)),
     ("backend/search_fenced_10k_blocks", Budget::MaxNanos(100.0 * US)),
     ("backend/system_prompt_10k_blocks", Budget::MaxNanos(50.0 * US)),
+    ("web/get_core_10k_blocks", Budget::MaxNanos(5.0 * MS)),
+    ("web/get_topic_with_html_10k_blocks", Budget::MaxNanos(5.0 * MS)),
     ("search/open_and_first_search", Budget::MaxNanos(50.0 * MS)),
     ("search/incremental_update_one_paragraph", Budget::MaxNanos(20.0 * MS)),
 ];

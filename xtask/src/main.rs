@@ -132,6 +132,22 @@ fn mcp_python(root: &Path) -> anyhow::Result<PathBuf> {
     Ok(python)
 }
 
+/// The browser test's Node dependencies (`playwright-core`, pinned by its lock file), installed
+/// with `npm ci` when missing. Returns whether the browser test is required: on CI (`CI` set,
+/// where `.ci/run` installs Debian's chromium) or wherever `/usr/bin/chromium` exists; elsewhere
+/// the test reports itself as not run.
+fn browser_deps(root: &Path) -> anyhow::Result<bool> {
+    let dir = root.join("crates/cli/tests/browser");
+    let required = std::env::var_os("CI").is_some() || Path::new("/usr/bin/chromium").exists();
+    if !required || dir.join("node_modules/playwright-core").is_dir() {
+        return Ok(required);
+    }
+    let mut npm = Command::new("npm");
+    npm.arg("ci").arg("--prefix").arg(&dir).arg("--no-audit").arg("--no-fund");
+    run_step("npm ci (the browser test's playwright-core)", npm)?;
+    Ok(true)
+}
+
 fn ci() -> anyhow::Result<()> {
     let root = repo_root();
     let data = data_dir()?;
@@ -145,12 +161,14 @@ fn ci() -> anyhow::Result<()> {
     run_step("cargo clippy", clippy)?;
 
     let python = mcp_python(&root)?;
+    let browser = browser_deps(&root)?;
     let mut test = cargo();
     test.args(["test", "--workspace", "--locked"])
         .env("SCRIPTORIUM_TEST_DATA", &data)
         .env("SCRIPTORIUM_REQUIRE_TEST_DATA", "1")
         .env("SCRIPTORIUM_MCP_PYTHON", &python)
         .env("SCRIPTORIUM_REQUIRE_MCP", "1")
+        .env("SCRIPTORIUM_REQUIRE_BROWSER", if browser { "1" } else { "0" })
         .env("INSTA_UPDATE", "no")
         .env("CI", "true");
     run_step("cargo test", test)?;

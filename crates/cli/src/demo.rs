@@ -1,8 +1,8 @@
 //! `scriptorium demo`: the whole product on a fresh machine, with no model and no network — a
 //! home in `./scriptorium-demo/` (or `--home`), a bundled conversation with a fork and a
 //! compaction imported, written by the configured model (the journal writer when none is),
-//! two preferences pinned to the core through the change API, a few searches, and a tour of
-//! what to look at next.
+//! two preferences pinned to the core through the change API, a few searches, a tour of what
+//! to look at next, and then the web UI on that home (unless `--no-serve`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,10 +26,12 @@ const SESSION: &str = "garden-planning";
 /// Arguments of `scriptorium demo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Do not start the web UI afterwards (it lands with the server; until then the demo
-    /// always ends with the tour).
+    /// End with the tour instead of serving the web UI.
     #[arg(long)]
     no_serve: bool,
+    /// Where the web UI listens (loopback).
+    #[arg(long, default_value = scriptorium_server::web::DEFAULT_ADDR)]
+    addr: std::net::SocketAddr,
 }
 
 /// The demo home: `--home` when given, else `./scriptorium-demo`.
@@ -37,8 +39,18 @@ pub(crate) fn home(flag: Option<PathBuf>) -> Home {
     Home::resolve(Some(flag.unwrap_or_else(|| PathBuf::from("scriptorium-demo"))))
 }
 
-/// Runs the demo.
+/// Runs the demo, then serves the web UI on it (unless `--no-serve`).
 pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
+    tour(home)?;
+    if args.no_serve {
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("\nThe web UI (Topics, Timeline, Recent, Core) on this home:");
+    crate::serve::run(home, &crate::serve::Args::loopback(args.addr))
+}
+
+/// Everything but the server; the backend is closed when it returns.
+fn tour(home: &Home) -> anyhow::Result<()> {
     let root = home.root();
     println!("Scriptorium demo in {}", root.display());
     let config = crate::config(home)?;
@@ -120,12 +132,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         let command = command.replace("{home}", &home_arg.to_string());
         println!("  scriptorium --home {home_arg} {command}");
     }
-    if !args.no_serve {
-        println!(
-            "\n(The web UI arrives with the server; run again with --no-serve to skip this note.)"
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Creates `topics/core.md` with two preferences cited from the conversation, once.

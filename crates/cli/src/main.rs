@@ -21,6 +21,7 @@ mod mcp;
 mod memory;
 mod rebuild;
 mod search;
+mod serve;
 mod sessions;
 mod status;
 mod update;
@@ -95,6 +96,8 @@ enum Command {
     /// Run the runtime services: write idle sessions, reorganize nightly, import transcript
     /// folders as they grow.
     Watch(watch::Args),
+    /// Serve the web UI and the REST API on loopback (prints the URL with the access token).
+    Serve(serve::Args),
     /// Serve the memory tools over MCP on stdio (for Claude Code, Codex, any MCP client).
     Mcp(mcp::Args),
     /// The whole product in one command, offline: import a bundled conversation, write it,
@@ -134,6 +137,7 @@ fn main() -> ExitCode {
         Command::Write(args) => write::run(&home, args),
         Command::Sleep(args) => write::sleep(&home, args),
         Command::Watch(args) => watch::run(&home, &args),
+        Command::Serve(args) => serve::run(&home, &args),
         Command::Mcp(args) => mcp::run(&home, &args),
         Command::Demo(args) => demo::run(&home, &args),
     };

@@ -6,8 +6,26 @@
 //! [`mcp`] serves the `memory_*` tools of reference §8.4 to chat agents over MCP (stdio): every
 //! refusal is a tool result `{"ok": false, "error": {…}}` with the engine's stable code.
 //!
+//! [`web`] serves the owner's page and the REST API of reference §8.5 over HTTP (axum), secure by
+//! default: loopback only, a per-home token, `Host` and `Origin` checks and a strict CSP (see
+//! [`web::security`]).
+//!
 //! # Limitations
 //!
-//! The REST API and the web UI are not implemented yet: they are filled by the web UI issue.
+//! - The web server is plain HTTP; it is meant for the owner's own machine.
+//! - `POST /api/memory/embedding/install` and the settings API of the reference are not served.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn run() -> anyhow::Result<()> {
+//! let addr = "127.0.0.1:7878".parse()?;
+//! scriptorium_server::web::serve("home".into(), addr, async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! })
+//! .await
+//! # }
+//! ```
 
 pub mod mcp;
+pub mod web;

@@ -1,0 +1,321 @@
+//! Real-browser end-to-end test of the web page (design section 09): builds a workspace with a
+//! few valid topics, a core master and timeline entries, starts `scriptorium serve` on a free
+//! loopback port, and runs `tests/browser/e2e.mjs` (Playwright driving Chromium) against the
+//! link the server prints, at 1280×800 and 390×844. Screenshots go to
+//! `target/browser-artifacts/`.
+//!
+//! Without `node`, Chromium (`$CHROMIUM`, default `/usr/bin/chromium`) or the installed node
+//! modules (`npm ci --prefix crates/cli/tests/browser`) the trial is reported as ignored (not
+//! run); `SCRIPTORIUM_REQUIRE_BROWSER=1` turns that into a failure. A second trial checks the
+//! page's size budget and CSP hygiene and always runs.
+
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "test harness")]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use scriptorium_backend::{Config, LocalBackend};
+use scriptorium_topics_format::source::id::ApiProvenance;
+use scriptorium_txn::{UpdateContext, UpdateRequest};
+use scriptorium_writer::model::journal::Journal;
+use serde_json::json;
+
+/// Set to `1` to fail, instead of skip, when the browser toolchain is missing.
+const REQUIRE_ENV: &str = "SCRIPTORIUM_REQUIRE_BROWSER";
+/// The page's three assets may weigh at most this much together.
+const ASSET_BUDGET: u64 = 100 * 1024;
+/// How long the server may take to print its link, and the whole e2e run may take.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let trials = vec![Trial::test("assets_fit_the_budget_and_the_csp", assets), browser_trial()];
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn node_dir() -> PathBuf {
+    manifest_dir().join("tests").join("browser")
+}
+
+fn assets_dir() -> PathBuf {
+    manifest_dir().join("..").join("server").join("assets")
+}
+
+fn chromium() -> PathBuf {
+    std::env::var_os("CHROMIUM")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from)
+}
+
+/// What is missing to run the browser test, if anything.
+fn missing_toolchain() -> Vec<String> {
+    let mut missing = Vec::new();
+    let node = Command::new("node").arg("--version").output();
+    if !node.is_ok_and(|o| o.status.success()) {
+        missing.push("`node` on PATH".to_owned());
+    }
+    if !chromium().is_file() {
+        missing.push(format!("Chromium at {} (apt-get install chromium)", chromium().display()));
+    }
+    if !node_dir().join("node_modules").join("playwright-core").join("package.json").is_file() {
+        missing.push(format!("playwright-core (npm ci --prefix {})", node_dir().display()));
+    }
+    missing
+}
+
+fn browser_trial() -> Trial {
+    let name = "page_works_in_chromium_at_desktop_and_phone_widths";
+    let missing = missing_toolchain();
+    if missing.is_empty() {
+        return Trial::test(name, run_browser);
+    }
+    let what = missing.join(", ");
+    if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") {
+        Trial::test(name, move || Err(format!("{REQUIRE_ENV}=1 but missing: {what}").into()))
+    } else {
+        eprintln!("note: browser test not run, missing: {what}");
+        Trial::test(name, || Ok(())).with_ignored_flag(true).with_kind("needs-browser")
+    }
+}
+
+/// The three assets stay under the size budget and hold nothing a strict CSP would block.
+fn assets() -> Result<(), Failed> {
+    let mut total = 0;
+    for name in ["index.html", "app.js", "app.css"] {
+        let path = assets_dir().join(name);
+        total += std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?.len();
+    }
+    if total > ASSET_BUDGET {
+        return Err(
+            format!("the page weighs {total} bytes, over the {ASSET_BUDGET}-byte budget").into()
+        );
+    }
+    let html = std::fs::read_to_string(assets_dir().join("index.html")).unwrap();
+    let lower = html.to_lowercase();
+    if lower.contains(" style=") || lower.contains("<style") {
+        return Err("index.html carries inline styles, which the CSP blocks".into());
+    }
+    if lower.matches("<script").count() != lower.matches("<script type=\"module\" src=").count() {
+        return Err("index.html carries an inline script, which the CSP blocks".into());
+    }
+    if lower.contains("http://") || lower.contains("https://") {
+        return Err("index.html loads something from another origin".into());
+    }
+    Ok(())
+}
+
+/// A footnote definition citing the declared source `label` at `time`.
+fn topic(title: &str, paragraphs: &[(&str, &str, &str)]) -> String {
+    let mut text = format!("# {title}\n\n");
+    let mut defs = String::new();
+    for (i, (sentence, time, label)) in paragraphs.iter().enumerate() {
+        let n = i + 1;
+        text.push_str(&format!("{sentence}[^e{n}]\n\n"));
+        defs.push_str(&format!(
+            "[^e{n}]: Time: `{time}`; Sources: [{title}](new-source-{label})\n"
+        ));
+    }
+    text + &defs
+}
+
+/// Installs a few topics in folders, a root topic and a core master into `<home>/memory`.
+fn build_workspace(home: &Path) {
+    let backend =
+        LocalBackend::open(home, Config::default(), Arc::new(Journal)).expect("the backend opens");
+    let ws = backend.memory().workspace().clone();
+    let sources = [
+        ("garden", "I'm planning a vegetable garden.", "2024-04-02T09:00:00Z"),
+        ("units", "Please use metric units.", "2024-04-03T09:00:00Z"),
+        ("bikes", "Sam fixes bikes on weekends.", "2024-05-11T09:00:00Z"),
+        ("budget", "I track my spending in a spreadsheet.", "2024-05-20T09:00:00Z"),
+        ("short", "I prefer short answers.", "2024-03-15T08:00:00Z"),
+    ];
+    let changes = [
+        (
+            "topics/people/dana.md",
+            topic(
+                "Dana",
+                &[
+                    ("Dana is planning a vegetable garden.", "2024-04-02", "garden"),
+                    ("Dana prefers metric units.", "2024-04-03", "units"),
+                ],
+            ),
+        ),
+        (
+            "topics/people/sam.md",
+            topic("Sam", &[("Sam repairs bikes on weekends.", "2024-05", "bikes")]),
+        ),
+        (
+            "topics/projects/budget-tracker.md",
+            topic(
+                "Budget tracker",
+                &[("Dana keeps a monthly spending spreadsheet.", "2024-05-20", "budget")],
+            ),
+        ),
+        ("topics/core.md", topic("Core", &[("Dana prefers short answers.", "undated", "short")])),
+    ];
+    let body = json!({
+        "base_revision": ws.revision().expect("a revision").as_str(),
+        "sources": sources.iter().map(|(label, content, at)| json!({
+            "label": format!("new-source-{label}"), "role": "user",
+            "content": content, "observed_at": at,
+        })).collect::<Vec<_>>(),
+        "changes": changes.iter().map(|(path, content)| json!({
+            "path": path, "action": "write", "content": content,
+        })).collect::<Vec<_>>(),
+        "commit_message": "browser test fixture",
+    });
+    let provenance = ApiProvenance {
+        principal_id: "owner/local".into(),
+        speaker_kind: "owner".into(),
+        speaker_id: "owner/local".into(),
+        authority_tier: "owner".into(),
+        origin_id: "owner-test/browser".into(),
+    };
+    ws.update_with(
+        UpdateRequest::from_json(&body.to_string()).expect("a valid request"),
+        UpdateContext { provenance: Some(provenance), ..UpdateContext::default() },
+    )
+    .expect("the fixture installs");
+}
+
+/// Kills the server when the trial ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener.local_addr().expect("an address").port()
+}
+
+/// Collects a child's stream in the background (so it never blocks on a full pipe).
+fn drain(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let buf = Arc::new(Mutex::new(String::new()));
+    let sink = buf.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            let mut text = sink.lock().unwrap();
+            text.push_str(&line);
+            text.push('\n');
+        }
+    });
+    buf
+}
+
+fn run_browser() -> Result<(), Failed> {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let home = dir.path().join("home");
+    build_workspace(&home);
+
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(&home)
+        .args(["serve", "--addr", &addr])
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start `scriptorium serve`: {e}"))?;
+    let stdout = child.stdout.take().unwrap();
+    let stderr = drain(child.stderr.take().unwrap());
+    let mut server = Server(child);
+
+    // The link is the first stdout line holding `#token=`; keep draining stdout afterwards.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + START_TIMEOUT;
+    let url = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let (Some(start), true) = (line.find("http://"), line.contains("#token=")) {
+                    let url: String =
+                        line[start..].chars().take_while(|c| !c.is_whitespace()).collect();
+                    break url;
+                }
+            }
+            Err(err) => {
+                // A closed stdout means the server is exiting: wait for its status.
+                let status = match err {
+                    mpsc::RecvTimeoutError::Disconnected => server.0.wait().ok(),
+                    mpsc::RecvTimeoutError::Timeout => server.0.try_wait().ok().flatten(),
+                };
+                return Err(format!(
+                    "`scriptorium serve --addr {addr}` printed no link with #token= (exit: {status:?}); stderr:\n{}",
+                    stderr.lock().unwrap()
+                )
+                .into());
+            }
+        }
+    };
+    if !url.starts_with(&format!("http://{addr}/")) {
+        return Err(format!("the printed link {url} is not on {addr}").into());
+    }
+
+    let artifacts = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("CARGO_TARGET_TMPDIR lives in the target directory")
+        .join("browser-artifacts");
+    std::fs::create_dir_all(&artifacts).expect("the artifacts directory");
+    let mut node = Command::new("node")
+        .arg("e2e.mjs")
+        .current_dir(node_dir())
+        .env("BASE_URL", &url)
+        .env("ARTIFACTS", &artifacts)
+        .env("CHROMIUM", chromium())
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start node: {e}"))?;
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let status = loop {
+        if let Some(status) = node.try_wait().expect("node's status") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = node.kill();
+            let _ = node.wait();
+            return Err(format!("e2e.mjs did not finish within {RUN_TIMEOUT:?}").into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    if let Ok(Some(exit)) = server.0.try_wait() {
+        return Err(format!(
+            "the server exited during the run ({exit}); stderr:\n{}",
+            stderr.lock().unwrap()
+        )
+        .into());
+    }
+    drop(server);
+    if !status.success() {
+        return Err(format!(
+            "e2e.mjs failed ({status}); screenshots in {}; server stderr:\n{}",
+            artifacts.display(),
+            stderr.lock().unwrap()
+        )
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,265 @@
+// End-to-end test of the Scriptorium web page in a real Chromium, at 1280×800 and 390×844.
+//
+// Environment: BASE_URL (the link printed by `scriptorium serve`, with `#token=…`), ARTIFACTS
+// (a directory for screenshots), optionally CHROMIUM (default /usr/bin/chromium).
+// The workspace behind BASE_URL must hold at least one topic whose paragraphs cite footnotes,
+// a timeline entry and a core master. Exits non-zero with a message on the first failure.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const BASE_URL = process.env.BASE_URL;
+const ARTIFACTS = process.env.ARTIFACTS;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+if (!BASE_URL || !BASE_URL.includes('#token=')) fail('BASE_URL must be the served link, with #token=…');
+if (!ARTIFACTS) fail('ARTIFACTS must name a directory for screenshots');
+fs.mkdirSync(ARTIFACTS, { recursive: true });
+
+const TIMEOUT = 10000;
+let width = 0;
+let stepName = 'start';
+
+function fail(message) {
+  console.error(`e2e FAILED${width ? ` at ${width}px` : ''}${stepName ? ` (step ${stepName})` : ''}: ${message}`);
+  process.exit(1);
+}
+function check(cond, message) {
+  if (!cond) throw new Error(message);
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${width}-${name}.png`) });
+}
+
+async function noOverflow(page) {
+  const r = await page.evaluate(() => {
+    const vw = window.innerWidth;
+    const bad = [];
+    for (const sel of ['.top', '.rail', '.main', '.head', '.actions', '.body', '.doc', '.editor', '.diag', '.nav', '.banner']) {
+      for (const n of document.querySelectorAll(sel)) {
+        const b = n.getBoundingClientRect();
+        if (b.width && (b.right > vw + 0.5 || b.left < -0.5)) bad.push(`${sel} spans ${Math.round(b.left)}..${Math.round(b.right)}`);
+      }
+    }
+    return { sw: document.documentElement.scrollWidth, vw, bad };
+  });
+  check(r.sw <= r.vw, `horizontal overflow: scrollWidth ${r.sw} > innerWidth ${r.vw}`);
+  check(r.bad.length === 0, `elements outside the viewport: ${r.bad.join('; ')}`);
+}
+
+async function step(page, name, fn) {
+  stepName = name;
+  await fn();
+  await noOverflow(page);
+  await shot(page, name);
+}
+
+const narrow = () => width < 720;
+
+async function visible(page, selector, what) {
+  try {
+    await page.locator(selector).first().waitFor({ state: 'visible', timeout: TIMEOUT });
+  } catch {
+    throw new Error(`${what || selector} is not visible`);
+  }
+}
+async function hidden(page, selector, what) {
+  try {
+    await page.locator(selector).first().waitFor({ state: 'hidden', timeout: TIMEOUT });
+  } catch {
+    throw new Error(`${what || selector} is still visible`);
+  }
+}
+
+async function section(page, name) {
+  if (narrow() && (await page.locator('#back').isVisible())) await back(page);
+  await page.click(`.nav-item[data-section="${name}"]`);
+  await page.waitForFunction((n) => document.querySelector('.nav-item.active')?.dataset.section === n, name, { timeout: TIMEOUT });
+}
+
+async function back(page) {
+  check(narrow(), 'the back button is only for narrow widths');
+  await visible(page, '#back', 'the back button');
+  await page.click('#back');
+  await visible(page, '#rail', 'the section list after going back');
+  await hidden(page, '#main', 'the detail pane after going back');
+}
+
+async function assertDetailOnly(page) {
+  if (!narrow()) return;
+  await visible(page, '#main');
+  check(!(await page.locator('#rail').isVisible()), 'under 720 px the list must be hidden while a detail is shown');
+}
+
+async function run(browser, w, h) {
+  width = w;
+  const context = await browser.newContext({ viewport: { width: w, height: h } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of (400|409)/.test(m.text())) problems.push(`console error: ${m.text()}`);
+  });
+
+  await step(page, '01-topics', async () => {
+    await page.goto(BASE_URL);
+    await visible(page, '.row.topic', 'a topic row');
+    check(!page.url().includes('token='), `the token is still in the address bar: ${page.url()}`);
+    const listed = await page.locator('.row.topic').evaluateAll((rows) => rows.map((r) => r.dataset.path));
+    check(!listed.some((p) => /^(topics\/)?core\.md$/.test(p)), 'the topics list shows core.md');
+    if (!narrow()) await visible(page, '.head-title', 'the content header');
+  });
+
+  await step(page, '02-keyboard', async () => {
+    await page.locator('.nav-item[data-section="topics"]').focus();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Shift+Tab');
+    const outline = await page.evaluate(() => {
+      const a = document.activeElement;
+      return a && a.matches('.nav-item') ? getComputedStyle(a).outlineStyle : 'no nav button focused';
+    });
+    check(outline !== 'none' && outline !== 'no nav button focused', `keyboard focus has no visible outline (${outline})`);
+  });
+
+  await step(page, '03-timeline', async () => {
+    await section(page, 'timeline');
+    await visible(page, '.row.day', 'a timeline day (newest year and month open)');
+    const chevrons = await page.locator('.row.folder svg.chev').count();
+    check(chevrons >= 1, 'timeline year/month rows have no chevron');
+    await page.locator('.row.day').first().click();
+    await visible(page, '#day', 'the timeline entry');
+    await assertDetailOnly(page);
+  });
+  if (narrow()) await step(page, '04-timeline-back', () => back(page));
+
+  await step(page, '05-recent', async () => {
+    await section(page, 'recent');
+    if (narrow()) await assertDetailOnly(page);
+    await page.waitForFunction(() => /^\d+ \/ \d+ records/.test(document.getElementById('head-sub').textContent), null, { timeout: TIMEOUT });
+    await visible(page, '#recent .rec, .empty', 'recent records or the empty state');
+  });
+
+  await step(page, '06-core-preview', async () => {
+    await section(page, 'core');
+    await visible(page, '#core-preview', 'the core prompt preview');
+    const sub = await page.locator('#head-sub').textContent();
+    check(/Injection (enabled|disabled)/.test(sub), `the core header does not show the injection state: "${sub}"`);
+    check(/[\d,]+ \/ [\d,]+ tokens/.test(sub), `the core header does not show tokens / budget: "${sub}"`);
+    check((await page.locator('#core-preview textarea').count()) === 0, 'the prompt preview is editable');
+  });
+  await step(page, '07-core-source', async () => {
+    await page.click('.segment button[data-mode="source"]');
+    await visible(page, '#editor', 'the source records editor');
+    check((await page.locator('#editor').inputValue()).length > 0, 'the source records are empty');
+    check((await page.locator('#core-preview').count()) === 0, 'the prompt preview is still shown beside the source records');
+  });
+  await step(page, '07b-core-preview-again', async () => {
+    await page.click('.segment button[data-mode="preview"]');
+    await visible(page, '#core-preview', 'the prompt preview after toggling back');
+  });
+  if (narrow()) await step(page, '08-core-back', () => back(page));
+
+  const marker = `Checked in the browser at ${w} px`;
+  let topicPath = '';
+  await step(page, '09-topic-preview', async () => {
+    await section(page, 'topics');
+    const row = page.locator('.row.topic').first();
+    topicPath = await row.getAttribute('data-path');
+    await row.click();
+    await visible(page, '#preview', 'the topic preview');
+    await assertDetailOnly(page);
+    const head = await page.locator('#head').boundingBox();
+    check(narrow() || Math.round(head.height) === 76, `the content header is ${head.height}px high, not 76`);
+  });
+
+  await step(page, '10-topic-saved', async () => {
+    await page.click('.segment button[data-mode="edit"]');
+    await visible(page, '#editor', 'the topic editor');
+    const source = await page.locator('#editor').inputValue();
+    const lines = source.split('\n');
+    const i = lines.findIndex((l) => /\[\^[^\]]+\](?!:)/.test(l) && !/^\[\^[^\]]+\]:/.test(l));
+    check(i >= 0, `topic ${topicPath} has no paragraph citing a footnote`);
+    lines[i] = lines[i].replace(/\[\^/, ` ${marker}.[^`);
+    await page.locator('#editor').fill(lines.join('\n'));
+    await page.click('#save');
+    await visible(page, '#preview', 'the preview after saving');
+    await page.waitForFunction((m) => document.getElementById('preview')?.textContent.includes(m), marker, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the saved text does not appear in the preview'); });
+  });
+
+  await step(page, '11-topic-invalid', async () => {
+    await page.click('.segment button[data-mode="edit"]');
+    await visible(page, '#editor', 'the topic editor');
+    const source = await page.locator('#editor').inputValue();
+    check(source.includes(marker), 'the editor does not hold the saved text');
+    const broken = source.split('\n').filter((l) => !/^\[\^[^\]]+\]:/.test(l)).join('\n');
+    check(broken !== source, 'the topic has no footnote definition to remove');
+    await page.locator('#editor').fill(broken);
+    await page.click('#save');
+    await visible(page, '#diagnostics', 'the validation errors');
+    const n = await page.locator('#diagnostics li').count();
+    check(n >= 1, 'the validation panel lists no violation');
+    check((await page.locator('#editor').inputValue()) === broken, 'the draft was not kept after a rejected save');
+    const [ed, dg] = [await page.locator('#editor').boundingBox(), await page.locator('#diagnostics').boundingBox()];
+    const overlap = ed.x < dg.x + dg.width && dg.x < ed.x + ed.width && ed.y < dg.y + dg.height && dg.y < ed.y + ed.height;
+    check(!overlap, 'the validation errors overlap the editor');
+    if (!narrow()) check(dg.x >= ed.x + ed.width - 1, 'the validation errors are not beside the editor');
+  });
+
+  await step(page, '12-draft-kept', async () => {
+    const draft = await page.locator('#editor').inputValue();
+    await page.click('.segment button[data-mode="preview"]');
+    await visible(page, '#preview');
+    await page.click('.segment button[data-mode="edit"]');
+    await visible(page, '#editor');
+    check((await page.locator('#editor').inputValue()) === draft, 'the draft was lost when switching views');
+    await page.click('#cancel');
+    await visible(page, '#preview', 'the preview after cancelling');
+    check((await page.locator('#preview').textContent()).includes(marker), 'cancel did not restore the saved version');
+  });
+
+  if (narrow()) {
+    await step(page, '13-topic-back', async () => {
+      await back(page);
+      await visible(page, '.row.topic.active', 'the selected topic in the list');
+      const navs = await page.locator('.nav-item').evaluateAll((ns) => ns.map((n) => n.getBoundingClientRect().height));
+      check(navs.every((x) => x > 0), 'the icon rail is not shown in the list state');
+    });
+  }
+
+  await step(page, '14-search', async () => {
+    if (narrow() && (await page.locator('#back').isVisible())) await back(page);
+    await page.fill('#search', 'the');
+    await visible(page, '#search-results', 'the search results');
+    await page.waitForFunction(() => !document.querySelector('#search-results')?.textContent.includes('Searching'), null, { timeout: TIMEOUT });
+    await page.fill('#search', '');
+    await visible(page, '.row.topic', 'the topic list after clearing the search');
+  });
+
+  check(problems.length === 0, problems.join('\n'));
+
+  if (w === 1280) {
+    stepName = '15-no-token';
+    const bare = await context.newPage();
+    await bare.goto(BASE_URL.split('#')[0]);
+    await visible(bare, '#gate', 'the missing-token state');
+    check((await bare.locator('#gate').textContent()).includes('scriptorium serve'), 'the missing-token state does not point to `scriptorium serve`');
+    await bare.screenshot({ path: path.join(ARTIFACTS, `${width}-15-no-token.png`) });
+  }
+  await context.close();
+}
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  await run(browser, 1280, 800);
+  await run(browser, 390, 844);
+  console.log(`e2e passed at 1280 and 390 px; screenshots in ${ARTIFACTS}`);
+} catch (e) {
+  await browser.close().catch(() => {});
+  fail(e.message);
+}
+await browser.close();

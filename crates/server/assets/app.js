@@ -1,0 +1,834 @@
+// Scriptorium Memory page (design section 09): Topics, Timeline, Recent and Core.
+// Plain DOM, no framework. Every piece of data is inserted with textContent, except the
+// server-rendered, sanitized `html` fields of the API. UI state lives in memory only.
+
+const POLL_MS = 15000;
+const SVG = 'http://www.w3.org/2000/svg';
+const $ = (id) => document.getElementById(id);
+
+// ---- token: taken from the URL fragment once, kept in memory, removed from the address bar
+let token = '';
+{
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (m) token = decodeURIComponent(m[1]);
+  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
+}
+
+const state = {
+  section: 'topics',
+  status: null,
+  topics: null, // [{path,title,type,size,mtime}]
+  timeline: null, // [{date,size,mtime}]
+  recent: null, // {rows, limit}
+  core: null,
+  coreMode: 'preview', // 'preview' | 'source'
+  current: null, // selected topic path
+  doc: null, // {path, content, revision, html}
+  mode: 'preview', // topic: 'preview' | 'edit'
+  drafts: new Map(), // key (topic path or '#core') -> {text, base}
+  diag: new Map(), // key -> {message, violations}
+  conflict: new Set(), // keys whose last save hit CONCURRENT_UPDATE
+  notice: null, // {key, text}
+  day: null, // selected timeline date
+  dayDoc: null,
+  open: new Set(), // expanded folder / year / month keys
+  closed: new Set(),
+  query: '',
+  hits: null,
+  error: null, // section-level load error message
+  confirmDelete: false,
+};
+
+// ---- small DOM helpers
+function el(tag, attrs, ...kids) {
+  const node = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') node.className = v;
+      else if (k === 'text') node.textContent = v;
+      else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return node;
+}
+
+function chevron() {
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('class', 'chev');
+  svg.setAttribute('viewBox', '0 0 14 14');
+  svg.setAttribute('width', '14');
+  svg.setAttribute('height', '14');
+  svg.setAttribute('aria-hidden', 'true');
+  const path = document.createElementNS(SVG, 'path');
+  path.setAttribute('d', 'M5.25 3.5 8.75 7l-3.5 3.5');
+  path.setAttribute('fill', 'none');
+  path.setAttribute('stroke', 'currentColor');
+  path.setAttribute('stroke-width', '1.5');
+  path.setAttribute('stroke-linecap', 'round');
+  path.setAttribute('stroke-linejoin', 'round');
+  svg.append(path);
+  return svg;
+}
+
+function html(node, markup) {
+  // Only ever called with the server's sanitized preview HTML.
+  node.innerHTML = markup || '';
+  return node;
+}
+
+const fmtBytes = (n) =>
+  n == null ? '' : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`;
+const fmtNum = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : '—');
+function fmtTime(t) {
+  if (t === null || t === undefined || t === '') return '';
+  let d;
+  if (typeof t === 'number') d = new Date(t < 1e12 ? t * 1000 : t);
+  else d = new Date(t);
+  if (Number.isNaN(d.getTime())) return String(t);
+  return d.toLocaleString('en-US', { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+function dateParts(date) {
+  const [y, m, d] = String(date).split('-');
+  return { y, m, d };
+}
+function weekday(date) {
+  const { y, m, d } = dateParts(date);
+  if (!d) return '';
+  const t = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)));
+  return Number.isNaN(t.getTime()) ? '' : DAYS[t.getUTCDay()];
+}
+function dateTitle(date) {
+  const { y, m, d } = dateParts(date);
+  const month = m ? MONTHS[Number(m) - 1] || m : '';
+  if (d) return `${month} ${Number(d)}, ${y}`;
+  if (m) return `${month} ${y}`;
+  return String(y);
+}
+
+// ---- API
+class ApiError extends Error {
+  constructor(status, body) {
+    const err = (body && (body.error || body.detail)) || {};
+    const message = typeof err === 'string' ? err : err.message || `HTTP ${status}`;
+    super(message);
+    this.status = status;
+    this.code = typeof err === 'object' ? err.code : undefined;
+    this.violations = (typeof err === 'object' && err.violations) || [];
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  } catch (e) {
+    throw new ApiError(0, { error: { code: 'NETWORK', message: 'The server cannot be reached. Is `scriptorium serve` still running?' } });
+  }
+  let data = null;
+  const text = await res.text();
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (res.status === 401) gate('auth');
+  if (res.status === 503 && data && ((data.error && data.error.code) || (data.detail && data.detail.code)) === 'MEMORY_DISABLED') gate('disabled');
+  if (!res.ok || (data && data.ok === false)) throw new ApiError(res.status, data);
+  return { data, headers: res.headers };
+}
+const enc = (p) => p.split('/').map(encodeURIComponent).join('/');
+// Topic paths are kept relative to topics/ (the form the topics API takes); rows from other
+// routes may carry the workspace-relative form.
+const rel = (p) => String(p || '').replace(/^topics\//, '');
+
+// ---- full-page states (bad token, memory disabled)
+let gated = false;
+function gate(kind) {
+  if (gated) return;
+  gated = true;
+  clearInterval(pollTimer);
+  const g = $('gate');
+  g.replaceChildren();
+  const card =
+    kind === 'auth'
+      ? el('div', { class: 'empty', role: 'alert' },
+          el('div', { class: 'glyph', 'aria-hidden': 'true', text: '!' }),
+          el('h2', { text: 'This page needs its access link' }),
+          el('p', {}, 'The access token is missing or no longer valid. Open the link printed by ',
+            el('code', { text: 'scriptorium serve' }), ' (it ends in ', el('code', { text: '#token=…' }), ').'))
+      : el('div', { class: 'empty', role: 'alert' },
+          el('div', { class: 'glyph', 'aria-hidden': 'true', text: '⊘' }),
+          el('h2', { text: 'Memory is disabled' }),
+          el('p', { text: 'This Scriptorium is configured without a memory backend (memory.backend = none), so there is nothing to show. Enable the backend and restart the server.' }));
+  g.append(card);
+  g.hidden = false;
+  $('shell').hidden = true;
+}
+
+// ---- loading
+async function loadStatus() {
+  const { data } = await api('GET', '/api/memory/status');
+  state.status = data;
+}
+async function loadTopics() {
+  const { data } = await api('GET', '/api/memory/topics');
+  state.topics = (data || []).map((t) => ({ ...t, path: rel(t.path) })).filter((t) => t.path !== 'core.md');
+}
+async function loadTimeline() {
+  const { data } = await api('GET', '/api/memory/timeline');
+  state.timeline = data || [];
+}
+async function loadRecent() {
+  const { data, headers } = await api('GET', '/api/memory/recent');
+  const limit = Number(headers.get('X-Memory-Recent-Limit'));
+  state.recent = { rows: data || [], limit: Number.isFinite(limit) && limit > 0 ? limit : null };
+}
+async function loadCore() {
+  const { data } = await api('GET', '/api/memory/core');
+  state.core = data;
+}
+async function loadTopic(path) {
+  const { data } = await api('GET', `/api/memory/topics/${enc(path)}`);
+  if (state.current === path) state.doc = { ...data, path };
+  return data;
+}
+async function loadDay(date) {
+  const { data } = await api('GET', `/api/memory/timeline/${encodeURIComponent(date)}`);
+  if (state.day === date) state.dayDoc = data;
+}
+
+async function guarded(fn) {
+  try {
+    state.error = null;
+    await fn();
+  } catch (e) {
+    if (!gated) state.error = e.message || String(e);
+  }
+  render();
+}
+
+// ---- navigation
+function setView(view) {
+  $('app').dataset.view = view;
+}
+function narrow() {
+  return window.matchMedia('(max-width: 719.98px)').matches;
+}
+
+function selectSection(section, detail) {
+  state.section = section;
+  state.error = null;
+  state.confirmDelete = false;
+  state.notice = null;
+  const hasList = section === 'topics' || section === 'timeline';
+  setView(detail || !hasList ? 'detail' : 'list');
+  render();
+  const loaders = { topics: loadTopics, timeline: loadTimeline, recent: loadRecent, core: loadCore };
+  guarded(loaders[section]);
+  if (narrow() && !hasList) focusHead();
+}
+
+function focusHead() {
+  requestAnimationFrame(() => {
+    const back = $('back');
+    if (narrow() && back) back.focus();
+  });
+}
+
+function openTopic(raw, anchor) {
+  const path = rel(raw);
+  state.section = 'topics';
+  if (state.current !== path) {
+    state.current = path;
+    state.doc = null;
+    state.mode = state.drafts.has(path) ? 'edit' : 'preview';
+  }
+  state.confirmDelete = false;
+  state.notice = null;
+  setView('detail');
+  render();
+  focusHead();
+  guarded(async () => {
+    await loadTopic(path);
+    if (anchor) {
+      render();
+      const target = document.getElementById(anchor) || document.getElementById(`^${anchor}`) || document.querySelector(`[id$="${CSS.escape(anchor)}"]`);
+      if (target) target.scrollIntoView({ block: 'center' });
+    }
+  });
+}
+
+function openDay(date) {
+  state.section = 'timeline';
+  state.day = date;
+  state.dayDoc = null;
+  setView('detail');
+  render();
+  focusHead();
+  guarded(() => loadDay(date));
+}
+
+// ---- rendering: secondary column
+function renderNav() {
+  for (const b of document.querySelectorAll('.nav-item')) {
+    const on = b.dataset.section === state.section;
+    b.classList.toggle('active', on);
+    if (on) b.setAttribute('aria-current', 'page');
+    else b.removeAttribute('aria-current');
+  }
+  $('count-topics').textContent = state.topics ? String(state.topics.length) : '';
+  $('count-recent').textContent = state.recent ? String(state.recent.rows.length) : '';
+  $('count-timeline').textContent = '';
+  const s = state.status;
+  $('top-meta').textContent = s && s.workspace ? String(s.workspace) : '';
+}
+
+function isOpen(key, byDefault) {
+  if (state.open.has(key)) return true;
+  if (state.closed.has(key)) return false;
+  return byDefault;
+}
+function toggle(key, byDefault) {
+  if (isOpen(key, byDefault)) {
+    state.open.delete(key);
+    state.closed.add(key);
+  } else {
+    state.closed.delete(key);
+    state.open.add(key);
+  }
+  renderContext();
+  const again = document.querySelector(`[data-key="${CSS.escape(key)}"]`);
+  if (again) again.focus();
+}
+
+function folderRow(key, label, n, depth, byDefault) {
+  const open = isOpen(key, byDefault);
+  return el('button', { type: 'button', class: `row folder${depth ? ` d${depth}` : ''}`, 'aria-expanded': String(open), 'data-key': key, onclick: () => toggle(key, byDefault) },
+    chevron(), el('span', { class: 'row-main', text: label }), el('span', { class: 'badge-n', text: String(n) }));
+}
+
+function renderContext() {
+  const ctx = $('context');
+  ctx.replaceChildren();
+  if (state.section === 'topics') {
+    const input = el('input', { type: 'search', id: 'search', placeholder: 'Search topics', 'aria-label': 'Search topics', autocomplete: 'off', spellcheck: 'false' });
+    input.value = state.query;
+    input.addEventListener('input', () => onSearch(input.value));
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        input.value = '';
+        onSearch('');
+      }
+    });
+    ctx.append(el('div', { class: 'search', role: 'search' }, el('span', { class: 'glyph', 'aria-hidden': 'true', text: '⌕' }), input));
+    ctx.append(state.query.trim() ? searchList() : topicList());
+  } else if (state.section === 'timeline') {
+    ctx.append(timelineList());
+  } else {
+    const label = state.section === 'recent' ? 'Recent memory' : 'Core memory';
+    ctx.append(el('div', { class: 'list' },
+      el('button', { type: 'button', class: 'row active only-narrow', onclick: () => { setView('detail'); focusHead(); } },
+        el('span', { class: 'glyph', 'aria-hidden': 'true', text: state.section === 'recent' ? '⌁' : '✦' }),
+        el('span', { class: 'row-main', text: label }))));
+  }
+}
+
+function topicRow(t, depth) {
+  const title = t.title || t.path.replace(/\.md$/, '');
+  const d = state.drafts.get(t.path);
+  const draft = d && d.text !== d.orig;
+  return el('button', { type: 'button', class: `row topic${depth ? ` d${depth}` : ''}${state.current === t.path ? ' active' : ''}`, title: t.path, 'data-path': t.path, 'aria-current': state.current === t.path ? 'true' : null, onclick: () => openTopic(t.path) },
+    el('span', { class: 'row-main', text: title }),
+    el('span', { class: 'row-side', text: draft ? 'draft' : fmtBytes(t.size) }));
+}
+
+function topicList() {
+  const list = el('div', { class: 'list', id: 'topic-list', 'aria-label': 'Saved topics' });
+  if (!state.topics) {
+    list.append(el('div', { class: 'hint', text: state.error ? 'Topics could not be loaded.' : 'Loading…' }));
+    return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Saved topics' }), list);
+  }
+  if (state.topics.length === 0) {
+    list.append(el('div', { class: 'hint' }, el('strong', { text: 'No topics yet' }), el('br'), 'New durable topics appear here.'));
+  }
+  const groups = new Map();
+  for (const t of state.topics) {
+    const type = t.type || '';
+    if (!groups.has(type)) groups.set(type, []);
+    groups.get(type).push(t);
+  }
+  const byTitle = (a, b) => (a.title || a.path).localeCompare(b.title || b.path);
+  for (const t of (groups.get('') || []).sort(byTitle)) list.append(topicRow(t, 0));
+  for (const type of [...groups.keys()].filter((k) => k).sort()) {
+    const items = groups.get(type).sort(byTitle);
+    const key = `folder:${type}`;
+    list.append(folderRow(key, type, items.length, 0, true));
+    if (isOpen(key, true)) for (const t of items) list.append(topicRow(t, 1));
+  }
+  return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Saved topics' }), list);
+}
+
+function searchList() {
+  const list = el('div', { class: 'list', id: 'search-results', 'aria-label': 'Search results' });
+  if (state.hits === null) list.append(el('div', { class: 'hint', text: 'Searching…' }));
+  else if (state.hits.error) list.append(el('div', { class: 'hint', text: `Search failed: ${state.hits.error}` }));
+  else if (state.hits.length === 0) list.append(el('div', { class: 'hint' }, el('strong', { text: 'Nothing recalled' }), el('br'), 'No memory matches this search.'));
+  else
+    for (const h of state.hits) {
+      const path = String(h.path || '');
+      const isTopic = h.kind !== 'source' && !path.startsWith('sources/');
+      list.append(el('button', { type: 'button', class: 'row hit', disabled: !isTopic, title: path, onclick: () => openTopic(path, h.anchor) },
+        el('span', { class: 'row-main', text: rel(path) }),
+        el('span', { class: 'hit-text', text: h.content || '' })));
+    }
+  return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Search results' }), list);
+}
+
+function timelineList() {
+  const list = el('div', { class: 'list', id: 'timeline-list', 'aria-label': 'Timeline' });
+  if (!state.timeline) {
+    list.append(el('div', { class: 'hint', text: state.error ? 'The timeline could not be loaded.' : 'Loading…' }));
+    return list;
+  }
+  if (state.timeline.length === 0) list.append(el('div', { class: 'hint' }, el('strong', { text: 'No dated memory yet' }), el('br'), 'Timeline days appear once topics cite dated sources.'));
+  // year -> month -> entries, newest first (the API order)
+  const years = new Map();
+  for (const e of state.timeline) {
+    const { y, m } = dateParts(e.date);
+    if (!years.has(y)) years.set(y, new Map());
+    const months = years.get(y);
+    const mk = m || '';
+    if (!months.has(mk)) months.set(mk, []);
+    months.get(mk).push(e);
+  }
+  let first = true;
+  for (const [y, months] of years) {
+    const ykey = `year:${y}`;
+    let n = 0;
+    for (const arr of months.values()) n += arr.length;
+    list.append(folderRow(ykey, y, n, 0, first));
+    if (isOpen(ykey, first)) {
+      let firstMonth = true;
+      for (const [m, entries] of months) {
+        if (!m) {
+          for (const e of entries) list.append(dayRow(e, 1, `${y} · whole year`));
+          continue;
+        }
+        const mkey = `month:${y}-${m}`;
+        const openDefault = first && firstMonth;
+        list.append(folderRow(mkey, MONTHS[Number(m) - 1] || m, entries.length, 1, openDefault));
+        if (isOpen(mkey, openDefault))
+          for (const e of entries) {
+            const { d } = dateParts(e.date);
+            list.append(dayRow(e, 2, d ? `${Number(d)} ${weekday(e.date)}` : `${MONTHS[Number(m) - 1] || m} · whole month`));
+          }
+        firstMonth = false;
+      }
+    }
+    first = false;
+  }
+  return list;
+}
+
+function dayRow(e, depth, label) {
+  return el('button', { type: 'button', class: `row day d${depth}${state.day === e.date ? ' active' : ''}`, 'data-date': e.date, 'aria-current': state.day === e.date ? 'true' : null, onclick: () => openDay(e.date) },
+    el('span', { class: 'row-main', text: label }), el('span', { class: 'row-side', text: fmtBytes(e.size) }));
+}
+
+// ---- rendering: content
+function setHead(titleKids, sub, actions) {
+  const t = $('head-title');
+  t.replaceChildren(...titleKids.filter(Boolean));
+  $('head-sub').textContent = sub || '';
+  $('actions').replaceChildren(...(actions || []));
+}
+
+function segment(label, options, value, onChange) {
+  return el('div', { class: 'segment', role: 'group', 'aria-label': label },
+    options.map(([v, text]) => el('button', { type: 'button', 'aria-pressed': String(v === value), 'data-mode': v, onclick: () => onChange(v) }, text)));
+}
+
+function emptyCard(glyph, title, text) {
+  return el('div', { class: 'empty' }, el('div', { class: 'glyph', 'aria-hidden': 'true', text: glyph }), el('h2', { text: title }), el('p', { text }));
+}
+
+function errorBanner(msg, retry) {
+  return el('div', { class: 'banner error', role: 'alert' }, el('span', { class: 'grow', text: msg }), retry && el('button', { type: 'button', class: 'btn', onclick: retry, text: 'Retry' }));
+}
+
+function renderBody() {
+  const body = $('body');
+  body.classList.remove('editing');
+  body.replaceChildren();
+  ({ topics: renderTopic, timeline: renderDay, recent: renderRecent, core: renderCore })[state.section](body);
+}
+
+function renderTopic(body) {
+  if (!state.current) {
+    setHead([el('span', { class: 't', text: 'Topics' })], 'Durable project, preference, and relationship memory');
+    if (state.error) body.append(errorBanner(state.error, () => guarded(loadTopics)));
+    if (state.topics && state.topics.length === 0)
+      body.append(emptyCard('▧', 'No topics yet', 'Durable memory created by conversations and the background writer will appear here. Core rules are managed separately, in Core.'));
+    else body.append(el('p', { class: 'loading', text: state.topics ? 'Select a topic to read it.' : 'Loading…' }));
+    return;
+  }
+  const path = state.current;
+  const meta = (state.topics || []).find((t) => t.path === path);
+  const doc = state.doc && state.doc.path === path ? state.doc : null;
+  const title = (meta && meta.title) || path;
+  const sub = [`topics/${path}`, meta && fmtBytes(meta.size), meta && meta.mtime ? `modified ${fmtTime(meta.mtime)}` : ''].filter(Boolean).join(' · ');
+  const editing = state.mode === 'edit';
+  const actions = [segment('View', [['preview', 'Preview'], ['edit', 'Edit']], state.mode, (m) => setTopicMode(m))];
+  if (editing) {
+    actions.push(el('button', { type: 'button', class: 'btn primary', id: 'save', onclick: saveTopic, disabled: !doc }, 'Save'));
+    actions.push(el('button', { type: 'button', class: 'btn', id: 'cancel', onclick: cancelTopic }, 'Cancel'));
+  } else if (state.confirmDelete) {
+    actions.push(el('button', { type: 'button', class: 'btn danger', id: 'confirm-delete', onclick: deleteTopic }, 'Confirm delete'));
+    actions.push(el('button', { type: 'button', class: 'btn', onclick: () => { state.confirmDelete = false; render(); } }, 'Keep'));
+  } else {
+    actions.push(el('button', { type: 'button', class: 'btn danger', id: 'delete', disabled: !doc, onclick: () => { state.confirmDelete = true; render(); } }, 'Delete'));
+  }
+  setHead([el('span', { class: 't', text: title }), meta && meta.type ? el('span', { class: 'badge', text: meta.type }) : null], sub, actions);
+  renderNotice(body, path);
+  if (state.error) body.append(errorBanner(state.error, () => guarded(() => loadTopic(path))));
+  if (!doc) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  if (editing) renderEditor(body, path, doc.content, doc.revision, saveTopic);
+  else body.append(html(el('article', { class: 'doc md', id: 'preview' }), doc.html));
+}
+
+function renderNotice(body, key) {
+  if (state.conflict.has(key))
+    body.append(el('div', { class: 'banner', role: 'alert', id: 'conflict' },
+      el('span', { class: 'grow', text: 'The memory changed since this was opened, so it was not saved. Your draft is kept. Reload to start again from the latest version (this discards the draft).' }),
+      el('button', { type: 'button', class: 'btn', id: 'reload', onclick: () => reloadLatest(key) }, 'Reload latest')));
+  if (state.notice && state.notice.key === key) body.append(el('div', { class: 'banner ok', role: 'status', text: state.notice.text }));
+}
+
+function renderEditor(body, key, content, revision, onSave) {
+  body.classList.add('editing');
+  let draft = state.drafts.get(key);
+  // An untouched draft follows the latest version; a changed one is never overwritten.
+  if (!draft || (draft.text === draft.orig && draft.base !== revision && !state.diag.has(key))) {
+    draft = { text: content, orig: content, base: revision };
+    state.drafts.set(key, draft);
+  }
+  const diag = state.diag.get(key);
+  const ta = el('textarea', { id: 'editor', 'aria-label': 'Markdown source', spellcheck: 'false', 'aria-describedby': diag ? 'diagnostics' : null });
+  ta.value = draft.text;
+  ta.addEventListener('input', () => {
+    draft.text = ta.value;
+  });
+  ta.addEventListener('keydown', (e) => {
+    if ((e.ctrlKey || e.metaKey) && e.key === 's') {
+      e.preventDefault();
+      onSave();
+    }
+  });
+  const wrap = el('div', { class: `editor${diag ? ' has-diag' : ''}` }, ta);
+  if (diag) {
+    const items = diag.violations.length
+      ? diag.violations.map((v) => el('li', {}, el('span', { class: 'where', text: [v.code, v.line ? `line ${v.line}${v.col ? `:${v.col}` : ''}` : '', v.path].filter(Boolean).join(' · ') }), v.message || ''))
+      : [el('li', { text: diag.message })];
+    wrap.append(el('aside', { class: 'diag', id: 'diagnostics', role: 'alert', 'aria-label': 'Validation errors' },
+      el('h2', { text: diag.violations.length === 1 ? '1 problem — not saved' : `${diag.violations.length || 1} problems — not saved` }),
+      diag.violations.length ? el('p', { text: diag.message }) : null,
+      el('ol', {}, items)));
+  }
+  body.append(wrap);
+}
+
+function setTopicMode(mode) {
+  state.mode = mode;
+  state.confirmDelete = false;
+  render();
+  if (mode === 'edit') $('editor')?.focus();
+}
+
+function cancelTopic() {
+  const path = state.current;
+  state.drafts.delete(path);
+  state.diag.delete(path);
+  state.conflict.delete(path);
+  state.mode = 'preview';
+  render();
+}
+
+async function saveOutcome(key, request, after) {
+  const btn = $('save');
+  if (btn) btn.disabled = true;
+  try {
+    await request();
+    state.drafts.delete(key);
+    state.diag.delete(key);
+    state.conflict.delete(key);
+    state.notice = { key, text: 'Saved.' };
+    await after();
+    await refreshLists();
+  } catch (e) {
+    if (gated) return;
+    if (e.code === 'CONCURRENT_UPDATE' || e.status === 409) {
+      state.conflict.add(key);
+      state.diag.delete(key);
+    } else {
+      state.diag.set(key, { message: e.message, violations: e.violations });
+      state.conflict.delete(key);
+    }
+  }
+  render();
+}
+
+function saveTopic() {
+  const path = state.current;
+  const draft = state.drafts.get(path);
+  if (!draft) return;
+  state.notice = null;
+  saveOutcome(path,
+    () => api('PUT', `/api/memory/topics/${enc(path)}`, { content: draft.text, base_revision: draft.base }),
+    async () => {
+      state.mode = 'preview';
+      await loadTopic(path);
+    });
+}
+
+async function deleteTopic() {
+  const path = state.current;
+  const base = state.doc && state.doc.revision;
+  state.confirmDelete = false;
+  try {
+    await api('DELETE', `/api/memory/topics/${enc(path)}?base_revision=${encodeURIComponent(base || '')}`);
+    state.current = null;
+    state.doc = null;
+    state.drafts.delete(path);
+    setView('list');
+    await loadTopics();
+    refreshLists();
+  } catch (e) {
+    if (!gated) state.error = e.message;
+  }
+  render();
+}
+
+function reloadLatest(key) {
+  state.drafts.delete(key);
+  state.diag.delete(key);
+  state.conflict.delete(key);
+  if (key === '#core') guarded(loadCore);
+  else guarded(() => loadTopic(key));
+}
+
+function renderDay(body) {
+  if (!state.day) {
+    setHead([el('span', { class: 't', text: 'Timeline' })], 'A chronological view derived from Topics');
+    if (state.error) body.append(errorBanner(state.error, () => guarded(loadTimeline)));
+    if (state.timeline && state.timeline.length === 0) body.append(emptyCard('◷', 'No dated memory yet', 'Timeline entries are derived from the dates cited in Topics.'));
+    else body.append(el('p', { class: 'loading', text: state.timeline ? 'Select a date to read it.' : 'Loading…' }));
+    return;
+  }
+  const e = (state.timeline || []).find((x) => x.date === state.day);
+  const wd = weekday(state.day);
+  setHead([el('span', { class: 't', text: dateTitle(state.day) })], [wd, e ? fmtBytes(e.size) : '', 'derived from Topics'].filter(Boolean).join(' · '));
+  if (state.error) body.append(errorBanner(state.error, () => guarded(() => loadDay(state.day))));
+  const doc = state.dayDoc;
+  if (!doc) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  if (!doc.content && !doc.html) body.append(emptyCard('◷', 'Nothing recorded for this date', 'No topic cites this date any more.'));
+  else body.append(html(el('article', { class: 'doc md', id: 'day' }), doc.html));
+}
+
+function renderRecent(body) {
+  const r = state.recent;
+  const sub = r ? `${r.rows.length} / ${r.limit ?? '?'} records · newest durable records first · derived from Topics` : '';
+  setHead([el('span', { class: 't', text: 'Recent memory' })], sub);
+  if (state.error) body.append(errorBanner(state.error, () => guarded(loadRecent)));
+  if (!r) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  if (r.rows.length === 0) {
+    body.append(emptyCard('⌁', 'Nothing recalled yet', 'The newest durable records appear here once conversations are written to memory.'));
+    return;
+  }
+  const doc = el('section', { class: 'doc', id: 'recent', 'aria-label': 'Recent records' });
+  for (const row of r.rows) {
+    const path = rel(row.topic_path);
+    const type = path.includes('/') ? path.split('/')[0] : path === 'core.md' ? 'core' : '';
+    const isCore = path === 'core.md';
+    doc.append(el('article', { class: 'rec' },
+      el('div', { class: 'rec-meta' },
+        type ? el('span', { class: 'badge', text: type }) : null,
+        el('span', { text: row.when ? String(row.when) : 'undated' }),
+        path ? el('button', { type: 'button', class: 'link', onclick: () => (isCore ? selectSection('core', true) : openTopic(path)) }, path) : null),
+      el('p', { text: row.content || '' })));
+  }
+  body.append(doc);
+}
+
+function renderCore(body) {
+  const c = state.core;
+  const mode = state.coreMode;
+  const actions = [segment('Core view', [['preview', 'Prompt preview'], ['source', 'Source records']], mode, (m) => { state.coreMode = m; render(); if (m === 'source') $('editor')?.focus(); })];
+  if (mode === 'source' && c) {
+    actions.push(el('button', { type: 'button', class: 'btn primary', id: 'save', onclick: saveCore }, 'Save'));
+    actions.push(el('button', { type: 'button', class: 'btn', id: 'cancel', onclick: () => { state.drafts.delete('#core'); state.diag.delete('#core'); state.conflict.delete('#core'); render(); } }, 'Revert'));
+  }
+  let sub = '';
+  let dot = null;
+  if (c) {
+    const on = !!c.injection_enabled;
+    dot = el('span', { class: `status-dot${on ? '' : ' off'}`, id: 'injection', text: on ? 'Injection enabled' : 'Injection disabled' });
+    sub = `${fmtNum(c.rendered_tokens)} / ${fmtNum(c.budget_tokens)} tokens`;
+  }
+  setHead([el('span', { class: 't', text: 'Core memory' })], '', actions);
+  const subNode = $('head-sub');
+  if (dot) subNode.replaceChildren(dot, ` · ${sub}`);
+  renderNotice(body, '#core');
+  if (state.error) body.append(errorBanner(state.error, () => guarded(loadCore)));
+  if (!c) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  if (mode === 'preview') {
+    const doc = el('section', { class: 'doc', id: 'core-preview', 'aria-label': 'Read-only prompt preview' },
+      el('div', { class: 'kicker', text: 'Read-only prompt preview' }),
+      el('p', { class: 'lede', text: c.injection_enabled
+        ? 'Generated from the Source records and inserted into new system prompts. Edit the Source records to change it.'
+        : 'Generated from the Source records. Injection is disabled, so it is not inserted into system prompts.' }));
+    if (c.rendered_html || c.rendered_content) doc.append(html(el('div', { class: 'md' }), c.rendered_html));
+    else doc.append(el('p', { class: 'lede', text: 'No core memory yet. Add source records to create it.' }));
+    body.append(doc);
+  } else {
+    renderEditor(body, '#core', c.content || '', c.revision, saveCore);
+  }
+}
+
+function saveCore() {
+  const draft = state.drafts.get('#core');
+  if (!draft) return;
+  state.notice = null;
+  saveOutcome('#core', () => api('PUT', '/api/memory/core', { content: draft.text, base_revision: draft.base }), loadCore);
+}
+
+function render() {
+  if (gated) return;
+  renderNav();
+  renderContext();
+  renderBody();
+}
+
+// ---- search (debounced)
+let searchTimer = 0;
+let searchSeq = 0;
+function onSearch(q) {
+  state.query = q;
+  clearTimeout(searchTimer);
+  if (!q.trim()) {
+    state.hits = null;
+    renderContext();
+    $('search')?.focus();
+    return;
+  }
+  state.hits = null;
+  const seq = ++searchSeq;
+  searchTimer = setTimeout(async () => {
+    try {
+      const { data } = await api('GET', `/api/memory/search?q=${encodeURIComponent(q.trim())}`);
+      if (seq === searchSeq) state.hits = data || [];
+    } catch (e) {
+      if (seq === searchSeq) state.hits = { error: e.message };
+    }
+    if (seq !== searchSeq) return;
+    const list = document.querySelector('#search-results, #topic-list');
+    if (list) list.parentElement.replaceWith(searchList());
+  }, 200);
+  const results = document.querySelector('#search-results, #topic-list');
+  if (results) results.parentElement.replaceWith(searchList());
+}
+
+// ---- polling: refresh lists and previews, never a draft
+let pollTimer = 0;
+async function refreshLists() {
+  const tasks = [loadStatus(), loadTopics(), loadTimeline(), loadRecent()];
+  if (state.section === 'core') tasks.push(loadCore());
+  await Promise.allSettled(tasks);
+}
+async function poll() {
+  if (gated || document.hidden) return;
+  const before = state.status && state.status.revision;
+  try {
+    await loadStatus();
+  } catch {
+    return;
+  }
+  if (state.status.revision === before) {
+    renderNav();
+    return;
+  }
+  await refreshLists();
+  if (state.section === 'topics' && state.current) await loadTopic(state.current).catch(() => {});
+  if (state.section === 'timeline' && state.day) await loadDay(state.day).catch(() => {});
+  rerenderKeepingFocus();
+}
+function rerenderKeepingFocus() {
+  // A refresh re-renders lists and previews; an open editor keeps its draft (state.drafts) and
+  // its caret.
+  const active = document.activeElement;
+  const id = active && active.id;
+  const sel = id === 'editor' || id === 'search' ? [active.selectionStart, active.selectionEnd, active.scrollTop] : null;
+  render();
+  if (id && $(id)) {
+    const n = $(id);
+    n.focus();
+    if (sel) {
+      n.setSelectionRange(sel[0], sel[1]);
+      n.scrollTop = sel[2];
+    }
+  }
+}
+
+// ---- wiring
+for (const b of document.querySelectorAll('.nav-item')) b.addEventListener('click', () => selectSection(b.dataset.section));
+$('back').addEventListener('click', () => {
+  setView('list');
+  const target = state.section === 'topics' && state.current ? document.querySelector(`.row[data-path="${CSS.escape(state.current)}"]`)
+    : state.section === 'timeline' && state.day ? document.querySelector(`.row[data-date="${CSS.escape(state.day)}"]`)
+    : document.querySelector('.nav-item.active');
+  (target || document.querySelector('.nav-item.active'))?.focus();
+});
+window.addEventListener('beforeunload', (e) => {
+  if ([...state.drafts.values()].some((d) => d.text !== d.orig)) e.preventDefault();
+});
+
+async function start() {
+  if (!token) {
+    gate('auth');
+    return;
+  }
+  render();
+  try {
+    await loadStatus();
+  } catch (e) {
+    if (gated) return;
+    state.error = e.message;
+  }
+  await Promise.allSettled([loadTopics(), loadRecent(), loadTimeline()]);
+  render();
+  pollTimer = setInterval(poll, POLL_MS);
+}
+start();

@@ -1,0 +1,628 @@
+//! The `/api/memory/*` handlers. Each one parses its request, runs its file and transaction
+//! work on the blocking pool ([`AppState::blocking`]) and answers JSON.
+
+use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
+use std::time::{Duration, UNIX_EPOCH};
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use scriptorium_backend::LocalBackend;
+use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
+use scriptorium_backend::summary::{update_result, workspace_status};
+use scriptorium_search::{HitKind, MAX_TOP_K};
+use scriptorium_topics_format::source::ArchiveResolver;
+use scriptorium_topics_format::source::id::ApiProvenance;
+use scriptorium_topics_format::{parse_tree, tokens};
+use scriptorium_txn::change::{UpdateContext, UpdateRequest};
+use scriptorium_txn::validate::Required;
+use scriptorium_txn::{BeginOptions, LockTimeout, Revision, writable_path};
+use scriptorium_views::{FsSources, read_topics};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState, Inner, markdown};
+
+/// The origin recorded on sources that `POST /api/memory/changes` archives.
+pub const CHANGES_ORIGIN: &str = "owner-rest/memory-changes";
+/// Results `search` returns when `top_k` is not given.
+const DEFAULT_TOP_K: usize = 8;
+/// `refs` rows when `limit` is not given, and the most it may ask for.
+const DEFAULT_REFS: usize = 100;
+const MAX_REFS: usize = 500;
+/// How long a request waits for the workspace write lock.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// The core master, workspace-relative.
+const CORE_PATH: &str = "topics/core.md";
+
+type ApiResult<T = Json<Value>> = Result<T, ApiError>;
+
+/// The API routes.
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/memory/status", get(status))
+        .route("/api/memory/refs", get(refs))
+        .route("/api/memory/changes", post(changes))
+        .route("/api/memory/topics", get(list_topics))
+        .route("/api/memory/topics/{*path}", get(get_topic).put(put_topic).delete(delete_topic))
+        .route("/api/memory/timeline", get(list_timeline))
+        .route("/api/memory/timeline/{date}", get(get_timeline))
+        .route("/api/memory/recent", get(recent))
+        .route("/api/memory/core", get(get_core).put(put_core))
+        .route("/api/memory/search", get(search))
+}
+
+/// Unknown routes: a JSON 404.
+pub(super) async fn not_found(uri: Uri) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", format!("no such route: {}", uri.path()))
+}
+
+/// Parses a JSON request body, answering 413 over the limit and 400 for bad JSON.
+fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> ApiResult<T> {
+    let bytes = body.map_err(|rejection| {
+        let status = rejection.status();
+        let code =
+            if status == StatusCode::PAYLOAD_TOO_LARGE { "SIZE_LIMIT" } else { "INVALID_ARGUMENT" };
+        ApiError::new(status, code, rejection.body_text())
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::invalid(format!("invalid request body: {e}")))
+}
+
+fn txn(err: scriptorium_txn::Error) -> ApiError {
+    ApiError::from_txn(&err)
+}
+
+/// Seconds since the epoch of a file's mtime.
+fn mtime(meta: &std::fs::Metadata) -> f64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The full path of a workspace-relative path whose every existing component is a real
+/// directory or file (never a symlink); `None` when one is a symlink.
+fn no_symlinks(root: &Path, rel: &str) -> Option<PathBuf> {
+    let mut path = root.to_path_buf();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        path.push(part);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => return None,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    Some(root.join(rel))
+}
+
+/// Reads a regular file (`Ok(None)` when it does not exist); a symlink on the way is 403.
+fn read_regular(root: &Path, rel: &str) -> ApiResult<Option<(String, std::fs::Metadata)>> {
+    let path = no_symlinks(root, rel)
+        .ok_or_else(|| ApiError::forbidden(rel, format!("symlinks are not followed: {rel}")))?;
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(ApiError::internal(format!("{rel}: {err}"))),
+    };
+    if !meta.is_file() {
+        return Err(ApiError::forbidden(rel, format!("not a regular file: {rel}")));
+    }
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| ApiError::internal(format!("{rel}: {e}")))?;
+    Ok(Some((text, meta)))
+}
+
+/// Checks a topic path parameter (relative to `topics/`) and returns it workspace-relative
+/// (`topics/…`). Backslashes, NULs, `..`, absolute paths, paths that are not `*.md` and
+/// symlinks anywhere on the way are 403.
+fn topic_path(root: &Path, param: &str) -> ApiResult<String> {
+    if param.contains(['\\', '\0']) || param.starts_with('/') {
+        return Err(ApiError::forbidden(param, format!("path escapes topics/: {param}")));
+    }
+    let rel = writable_path(&format!("topics/{param}"))
+        .map_err(|e| ApiError::forbidden(param, e.to_string()))?;
+    let ws_path = format!("topics/{rel}");
+    if no_symlinks(root, &ws_path).is_none() {
+        return Err(ApiError::forbidden(param, format!("symlinks are not followed: {param}")));
+    }
+    Ok(ws_path)
+}
+
+/// The update context of the owner's own page.
+fn owner_context() -> UpdateContext {
+    UpdateContext {
+        provenance: Some(ApiProvenance {
+            principal_id: "owner/local".into(),
+            speaker_kind: "owner".into(),
+            speaker_id: "owner/local".into(),
+            authority_tier: "owner".into(),
+            origin_id: CHANGES_ORIGIN.into(),
+        }),
+        speaker_display: Some("Owner".into()),
+        append_only: false,
+    }
+}
+
+// ---- status, refs, search ----
+
+#[derive(Debug, Deserialize)]
+struct StatusQuery {
+    #[serde(default)]
+    settings: Option<String>,
+}
+
+async fn status(State(state): State<AppState>, Query(query): Query<StatusQuery>) -> ApiResult {
+    let settings_only = query.settings.as_deref() == Some("true");
+    state
+        .blocking(move |_, backend| {
+            let memory = backend.memory();
+            if settings_only {
+                // The settings page needs only these (reference §8.5); no embedding model here.
+                let root = memory.workspace().root().display().to_string();
+                return Ok(Json(json!({ "workspace_path": root, "embedding_available": false })));
+            }
+            let status = workspace_status(memory).map_err(|e| ApiError::internal(e.to_string()))?;
+            let mut value =
+                serde_json::to_value(status).map_err(|e| ApiError::internal(e.to_string()))?;
+            let writer = backend.status();
+            let mut writer_json = match writer.writer {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            };
+            writer_json.insert("pending_turns".into(), json!(writer.pending_turns));
+            writer_json.insert("model".into(), json!(writer.model));
+            if let Some(map) = value.as_object_mut() {
+                let root = memory.workspace().root().display().to_string();
+                map.insert("workspace_path".into(), root.into());
+                map.insert("writer".into(), Value::Object(writer_json));
+            }
+            Ok(Json(value))
+        })
+        .await
+}
+
+#[derive(Debug, Deserialize)]
+struct RefsQuery {
+    #[serde(default)]
+    q: String,
+    limit: Option<String>,
+}
+
+async fn refs(State(state): State<AppState>, Query(query): Query<RefsQuery>) -> ApiResult {
+    let limit = match query.limit.as_deref() {
+        None | Some("") => DEFAULT_REFS,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_REFS).contains(n))
+            .ok_or_else(|| ApiError::invalid(format!("limit must be 1 to {MAX_REFS}")))?,
+    };
+    state
+        .blocking(move |_, backend| {
+            let ws = backend.memory().workspace();
+            let root = ws.root();
+            let files = read_topics(root).map_err(|e| ApiError::internal(e.to_string()))?;
+            let parsed = parse_tree(&files, &ArchiveResolver::new(FsSources::new(root)));
+            let needle = query.q.trim().to_lowercase();
+            let rows: Vec<Value> = parsed
+                .units
+                .iter()
+                .filter(|u| {
+                    needle.is_empty()
+                        || u.memory_id.to_lowercase().contains(&needle)
+                        || u.content.to_lowercase().contains(&needle)
+                })
+                .take(limit)
+                .map(|u| {
+                    json!({
+                        "workspace_id": ws.workspace_id().as_str(),
+                        "memory_id": u.memory_id,
+                        "topic_path": format!("topics/{}", u.topic_path),
+                        "content": u.content,
+                        "when": u.when,
+                    })
+                })
+                .collect();
+            Ok(Json(Value::Array(rows)))
+        })
+        .await
+}
+
+#[derive(Debug, Deserialize)]
+struct SearchQuery {
+    #[serde(default)]
+    q: String,
+    top_k: Option<usize>,
+    prefix: Option<String>,
+}
+
+async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>) -> ApiResult {
+    if query.q.trim().is_empty() {
+        return Err(ApiError::invalid("q is required"));
+    }
+    state
+        .blocking(move |_, backend| {
+            let mut q = scriptorium_search::Query::new(query.q);
+            q.top_k = query.top_k.unwrap_or(DEFAULT_TOP_K).clamp(1, MAX_TOP_K);
+            q.path_prefix = query.prefix.filter(|p| !p.trim().is_empty());
+            let hits = backend
+                .memory()
+                .search(&q)
+                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.code(), e.to_string()))?;
+            let rows: Vec<Value> = hits
+                .iter()
+                .map(|h| {
+                    json!({
+                        "path": h.path,
+                        "anchor": h.anchor,
+                        "kind": match h.kind { HitKind::Block => "block", HitKind::Source => "source" },
+                        "score": h.score,
+                        "content": h.content,
+                    })
+                })
+                .collect();
+            Ok(Json(Value::Array(rows)))
+        })
+        .await
+}
+
+// ---- changes ----
+
+async fn changes(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let body: Value = parse_body(body)?;
+    if !body.is_object() {
+        return Err(ApiError::invalid("request body must be a JSON object"));
+    }
+    state
+        .blocking(move |inner, backend| {
+            let request = UpdateRequest::from_json(&body.to_string()).map_err(txn)?;
+            let memory = backend.memory();
+            let _serial = inner.updating.lock().unwrap_or_else(PoisonError::into_inner);
+            let outcome = memory.workspace().update_with(request, owner_context()).map_err(txn)?;
+            Ok(Json(update_result(&outcome, &memory.after_install())))
+        })
+        .await
+}
+
+// ---- topics ----
+
+async fn list_topics(State(state): State<AppState>) -> ApiResult {
+    state
+        .blocking(|_, backend| {
+            let topics = backend.memory().workspace().root().join("topics");
+            let mut files = Vec::new();
+            walk(&topics, &topics, &mut files);
+            files.sort_by(|a, b| a.0.cmp(&b.0));
+            let rows: Vec<Value> = files
+                .into_iter()
+                .filter(|(rel, _)| rel != "core.md")
+                .map(|(rel, path)| {
+                    let meta = std::fs::symlink_metadata(&path).ok();
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    let title = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("# ").map(|t| t.trim().to_owned()))
+                        .unwrap_or_else(|| {
+                            Path::new(&rel)
+                                .file_stem()
+                                .map(|s| s.to_string_lossy().into_owned())
+                                .unwrap_or_default()
+                        });
+                    let kind = rel.split_once('/').map(|(dir, _)| dir).unwrap_or_default();
+                    json!({
+                        "path": rel,
+                        "title": title,
+                        "type": kind,
+                        "size": meta.as_ref().map_or(0, std::fs::Metadata::len),
+                        "mtime": meta.as_ref().map_or(0.0, mtime),
+                    })
+                })
+                .collect();
+            Ok(Json(Value::Array(rows)))
+        })
+        .await
+}
+
+/// Every regular `*.md` file under `dir` (symlinks skipped), relative to `base`.
+fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else { continue };
+        let path = entry.path();
+        if kind.is_dir() {
+            walk(base, &path, out);
+        } else if kind.is_file()
+            && path.extension().is_some_and(|e| e == "md")
+            && let Ok(rel) = path.strip_prefix(base)
+        {
+            out.push((rel.to_string_lossy().replace('\\', "/"), path.clone()));
+        }
+    }
+}
+
+/// Reads `rel` and the revision it belongs to: the revision is taken before and after the
+/// read, and the read is retried when an install came in between.
+fn read_with_revision(backend: &LocalBackend, rel: &str) -> ApiResult<(Option<String>, Revision)> {
+    let ws = backend.memory().workspace();
+    for _ in 0..5 {
+        let before = ws.revision().map_err(txn)?;
+        let text = read_regular(ws.root(), rel)?.map(|(text, _)| text);
+        let after = ws.revision().map_err(txn)?;
+        if before == after {
+            return Ok((text, after));
+        }
+    }
+    Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "BUSY", "memory keeps changing; retry"))
+}
+
+async fn get_topic(State(state): State<AppState>, UrlPath(param): UrlPath<String>) -> ApiResult {
+    state
+        .blocking(move |_, backend| {
+            let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
+            let (text, revision) = read_with_revision(backend, &ws_path)?;
+            let content = text.ok_or_else(|| ApiError::not_found(&param))?;
+            Ok(Json(json!({
+                "path": ws_path.trim_start_matches("topics/"),
+                "workspace_path": ws_path,
+                "html": markdown::render(&content),
+                "content": content,
+                "revision": revision.as_str(),
+            })))
+        })
+        .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditBody {
+    content: String,
+    base_revision: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct DeleteQuery {
+    #[serde(default)]
+    base_revision: String,
+}
+
+async fn put_topic(
+    State(state): State<AppState>,
+    UrlPath(param): UrlPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: EditBody = parse_body(body)?;
+    state
+        .blocking(move |inner, backend| {
+            let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
+            edit(inner, backend, &ws_path, Some(&body.content), &body.base_revision)
+        })
+        .await
+}
+
+async fn delete_topic(
+    State(state): State<AppState>,
+    UrlPath(param): UrlPath<String>,
+    Query(query): Query<DeleteQuery>,
+) -> ApiResult {
+    state
+        .blocking(move |inner, backend| {
+            let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
+            edit(inner, backend, &ws_path, None, &query.base_revision)
+        })
+        .await
+}
+
+/// One compare-and-set edit of `ws_path`: write `content`, or delete the file when `None`.
+/// A write must keep every block ID; a delete may drop the file's own (inbound links still
+/// refuse it).
+fn edit(
+    inner: &Inner,
+    backend: &LocalBackend,
+    ws_path: &str,
+    content: Option<&str>,
+    base_revision: &str,
+) -> ApiResult {
+    if base_revision.trim().is_empty() {
+        return Err(ApiError::invalid("base_revision is required"));
+    }
+    let memory = backend.memory();
+    let options = BeginOptions {
+        base_revision: Some(Revision::new(base_revision.trim())),
+        lock_timeout: LockTimeout::new(LOCK_WAIT),
+        required: if content.is_some() { Required::All } else { Required::StillPresent },
+        message: format!("memory: {} {ws_path}", if content.is_some() { "edit" } else { "delete" }),
+        ..BeginOptions::default()
+    };
+    let mut staged = memory.workspace().begin(options).map_err(txn)?;
+    let before = staged.read_file(ws_path).map_err(txn)?;
+    match content {
+        Some(text) if before.as_deref() == Some(text) => {
+            return Ok(Json(json!({
+                "ok": true, "revision": base_revision.trim(), "changed_files": [],
+                "git_committed": false,
+            })));
+        }
+        Some(text) => staged.write_file(ws_path, text).map_err(txn)?,
+        None if before.is_none() => return Err(ApiError::not_found(ws_path)),
+        None => staged.remove_file(ws_path).map_err(txn)?,
+    }
+    let validated = staged.validate().map_err(|rejected| {
+        let mut err = ApiError::from_txn(&scriptorium_txn::Error::from(rejected));
+        err.status = StatusCode::BAD_REQUEST;
+        err
+    })?;
+    let _serial = inner.updating.lock().unwrap_or_else(PoisonError::into_inner);
+    let installed = validated.install().map_err(txn)?;
+    let after = memory.after_install();
+    let mut answer = json!({
+        "ok": true,
+        "revision": installed.revision.as_str(),
+        "changed_files": installed.changed_files,
+        "git_committed": after.git_commit.is_some(),
+    });
+    if let (Some(err), Some(map)) = (&after.git_error, answer.as_object_mut()) {
+        map.insert(
+            "warning".into(),
+            format!("memory saved, but the git commit failed: {err}").into(),
+        );
+    }
+    Ok(Json(answer))
+}
+
+// ---- timeline, recent ----
+
+/// The workspace-relative file of a timeline date (`YYYY`, `YYYY-MM` or `YYYY-MM-DD`).
+fn timeline_file(date: &str) -> Option<String> {
+    let parts: Vec<&str> = date.split('-').collect();
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let ok = match parts.as_slice() {
+        [y] => digits(y, 4),
+        [y, m] => digits(y, 4) && digits(m, 2),
+        [y, m, d] => digits(y, 4) && digits(m, 2) && digits(d, 2),
+        _ => false,
+    };
+    ok.then(|| format!("timeline/{}.md", parts.join("/")))
+}
+
+async fn list_timeline(State(state): State<AppState>) -> ApiResult {
+    state
+        .blocking(|_, backend| {
+            let dir = backend.memory().workspace().root().join("timeline");
+            let mut files = Vec::new();
+            walk(&dir, &dir, &mut files);
+            let mut rows: Vec<(String, Value)> = files
+                .into_iter()
+                .filter_map(|(rel, path)| {
+                    let date = rel.strip_suffix(".md")?.replace('/', "-");
+                    timeline_file(&date)?;
+                    let meta = std::fs::symlink_metadata(&path).ok()?;
+                    let row = json!({ "date": date, "size": meta.len(), "mtime": mtime(&meta) });
+                    Some((date, row))
+                })
+                .collect();
+            rows.sort_by(|a, b| b.0.cmp(&a.0));
+            Ok(Json(Value::Array(rows.into_iter().map(|(_, row)| row).collect())))
+        })
+        .await
+}
+
+async fn get_timeline(State(state): State<AppState>, UrlPath(date): UrlPath<String>) -> ApiResult {
+    let rel = timeline_file(&date).ok_or_else(|| {
+        ApiError::forbidden(&date, "the date must be YYYY, YYYY-MM or YYYY-MM-DD")
+    })?;
+    state
+        .blocking(move |_, backend| {
+            let root = backend.memory().workspace().root();
+            let content = read_regular(root, &rel)?.map(|(text, _)| text).unwrap_or_default();
+            Ok(Json(
+                json!({ "date": date, "html": markdown::render(&content), "content": content }),
+            ))
+        })
+        .await
+}
+
+async fn recent(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let rows = state
+        .blocking(|_, backend| {
+            let root = backend.memory().workspace().root();
+            let text =
+                read_regular(root, "recent_events.jsonl")?.map(|(t, _)| t).unwrap_or_default();
+            let mut rows: Vec<Value> =
+                text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+            rows.reverse();
+            Ok(rows)
+        })
+        .await?;
+    let mut response = Json(Value::Array(rows)).into_response();
+    response.headers_mut().insert("x-memory-recent-limit", HeaderValue::from(RECENT_LIMIT));
+    Ok(response)
+}
+
+// ---- core ----
+
+async fn get_core(State(state): State<AppState>) -> ApiResult {
+    state
+        .blocking(|inner, backend| {
+            let ws = backend.memory().workspace();
+            // Under the write lock: an install is never half-seen (master without its render).
+            ws.with_write_lock(LockTimeout::new(LOCK_WAIT), || core_json(inner, backend))
+                .map_err(txn)?
+        })
+        .await
+}
+
+/// The §7.3 answer (the caller holds the write lock).
+fn core_json(inner: &Inner, backend: &LocalBackend) -> ApiResult {
+    let ws = backend.memory().workspace();
+    let root = ws.root();
+    let master = read_regular(root, CORE_PATH)?;
+    let rendered = read_regular(root, "core.md")?;
+    let (content, size, modified) = match master.as_ref().or(rendered.as_ref()) {
+        Some((text, meta)) => (text.clone(), meta.len(), mtime(meta)),
+        None => (String::new(), 0, 0.0),
+    };
+    let (rendered_content, rendered_size, rendered_mtime) = match &rendered {
+        Some((text, meta)) => (text.clone(), meta.len(), mtime(meta)),
+        None => (String::new(), 0, 0.0),
+    };
+    let inject = inner.config.memory.core.inject;
+    let has_body = rendered_content.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
+    // What the system prompt really receives: the render, fenced.
+    let injected = if inject && has_body {
+        scriptorium_search::fence(&rendered_content)
+    } else {
+        String::new()
+    };
+    let revision = ws.revision().map_err(txn)?;
+    Ok(Json(json!({
+        "content": content,
+        "size": size,
+        "mtime": modified,
+        "rendered_tokens": tokens::count(&rendered_content),
+        "rendered_size": rendered_size,
+        "rendered_mtime": rendered_mtime,
+        "injection_enabled": inject,
+        "injected_tokens": tokens::count(&injected),
+        "injected_content": injected,
+        "budget_tokens": CORE_BUDGET,
+        "revision": revision.as_str(),
+        "html": markdown::render(&content),
+        "rendered_html": markdown::render(&rendered_content),
+        "rendered_content": rendered_content,
+    })))
+}
+
+async fn put_core(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let body: EditBody = parse_body(body)?;
+    state
+        .blocking(move |inner, backend| {
+            let root = backend.memory().workspace().root();
+            if no_symlinks(root, CORE_PATH).is_none() {
+                return Err(ApiError::forbidden(CORE_PATH, "symlinks are not followed"));
+            }
+            edit(inner, backend, CORE_PATH, Some(&body.content), &body.base_revision)
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeline_dates_are_strict() {
+        assert_eq!(timeline_file("2024").as_deref(), Some("timeline/2024.md"));
+        assert_eq!(timeline_file("2024-03").as_deref(), Some("timeline/2024/03.md"));
+        assert_eq!(timeline_file("2024-03-15").as_deref(), Some("timeline/2024/03/15.md"));
+        for bad in ["24", "2024-3", "2024-03-15-01", "../x", "2024/03", "abcd", ""] {
+            assert_eq!(timeline_file(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! The owner's web surface: the REST routes of reference §8.5 under `/api/memory/`, and the page
+//! (`/`, `/assets/app.js`, `/assets/app.css`, embedded in the binary).
+//!
+//! Key decision: every write goes through the same transaction as every other change, with
+//! compare-and-set on the revision the page read (`base_revision`): a topic or core edit is
+//! `begin` (at that revision) → `write_file` → `validate` → `install`, so a stale page gets 409
+//! `CONCURRENT_UPDATE` instead of overwriting newer memory, and a rejected edit gets every
+//! violation back. Reads that the page later writes against (`GET` a topic, `GET` the core)
+//! return the content together with the revision it belongs to.
+//!
+//! # Routes
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /api/memory/status` | the workspace status (as `scriptorium status --json`) + `workspace_path` + `writer: {…, pending_turns}`; with `?settings=true` only `{workspace_path, embedding_available}` |
+//! | `GET /api/memory/refs?q&limit` | `[{workspace_id, memory_id, topic_path, content, when}]` (blocks whose content or ID contains `q`; `limit` 1–500, default 100) |
+//! | `POST /api/memory/changes` | the change API (`{base_revision, memory_changes \| changes \| patch, sources?, commit_message?}`) → `{ok: true, revision, source_ids, block_ids, evidence_ids, changed_files, memory_committed, git_committed, git_commit}` |
+//! | `GET /api/memory/topics` | `[{path, title, type, size, mtime}]`, `path` relative to `topics/`, without `core.md` |
+//! | `GET /api/memory/topics/{path}` | `{path, workspace_path, content, revision, html}` |
+//! | `PUT /api/memory/topics/{path}` | `{content, base_revision}` → `{ok: true, revision, changed_files, git_committed}` |
+//! | `DELETE /api/memory/topics/{path}?base_revision=…` | same answer |
+//! | `GET /api/memory/timeline` | `[{date, size, mtime}]`, newest first |
+//! | `GET /api/memory/timeline/{date}` | `{date, content, html}` (`content` is `""` when there is no file) |
+//! | `GET /api/memory/recent` | recent rows newest first; header `X-Memory-Recent-Limit` |
+//! | `GET /api/memory/core` | reference §7.3 + `revision`, `html` (of `content`), `rendered_html` (of `rendered_content`) |
+//! | `PUT /api/memory/core` | `{content, base_revision}` → like `PUT` a topic, on `topics/core.md` |
+//! | `GET /api/memory/search?q&top_k&prefix` | `[{path, anchor, kind, score, content}]` |
+//!
+//! The `{path}` of the topic routes is relative to `topics/` (`people/dave.md`), as in the
+//! topic list; `mtime` values are seconds since the epoch (float). Status codes: 400 a bad
+//! request or a rejected edit (with `violations`), 401 no or wrong token, 403 a path that
+//! escapes `topics/` (`..`, absolute, encoded, backslashes, symlinks), a bad `Host` or `Origin`,
+//! or an invalid timeline date, 404 a missing topic or memory record, 409 a stale
+//! `base_revision`, 413 a body over [`BODY_LIMIT`], 500 IO or corrupt state, 503 memory
+//! disabled or the write lock busy. See [`security`] for the request checks and [`error`] for
+//! the error shapes.
+//!
+//! # Limitations
+//!
+//! - Files are checked for symlinks component by component before they are read; a symlink
+//!   swapped in between the check and the read is not caught (the workspace is the owner's own
+//!   directory, mode 0700).
+//! - `refs` is a substring match, not a ranked search (`search` is the ranked one).
+
+mod api;
+pub mod error;
+pub mod markdown;
+pub mod security;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use scriptorium_backend::{Config, LocalBackend, OpenError};
+
+pub use api::CHANGES_ORIGIN;
+pub use error::ApiError;
+
+/// The largest request body accepted (413 above it).
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
+/// The address `scriptorium serve` listens on by default.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:7878";
+
+/// The page, embedded in the binary.
+const INDEX_HTML: &str = include_str!("../../assets/index.html");
+/// The page's script.
+const APP_JS: &str = include_str!("../../assets/app.js");
+/// The page's style sheet.
+const APP_CSS: &str = include_str!("../../assets/app.css");
+
+/// Why the server state cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] scriptorium_backend::config::ConfigError),
+    /// The backend (workspace, session store) cannot be opened.
+    #[error(transparent)]
+    Backend(#[from] OpenError),
+    /// The token file cannot be read or written.
+    #[error("the server token ({}): {source}", path.display())]
+    Token {
+        /// The token file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What the handlers share: the backend (none when memory is disabled), the token and the
+/// names the server answers to.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+    hosts: Arc<[String]>,
+}
+
+pub(crate) struct Inner {
+    home: PathBuf,
+    backend: Option<LocalBackend>,
+    config: Config,
+    token: String,
+    /// Serializes installs through this server, so `after_install` is the install's own.
+    updating: Mutex<()>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("home", &self.inner.home)
+            .field("enabled", &self.inner.backend.is_some())
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// Opens the home: its configuration, then the [`LocalBackend`] (creating the workspace
+    /// when missing) and the token (`<home>/server-token`, created on first use). With
+    /// `memory.backend = "none"` nothing is opened or created: every API route answers 503.
+    /// The state answers to `127.0.0.1:7878` until [`AppState::with_addr`] names the bound
+    /// address.
+    ///
+    /// Blocking (files, git, the session store): call it from a blocking context.
+    pub fn open(home: &Path) -> Result<AppState, StateError> {
+        let config = Config::load(home)?;
+        let default_addr: SocketAddr =
+            DEFAULT_ADDR.parse().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 7878)));
+        let hosts: Arc<[String]> = security::allowed_hosts(default_addr).into();
+        if !config.enabled() {
+            let token = security::new_token()
+                .map_err(|source| StateError::Token { path: PathBuf::new(), source })?;
+            let inner = Inner {
+                home: home.to_path_buf(),
+                backend: None,
+                config,
+                token,
+                updating: Mutex::new(()),
+            };
+            return Ok(AppState { inner: Arc::new(inner), hosts });
+        }
+        // The server never writes on its own; the model is only reported by the status.
+        let model = scriptorium_backend::models::build(&config.model, home).unwrap_or_else(|err| {
+            tracing::warn!(%err, "no writer model: the status reports the journal model");
+            Arc::new(scriptorium_writer::model::journal::Journal)
+        });
+        let backend = LocalBackend::open(home, config.clone(), model)?;
+        let token = security::load_or_create_token(home).map_err(|source| StateError::Token {
+            path: home.join(security::TOKEN_FILE),
+            source,
+        })?;
+        let inner = Inner {
+            home: home.to_path_buf(),
+            backend: Some(backend),
+            config,
+            token,
+            updating: Mutex::new(()),
+        };
+        Ok(AppState { inner: Arc::new(inner), hosts })
+    }
+
+    /// The state answering to the server bound at `addr` (see [`security::allowed_hosts`]).
+    pub fn with_addr(self, addr: SocketAddr) -> AppState {
+        AppState { inner: self.inner, hosts: security::allowed_hosts(addr).into() }
+    }
+
+    /// The token every API request must carry (`Authorization: Bearer <token>`).
+    pub fn token(&self) -> &str {
+        &self.inner.token
+    }
+
+    /// The backend, unless memory is disabled.
+    pub fn backend(&self) -> Option<&LocalBackend> {
+        self.inner.backend.as_ref()
+    }
+
+    /// Whether memory is disabled (`memory.backend = "none"`).
+    pub fn is_disabled(&self) -> bool {
+        self.inner.backend.is_none()
+    }
+
+    /// The `Host` values accepted.
+    pub fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// Runs `work` on the blocking pool with the backend.
+    pub(crate) async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Inner, &LocalBackend) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || match inner.backend.as_ref() {
+            Some(backend) => work(&inner, backend),
+            None => Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "MEMORY_DISABLED",
+                "memory is disabled by memory.backend=none",
+            )),
+        })
+        .await
+        .map_err(|join| ApiError::internal(format!("the request failed: {join}")))?
+    }
+}
+
+/// The router: the API, the page and its assets, behind [`security::guard`] and the
+/// [`BODY_LIMIT`].
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .merge(api::routes())
+        .route("/", get(|| async { page("text/html; charset=utf-8", INDEX_HTML) }))
+        .route("/assets/app.js", get(|| async { page("text/javascript; charset=utf-8", APP_JS) }))
+        .route("/assets/app.css", get(|| async { page("text/css; charset=utf-8", APP_CSS) }))
+        .fallback(api::not_found)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))
+        .with_state(state)
+}
+
+/// An embedded asset.
+fn page(content_type: &'static str, body: &'static str) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body)
+}
+
+/// How [`serve_with`] runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Allow a non-loopback address (`--allow-remote`): the server is then reachable from the
+    /// network, over plain HTTP, guarded by the token alone.
+    pub allow_remote: bool,
+}
+
+/// Where a started server listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listening {
+    /// The bound address (the real port when 0 was asked for).
+    pub addr: SocketAddr,
+    /// The page's URL with the token in its fragment: `http://127.0.0.1:7878/#token=…`.
+    pub url: String,
+}
+
+/// Serves the home's memory at `addr` (loopback only) until `shutdown` completes, printing
+/// `Scriptorium at <url>` to stdout once listening.
+pub async fn serve(
+    home: PathBuf,
+    addr: SocketAddr,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let ready = |listening: &Listening| println!("Scriptorium at {}", listening.url);
+    serve_with(home, addr, ServeOptions::default(), ready, shutdown).await
+}
+
+/// [`serve`] with options; `ready` is called once the socket is bound.
+pub async fn serve_with(
+    home: PathBuf,
+    addr: SocketAddr,
+    options: ServeOptions,
+    ready: impl FnOnce(&Listening),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    security::check_bind(addr, options.allow_remote)?;
+    let opened = home.clone();
+    let state = tokio::task::spawn_blocking(move || AppState::open(&opened))
+        .await
+        .context("opening the home")??;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    let local = listener.local_addr()?;
+    let state = state.with_addr(local);
+    let host = match local {
+        SocketAddr::V4(a) if a.ip().is_loopback() => format!("127.0.0.1:{}", a.port()),
+        SocketAddr::V6(a) if a.ip().is_loopback() => format!("[::1]:{}", a.port()),
+        other => other.to_string(),
+    };
+    ready(&Listening { addr: local, url: format!("http://{host}/#token={}", state.token()) });
+    tracing::info!(%local, home = %home.display(), "serving the web UI");
+    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,889 @@
+//! The REST API and the page, driven through `app(state).oneshot(…)`: every route's shape and
+//! status codes, the security checks (token, `Host`, `Origin`, body limit, CSP, path
+//! traversal, symlinks), compare-and-set edits, the disabled backend, and a core read that
+//! waits for the write lock.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use scriptorium_server::web::{AppState, app};
+use scriptorium_txn::{LockTimeout, Workspace};
+use serde_json::{Value, json};
+use tower::ServiceExt as _;
+
+const HOST: &str = "127.0.0.1:7878";
+const ORIGIN: &str = "http://127.0.0.1:7878";
+
+/// The topic the fixture installs (the label is replaced by the archived source ID).
+const TOPIC: &str = "# Budget tracker\n\n## Status\n\n\
+Craig is building a budget tracker in Flask.[^e1]\n\n\
+[^e1]: Time: `2024-03-15`; Sources: [Flask tracker](new-source-flask)\n";
+
+/// A server over a fresh home.
+struct Server {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    state: AppState,
+    app: Router,
+}
+
+/// What a call answered.
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Value,
+}
+
+impl Server {
+    fn new() -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let home = dir.path().join("home");
+        let state = AppState::open(&home).expect("the home opens");
+        let state = state.with_addr(HOST.parse().expect("an address"));
+        Server { app: app(state.clone()), state, home, _dir: dir }
+    }
+
+    fn memory(&self) -> PathBuf {
+        self.home.join("memory")
+    }
+
+    /// A request with the right Host, token and Origin.
+    fn request(&self, method: Method, uri: &str) -> axum::http::request::Builder {
+        Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::HOST, HOST)
+            .header(header::ORIGIN, ORIGIN)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.state.token()))
+    }
+
+    async fn send(&self, request: Request<Body>) -> Answer {
+        let response = self.app.clone().oneshot(request).await.expect("the router answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("a body");
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        Answer { status, headers, body }
+    }
+
+    async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> Answer {
+        let request = self.request(method, uri);
+        let request = match body {
+            Some(body) => request
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        };
+        self.send(request.expect("a request")).await
+    }
+
+    async fn get(&self, uri: &str) -> Answer {
+        self.call(Method::GET, uri, None).await
+    }
+
+    async fn revision(&self) -> String {
+        let status = self.get("/api/memory/status").await;
+        assert_eq!(status.status, StatusCode::OK, "{}", status.body);
+        status.body["revision"].as_str().expect("a revision").to_owned()
+    }
+
+    /// Installs [`TOPIC`] at `topics/projects/budget.md` through the change API.
+    async fn seed(&self) -> Value {
+        let base = self.revision().await;
+        let answer = self
+            .call(
+                Method::POST,
+                "/api/memory/changes",
+                Some(json!({
+                    "base_revision": base,
+                    "changes": [{"path": "topics/projects/budget.md", "action": "write", "content": TOPIC}],
+                    "sources": [{
+                        "label": "new-source-flask", "role": "user",
+                        "content": "I'm building a budget tracker in Flask.",
+                        "observed_at": "2024-03-15T10:00:00+00:00",
+                    }],
+                    "commit_message": "add the tracker",
+                })),
+            )
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        answer.body
+    }
+
+    /// The block ID of the seeded paragraph.
+    fn block_id(&self) -> String {
+        let text = std::fs::read_to_string(self.memory().join("topics/projects/budget.md"))
+            .expect("the topic");
+        let line = text.lines().find(|l| l.starts_with("Craig")).expect("the paragraph");
+        line.rsplit(" ^").next().expect("a block id").to_owned()
+    }
+}
+
+fn error_code(answer: &Answer) -> &str {
+    answer.body["error"]["code"].as_str().or(answer.body["detail"]["code"].as_str()).unwrap_or("")
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_need_no_token_and_carry_the_security_headers() {
+    let server = Server::new();
+    for (uri, kind) in
+        [("/", "text/html"), ("/assets/app.js", "text/javascript"), ("/assets/app.css", "text/css")]
+    {
+        let request = Request::get(uri).header(header::HOST, HOST).body(Body::empty());
+        let answer = server.send(request.expect("request")).await;
+        assert_eq!(answer.status, StatusCode::OK, "{uri}");
+        let content_type = answer.headers[header::CONTENT_TYPE].to_str().expect("ascii");
+        assert!(content_type.starts_with(kind), "{uri}: {content_type}");
+        let csp = answer.headers[header::CONTENT_SECURITY_POLICY].to_str().expect("ascii");
+        assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"), "{csp}");
+        assert!(csp.contains("frame-ancestors 'none'") && csp.contains("base-uri 'none'"));
+        assert_eq!(answer.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert_eq!(answer.headers[header::REFERRER_POLICY], "no-referrer");
+    }
+    let index = server.get("/").await;
+    assert!(index.body.as_str().is_some_and(|html| html.contains("/assets/app.js")));
+    // API answers carry the CSP too, and are never cached.
+    let status = server.get("/api/memory/status").await;
+    assert!(status.headers.contains_key(header::CONTENT_SECURITY_POLICY));
+    assert_eq!(status.headers[header::CACHE_CONTROL], "no-store");
+}
+
+#[tokio::test]
+async fn every_api_route_requires_the_token() {
+    let server = Server::new();
+    let routes = [
+        (Method::GET, "/api/memory/status"),
+        (Method::GET, "/api/memory/topics"),
+        (Method::GET, "/api/memory/topics/projects/budget.md"),
+        (Method::GET, "/api/memory/core"),
+        (Method::GET, "/api/memory/recent"),
+        (Method::GET, "/api/memory/timeline"),
+        (Method::GET, "/api/memory/search?q=x"),
+        (Method::GET, "/api/memory/refs"),
+        (Method::POST, "/api/memory/changes"),
+        (Method::PUT, "/api/memory/core"),
+        (Method::DELETE, "/api/memory/topics/x.md?base_revision=1"),
+    ];
+    let wrong = "0".repeat(64);
+    let prefix = &server.state.token()[..63];
+    for (method, uri) in routes {
+        for auth in [
+            None,
+            Some(format!("Bearer {wrong}")),
+            Some(format!("Bearer {prefix}")),
+            Some(server.state.token().to_owned()),
+        ] {
+            let mut request = Request::builder()
+                .method(method.clone())
+                .uri(uri)
+                .header(header::HOST, HOST)
+                .header(header::ORIGIN, ORIGIN);
+            if let Some(auth) = auth {
+                request = request.header(header::AUTHORIZATION, auth);
+            }
+            let answer = server.send(request.body(Body::empty()).expect("request")).await;
+            assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{method} {uri}");
+            assert_eq!(answer.body["detail"]["code"], "UNAUTHORIZED");
+        }
+    }
+    assert_eq!(server.get("/api/memory/status").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_foreign_host_header_is_refused() {
+    let server = Server::new();
+    for host in
+        ["evil.example:7878", "127.0.0.1:9999", "localhost", "127.0.0.1.evil.example:7878", ""]
+    {
+        for uri in ["/", "/api/memory/status"] {
+            let request = server
+                .request(Method::GET, uri)
+                .header(header::HOST, host)
+                .body(Body::empty())
+                .expect("request");
+            let mut request = request;
+            request.headers_mut().insert(header::HOST, host.parse().expect("a header value"));
+            let answer = server.send(request).await;
+            assert_eq!(answer.status, StatusCode::FORBIDDEN, "{host} {uri}");
+            assert_eq!(answer.body["detail"]["code"], "FORBIDDEN_HOST");
+        }
+    }
+    for host in ["localhost:7878", "[::1]:7878", "LOCALHOST:7878"] {
+        let mut request =
+            server.request(Method::GET, "/api/memory/status").body(Body::empty()).expect("request");
+        request.headers_mut().insert(header::HOST, host.parse().expect("a header value"));
+        assert_eq!(server.send(request).await.status, StatusCode::OK, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn state_changes_need_this_servers_origin() {
+    let server = Server::new();
+    let base = server.revision().await;
+    let body = json!({"content": "# Core\n", "base_revision": base}).to_string();
+    let changes = json!({"base_revision": base, "changes": []}).to_string();
+    let cases = [
+        (Method::PUT, "/api/memory/core", body.clone()),
+        (Method::PUT, "/api/memory/topics/x.md", body),
+        (Method::POST, "/api/memory/changes", changes),
+        (Method::DELETE, &format!("/api/memory/topics/x.md?base_revision={base}"), String::new()),
+    ];
+    for (method, uri, body) in cases {
+        for origin in
+            [Some("http://evil.example"), Some("http://127.0.0.1:9999"), Some("null"), None]
+        {
+            let mut request = server
+                .request(method.clone(), uri)
+                .body(Body::from(body.clone()))
+                .expect("request");
+            match origin {
+                Some(origin) => {
+                    request.headers_mut().insert(header::ORIGIN, origin.parse().expect("value"));
+                }
+                None => {
+                    request.headers_mut().remove(header::ORIGIN);
+                }
+            }
+            let answer = server.send(request).await;
+            assert_eq!(answer.status, StatusCode::FORBIDDEN, "{method} {uri} from {origin:?}");
+            assert_eq!(answer.body["detail"]["code"], "FORBIDDEN_ORIGIN");
+        }
+    }
+    // Reads need no Origin (a plain navigation or fetch may omit it).
+    let mut read =
+        server.request(Method::GET, "/api/memory/core").body(Body::empty()).expect("request");
+    read.headers_mut().remove(header::ORIGIN);
+    assert_eq!(server.send(read).await.status, StatusCode::OK);
+    // Nothing was written.
+    assert_eq!(server.revision().await, base);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let server = Server::new();
+    let base = server.revision().await;
+    let big = "x".repeat(scriptorium_server::web::BODY_LIMIT + 1);
+    let answer = server
+        .call(Method::PUT, "/api/memory/core", Some(json!({"content": big, "base_revision": base})))
+        .await;
+    assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", answer.body);
+    assert_eq!(error_code(&answer), "SIZE_LIMIT");
+    assert!(answer.headers.contains_key(header::CONTENT_SECURITY_POLICY));
+}
+
+#[tokio::test]
+async fn status_reports_the_workspace_and_the_writer() {
+    let server = Server::new();
+    server.seed().await;
+    let answer = server.get("/api/memory/status").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    let body = &answer.body;
+    assert!(body["workspace"].as_str().is_some_and(|w| w.starts_with("w-")));
+    assert_eq!(body["workspace_path"], server.memory().display().to_string());
+    assert_eq!(body["topic_files"], 1);
+    assert_eq!(body["blocks"], 1);
+    assert_eq!(body["core_exists"], false);
+    assert!(body["revision"].as_str().is_some_and(|r| !r.is_empty()));
+    assert_eq!(body["writer"]["pending_turns"], 0);
+    assert!(body["writer"].get("model").is_some());
+    let settings = server.get("/api/memory/status?settings=true").await;
+    assert_eq!(
+        settings.body,
+        json!({"workspace_path": server.memory().display().to_string(), "embedding_available": false})
+    );
+}
+
+#[tokio::test]
+async fn the_change_api_installs_and_maps_errors_to_status_codes() {
+    let server = Server::new();
+    let before = server.revision().await;
+    let done = server.seed().await;
+    assert_eq!(done["ok"], true);
+    assert!(
+        done["changed_files"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|p| p == "topics/projects/budget.md"))
+    );
+    assert_eq!(done["git_committed"], true);
+    assert!(done["source_ids"]["new-source-flask"].as_str().is_some_and(|id| !id.is_empty()));
+    assert_ne!(done["revision"], before.as_str());
+
+    // A stale base revision: 409.
+    let stale = server
+        .call(
+            Method::POST,
+            "/api/memory/changes",
+            Some(json!({
+                "base_revision": before,
+                "changes": [{"path": "topics/other.md", "action": "delete"}],
+            })),
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
+    assert_eq!(stale.body["ok"], false);
+    assert_eq!(error_code(&stale), "CONCURRENT_UPDATE");
+
+    // An unknown record: 404.
+    let base = server.revision().await;
+    let missing = server
+        .call(
+            Method::POST,
+            "/api/memory/changes",
+            Some(json!({
+                "base_revision": base,
+                "memory_changes": [{"op": "delete_record", "memory_id": "0badc0de"}],
+            })),
+        )
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.body);
+    assert_eq!(error_code(&missing), "MEMORY_NOT_FOUND");
+
+    // Bad shapes: 400.
+    let not_object = server.call(Method::POST, "/api/memory/changes", Some(json!([1, 2]))).await;
+    assert_eq!(not_object.status, StatusCode::BAD_REQUEST);
+    assert_eq!(not_object.body["error"]["message"], "request body must be a JSON object");
+    let request = server
+        .request(Method::POST, "/api/memory/changes")
+        .body(Body::from("{nope"))
+        .expect("request");
+    let garbled = server.send(request).await;
+    assert_eq!(garbled.status, StatusCode::BAD_REQUEST);
+    assert_eq!(error_code(&garbled), "INVALID_ARGUMENT");
+    let outside = server
+        .call(
+            Method::POST,
+            "/api/memory/changes",
+            Some(json!({
+                "base_revision": base,
+                "changes": [{"path": "../escape.md", "action": "write", "content": "x"}],
+            })),
+        )
+        .await;
+    assert_eq!(outside.status, StatusCode::BAD_REQUEST, "{}", outside.body);
+    assert_eq!(error_code(&outside), "PATH_OUTSIDE_WORKSPACE");
+    assert_eq!(server.revision().await, base, "nothing refused was installed");
+}
+
+#[tokio::test]
+async fn topics_are_listed_read_with_their_revision_and_rendered() {
+    let server = Server::new();
+    server.seed().await;
+    let block = server.block_id();
+    let list = server.get("/api/memory/topics").await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert_eq!(
+        list.body,
+        json!([{
+            "path": "projects/budget.md", "title": "Budget tracker", "type": "projects",
+            "size": list.body[0]["size"], "mtime": list.body[0]["mtime"],
+        }])
+    );
+    assert!(list.body[0]["size"].as_u64().is_some_and(|s| s > 0));
+    assert!(list.body[0]["mtime"].as_f64().is_some_and(|m| m > 0.0));
+
+    let topic = server.get("/api/memory/topics/projects/budget.md").await;
+    assert_eq!(topic.status, StatusCode::OK, "{}", topic.body);
+    assert_eq!(topic.body["path"], "projects/budget.md");
+    assert_eq!(topic.body["workspace_path"], "topics/projects/budget.md");
+    let on_disk =
+        std::fs::read_to_string(server.memory().join("topics/projects/budget.md")).expect("read");
+    assert_eq!(topic.body["content"], on_disk.as_str());
+    assert_eq!(topic.body["revision"], server.revision().await.as_str());
+    let html = topic.body["html"].as_str().expect("html");
+    assert!(html.contains(&format!("id=\"^{block}\"")), "{html}");
+    assert!(html.contains(">[1]</a></sup>") && !html.contains(&format!(" ^{block}")), "{html}");
+
+    let missing = server.get("/api/memory/topics/projects/none.md").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.body["ok"], false);
+
+    // The core master is managed by the core routes and is not listed.
+    let base = server.revision().await;
+    let core = format!(
+        "# Core\n\nCore fact.[^e1]\n\n[^e1]: Time: `undated`; Sources: [k]({})\n",
+        source_link(&on_disk)
+    );
+    let put = server
+        .call(
+            Method::PUT,
+            "/api/memory/core",
+            Some(json!({"content": core, "base_revision": base})),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+    let list = server.get("/api/memory/topics").await;
+    assert_eq!(list.body.as_array().map(Vec::len), Some(1), "{}", list.body);
+}
+
+/// The source link target of the seeded topic's footnote, rewritten relative to `topics/`.
+fn source_link(topic: &str) -> String {
+    let start = topic.find("](../../sources/").expect("a source link") + 2;
+    let end = topic[start..].find(')').expect("link end") + start;
+    topic[start..end].replacen("../../", "../", 1)
+}
+
+#[tokio::test]
+async fn path_traversal_and_symlinks_are_refused_on_every_path_route() {
+    let server = Server::new();
+    server.seed().await;
+    let outside = server.home.join("secret.md");
+    std::fs::write(&outside, "# Secret\n").expect("write");
+    std::os::unix::fs::symlink(&outside, server.memory().join("topics/link.md")).expect("symlink");
+    std::os::unix::fs::symlink(server.home.as_path(), server.memory().join("topics/linkdir"))
+        .expect("symlink");
+    let base = server.revision().await;
+    let attempts = [
+        "../secret.md",
+        "..%2Fsecret.md",
+        "%2e%2e/secret.md",
+        "%2E%2E%2F%2E%2E%2Fsecret.md",
+        "projects/..%2F..%2F..%2Fsecret.md",
+        "%2Fetc%2Fpasswd.md",
+        "..%5Csecret.md",
+        "projects%5C..%5C..%5Csecret.md",
+        "link.md",
+        "linkdir/secret.md",
+        "projects/budget.txt",
+        "..",
+    ];
+    for attempt in attempts {
+        let uri = format!("/api/memory/topics/{attempt}");
+        let got = server.get(&uri).await;
+        assert_eq!(got.status, StatusCode::FORBIDDEN, "GET {attempt}: {}", got.body);
+        assert!(!got.body.to_string().contains("# Secret"));
+        let put = server
+            .call(Method::PUT, &uri, Some(json!({"content": "# Owned\n", "base_revision": base})))
+            .await;
+        assert_eq!(put.status, StatusCode::FORBIDDEN, "PUT {attempt}: {}", put.body);
+        let delete =
+            server.call(Method::DELETE, &format!("{uri}?base_revision={base}"), None).await;
+        assert_eq!(delete.status, StatusCode::FORBIDDEN, "DELETE {attempt}: {}", delete.body);
+    }
+    assert_eq!(std::fs::read_to_string(&outside).expect("read"), "# Secret\n");
+    // A symlink in place of the recent file or a timeline file is not followed either.
+    std::fs::remove_file(server.memory().join("recent_events.jsonl")).expect("remove");
+    std::os::unix::fs::symlink(&outside, server.memory().join("recent_events.jsonl"))
+        .expect("symlink");
+    assert_eq!(server.get("/api/memory/recent").await.status, StatusCode::FORBIDDEN);
+    std::fs::create_dir_all(server.memory().join("timeline")).expect("mkdir");
+    std::os::unix::fs::symlink(&outside, server.memory().join("timeline/1999.md"))
+        .expect("symlink");
+    assert_eq!(server.get("/api/memory/timeline/1999").await.status, StatusCode::FORBIDDEN);
+    let list = server.get("/api/memory/topics").await;
+    assert!(!list.body.to_string().contains("link"), "symlinks are not listed: {}", list.body);
+}
+
+#[tokio::test]
+async fn topic_edits_are_compare_and_set_and_validated() {
+    let server = Server::new();
+    server.seed().await;
+    let uri = "/api/memory/topics/projects/budget.md";
+    let topic = server.get(uri).await;
+    let base = topic.body["revision"].as_str().expect("revision").to_owned();
+    let old = topic.body["content"].as_str().expect("content").to_owned();
+    let new = old.replace("in Flask.", "in Flask and SQLite.");
+
+    let missing_base = server.call(Method::PUT, uri, Some(json!({"content": new}))).await;
+    assert_eq!(missing_base.status, StatusCode::BAD_REQUEST);
+
+    let saved =
+        server.call(Method::PUT, uri, Some(json!({"content": new, "base_revision": base}))).await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    assert_eq!(saved.body["ok"], true);
+    assert_eq!(saved.body["changed_files"], json!(["topics/projects/budget.md"]));
+    assert_ne!(saved.body["revision"], base.as_str());
+    let reread = server.get(uri).await;
+    assert!(reread.body["content"].as_str().is_some_and(|c| c.contains("Flask and SQLite")));
+    assert_eq!(reread.body["revision"], saved.body["revision"]);
+
+    // The page's copy is now stale.
+    let stale =
+        server.call(Method::PUT, uri, Some(json!({"content": old, "base_revision": base}))).await;
+    assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
+    assert_eq!(error_code(&stale), "CONCURRENT_UPDATE");
+
+    // Dropping the block and citing nothing: rejected with every violation listed.
+    let current = saved.body["revision"].as_str().expect("revision").to_owned();
+    let broken = "# Budget tracker\n\nNo evidence here.[^x]\n";
+    let rejected = server
+        .call(Method::PUT, uri, Some(json!({"content": broken, "base_revision": current})))
+        .await;
+    assert_eq!(rejected.status, StatusCode::BAD_REQUEST, "{}", rejected.body);
+    let violations = rejected.body["error"]["violations"].as_array().expect("violations");
+    assert!(!violations.is_empty());
+    for v in violations {
+        for field in ["code", "path", "line", "col", "message"] {
+            assert!(v.get(field).is_some(), "{field} in {v}");
+        }
+    }
+    assert!(violations.iter().any(|v| v["code"] == "BLOCK_ID_REMOVED"), "{violations:?}");
+    assert_eq!(server.revision().await, current, "a rejected edit installs nothing");
+
+    // A new topic file is created by a PUT.
+    let created = server
+        .call(
+            Method::PUT,
+            "/api/memory/topics/notes/empty.md",
+            Some(json!({"content": "# Empty\n", "base_revision": current})),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.body);
+}
+
+#[tokio::test]
+async fn topic_deletes_are_compare_and_set() {
+    let server = Server::new();
+    let before = server.revision().await;
+    server.seed().await;
+    let uri = "/api/memory/topics/projects/budget.md";
+    assert_eq!(server.call(Method::DELETE, uri, None).await.status, StatusCode::BAD_REQUEST);
+    let stale = server.call(Method::DELETE, &format!("{uri}?base_revision={before}"), None).await;
+    assert_eq!(stale.status, StatusCode::CONFLICT);
+    let base = server.revision().await;
+    let deleted = server.call(Method::DELETE, &format!("{uri}?base_revision={base}"), None).await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.body);
+    assert_eq!(deleted.body["changed_files"], json!(["topics/projects/budget.md"]));
+    assert_eq!(server.get(uri).await.status, StatusCode::NOT_FOUND);
+    let base = server.revision().await;
+    let again = server.call(Method::DELETE, &format!("{uri}?base_revision={base}"), None).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_timeline_lists_dates_newest_first_and_refuses_bad_dates() {
+    let server = Server::new();
+    server.seed().await;
+    let list = server.get("/api/memory/timeline").await;
+    assert_eq!(list.status, StatusCode::OK);
+    let dates: Vec<&str> =
+        list.body.as_array().expect("rows").iter().filter_map(|r| r["date"].as_str()).collect();
+    assert_eq!(dates, ["2024-03-15"], "{}", list.body);
+    assert!(list.body[0]["size"].as_u64().is_some_and(|s| s > 0));
+    std::fs::write(server.memory().join("timeline/2023.md"), "# 2023\n").expect("write");
+    let list = server.get("/api/memory/timeline").await;
+    let dates: Vec<&str> =
+        list.body.as_array().expect("rows").iter().filter_map(|r| r["date"].as_str()).collect();
+    assert_eq!(dates, ["2024-03-15", "2023"]);
+
+    let day = server.get("/api/memory/timeline/2024-03-15").await;
+    assert_eq!(day.status, StatusCode::OK);
+    assert_eq!(day.body["date"], "2024-03-15");
+    assert!(
+        day.body["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("# 2024-03-15") && c.contains("Craig"))
+    );
+    assert!(day.body["html"].as_str().is_some_and(|h| h.contains("<h1>2024-03-15</h1>")));
+    let absent = server.get("/api/memory/timeline/1999-01").await;
+    assert_eq!(absent.status, StatusCode::OK);
+    assert_eq!(absent.body["content"], "");
+    for bad in ["2024-3", "24", "..%2F..%2Fsecret", "2024-03-15-01", "2024%2F03", "x"] {
+        let answer = server.get(&format!("/api/memory/timeline/{bad}")).await;
+        assert_eq!(answer.status, StatusCode::FORBIDDEN, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn recent_rows_come_newest_first_with_the_limit_header() {
+    let server = Server::new();
+    server.seed().await;
+    let base = server.revision().await;
+    let created = server
+        .call(Method::POST, "/api/memory/changes", Some(json!({
+            "base_revision": base,
+            "memory_changes": [{
+                "op": "create_record", "content": "Craig deploys on Fridays.", "time": "2024-03",
+                "sources": [{"source": "new-source-deploy", "label": "deploys"}],
+                "destination": {"topic_path": "topics/projects/budget.md", "headings": ["Budget tracker", "Status"], "position": "end"},
+            }],
+            "sources": [{"label": "new-source-deploy", "role": "user", "content": "I deploy on Fridays."}],
+        })))
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.body);
+    let recent = server.get("/api/memory/recent").await;
+    assert_eq!(recent.status, StatusCode::OK);
+    assert_eq!(recent.headers["x-memory-recent-limit"], "50");
+    let rows = recent.body.as_array().expect("rows");
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0]["content"].as_str().is_some_and(|c| c.contains("Fridays")), "{}", recent.body);
+    assert!(rows[1]["content"].as_str().is_some_and(|c| c.contains("Flask")));
+    assert_eq!(rows[0]["topic_path"], "topics/projects/budget.md");
+}
+
+#[tokio::test]
+async fn core_is_read_with_its_render_and_written_by_compare_and_set() {
+    let server = Server::new();
+    let empty = server.get("/api/memory/core").await;
+    assert_eq!(empty.status, StatusCode::OK);
+    for (key, want) in [
+        ("content", json!("")),
+        ("rendered_content", json!("")),
+        ("injected_content", json!("")),
+        ("rendered_tokens", json!(0)),
+        ("injected_tokens", json!(0)),
+        ("budget_tokens", json!(2000)),
+        ("injection_enabled", json!(true)),
+        ("size", json!(0)),
+    ] {
+        assert_eq!(empty.body[key], want, "{key}");
+    }
+    server.seed().await;
+    let topic =
+        std::fs::read_to_string(server.memory().join("topics/projects/budget.md")).expect("read");
+    let base = server.get("/api/memory/core").await.body["revision"]
+        .as_str()
+        .expect("revision")
+        .to_owned();
+    let core = format!(
+        "# Core\n\nThe owner prefers plain language.[^e1]\n\n[^e1]: Time: `undated`; Sources: [style]({})\n",
+        source_link(&topic)
+    );
+    let put = server
+        .call(
+            Method::PUT,
+            "/api/memory/core",
+            Some(json!({"content": core, "base_revision": base})),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+    assert!(
+        put.body["changed_files"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|p| p == "topics/core.md"))
+    );
+
+    let read = server.get("/api/memory/core").await;
+    let body = &read.body;
+    let master = std::fs::read_to_string(server.memory().join("topics/core.md")).expect("master");
+    let rendered = std::fs::read_to_string(server.memory().join("core.md")).expect("render");
+    assert_eq!(body["content"], master.as_str());
+    assert_eq!(body["rendered_content"], rendered.as_str());
+    assert_eq!(body["size"], master.len());
+    assert!(body["rendered_tokens"].as_u64().is_some_and(|t| t > 0 && t <= 2000));
+    let injected = body["injected_content"].as_str().expect("injected");
+    assert!(
+        injected.contains("plain language") && injected.contains("<memory-context>"),
+        "{injected}"
+    );
+    assert!(body["injected_tokens"].as_u64() > body["rendered_tokens"].as_u64());
+    assert_eq!(body["revision"], server.revision().await.as_str());
+    assert!(
+        body["rendered_html"]
+            .as_str()
+            .is_some_and(|h| h.contains("plain language") && h.contains(">[1]</a></sup>"))
+    );
+    assert!(body["html"].as_str().is_some_and(|h| h.contains("block-anchor")));
+
+    let stale = server
+        .call(
+            Method::PUT,
+            "/api/memory/core",
+            Some(json!({"content": "# Core\n", "base_revision": base})),
+        )
+        .await;
+    assert_eq!(stale.status, StatusCode::CONFLICT);
+    assert_eq!(server.get("/api/memory/core").await.body["content"], master.as_str());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_core_read_waits_for_the_write_lock_and_sees_the_new_text() {
+    let server = Server::new();
+    let root = server.memory();
+    let (locked_tx, locked_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let holder_root = root.clone();
+    // Another handle holds the write lock, as an install does, and writes while holding it.
+    let holder = std::thread::spawn(move || {
+        let ws = Workspace::open(&holder_root).expect("a second handle");
+        ws.with_write_lock(LockTimeout::DEFAULT, || {
+            locked_tx.send(()).expect("signal");
+            release_rx.recv().expect("release");
+            std::fs::write(
+                holder_root.join("topics/core.md"),
+                "# Core\n\nHalf-installed no more.\n",
+            )
+            .expect("write master");
+            std::fs::write(holder_root.join("core.md"), "# Core\n\nHalf-installed no more.\n")
+                .expect("write render");
+        })
+        .expect("the lock");
+    });
+    locked_rx.recv().expect("the lock is held");
+    let app = server.app.clone();
+    let request =
+        server.request(Method::GET, "/api/memory/core").body(Body::empty()).expect("request");
+    let read = tokio::spawn(async move { app.oneshot(request).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!read.is_finished(), "the read must wait for the lock");
+    release_tx.send(()).expect("release");
+    let response = read.await.expect("joined").expect("answered");
+    assert_eq!(response.status(), StatusCode::OK);
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+    let body: Value = serde_json::from_slice(&bytes).expect("json");
+    assert_eq!(body["content"], "# Core\n\nHalf-installed no more.\n");
+    assert_eq!(body["rendered_content"], "# Core\n\nHalf-installed no more.\n");
+    holder.join().expect("the holder finished");
+}
+
+#[tokio::test]
+async fn search_and_refs_find_the_seeded_block() {
+    let server = Server::new();
+    server.seed().await;
+    let block = server.block_id();
+    let hits =
+        server.get("/api/memory/search?q=budget%20tracker%20Flask&top_k=3&prefix=topics").await;
+    assert_eq!(hits.status, StatusCode::OK, "{}", hits.body);
+    let first = &hits.body[0];
+    assert_eq!(first["path"], "topics/projects/budget.md");
+    assert_eq!(first["kind"], "block");
+    assert_eq!(first["anchor"], format!("#^{block}"));
+    assert!(first["score"].as_f64().is_some_and(|s| s > 0.0));
+    assert!(first["content"].as_str().is_some_and(|c| c.contains("Flask")));
+    assert_eq!(server.get("/api/memory/search").await.status, StatusCode::BAD_REQUEST);
+
+    let refs = server.get("/api/memory/refs?q=flask").await;
+    assert_eq!(refs.status, StatusCode::OK);
+    let workspace = server.get("/api/memory/status").await.body["workspace"].clone();
+    assert_eq!(
+        refs.body,
+        json!([{
+            "workspace_id": workspace, "memory_id": block, "topic_path": "topics/projects/budget.md",
+            "content": refs.body[0]["content"], "when": "2024-03-15",
+        }])
+    );
+    assert!(refs.body[0]["content"].as_str().is_some_and(|c| c.starts_with("Craig")));
+    assert_eq!(server.get("/api/memory/refs?q=nothing-like-it").await.body, json!([]));
+    assert_eq!(server.get("/api/memory/refs?limit=1").await.body.as_array().map(Vec::len), Some(1));
+    for bad in ["0", "501", "x", "-1"] {
+        assert_eq!(
+            server.get(&format!("/api/memory/refs?limit={bad}")).await.status,
+            StatusCode::BAD_REQUEST,
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_api_routes_are_json_404s() {
+    let server = Server::new();
+    let answer = server.get("/api/memory/nothing").await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    assert_eq!(answer.body["ok"], false);
+}
+
+#[tokio::test]
+async fn memory_disabled_answers_503_everywhere_and_creates_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).expect("mkdir");
+    std::fs::write(home.join("scriptorium.toml"), "[memory]\nbackend = \"none\"\n")
+        .expect("config");
+    let state =
+        AppState::open(&home).expect("opens disabled").with_addr(HOST.parse().expect("addr"));
+    assert!(state.is_disabled() && state.backend().is_none());
+    let router = app(state.clone());
+    let routes = [
+        (Method::GET, "/api/memory/status"),
+        (Method::GET, "/api/memory/refs"),
+        (Method::POST, "/api/memory/changes"),
+        (Method::GET, "/api/memory/topics"),
+        (Method::GET, "/api/memory/topics/a.md"),
+        (Method::PUT, "/api/memory/topics/a.md"),
+        (Method::DELETE, "/api/memory/topics/a.md"),
+        (Method::GET, "/api/memory/timeline"),
+        (Method::GET, "/api/memory/timeline/2024"),
+        (Method::GET, "/api/memory/recent"),
+        (Method::GET, "/api/memory/core"),
+        (Method::PUT, "/api/memory/core"),
+        (Method::GET, "/api/memory/search?q=x"),
+    ];
+    for (method, uri) in routes {
+        for token in [None, Some(state.token())] {
+            let mut request =
+                Request::builder().method(method.clone()).uri(uri).header(header::HOST, HOST);
+            if let Some(token) = token {
+                request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+            }
+            let response = router
+                .clone()
+                .oneshot(request.body(Body::empty()).expect("request"))
+                .await
+                .expect("answer");
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE, "{method} {uri}");
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("body");
+            let body: Value = serde_json::from_slice(&bytes).expect("json");
+            assert_eq!(
+                body,
+                json!({"detail": {"code": "MEMORY_DISABLED", "message": "memory is disabled by memory.backend=none"}})
+            );
+        }
+    }
+    let names: Vec<_> = std::fs::read_dir(&home)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, ["scriptorium.toml"], "nothing created in the home");
+    assert!(!Path::new(&home.join("memory")).exists());
+}
+
+#[tokio::test]
+async fn serve_refuses_a_remote_address_without_the_opt_in() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let err = scriptorium_server::web::serve(
+        dir.path().join("home"),
+        "0.0.0.0:0".parse().expect("addr"),
+        async {},
+    )
+    .await
+    .expect_err("refused");
+    assert!(err.to_string().contains("--allow-remote"), "{err}");
+    assert!(!dir.path().join("home").exists(), "nothing opened");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_listens_on_loopback_with_the_token_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("home");
+    let (url_tx, url_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(scriptorium_server::web::serve_with(
+        home.clone(),
+        "127.0.0.1:0".parse().expect("addr"),
+        scriptorium_server::web::ServeOptions::default(),
+        move |listening| {
+            let _ = url_tx.send(listening.clone());
+        },
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let listening = url_rx.await.expect("listening");
+    let token = std::fs::read_to_string(home.join("server-token")).expect("token file");
+    assert_eq!(
+        listening.url,
+        format!("http://127.0.0.1:{}/#token={}", listening.addr.port(), token.trim())
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(home.join("server-token")).expect("meta").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    // One real request over loopback.
+    let mut stream = tokio::net::TcpStream::connect(listening.addr).await.expect("connect");
+    let request = format!(
+        "GET /api/memory/status HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+        listening.addr.port(),
+        token.trim()
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut response).await.expect("read");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"workspace\""));
+    stop_tx.send(()).expect("stop");
+    server.await.expect("joined").expect("served cleanly");
+}
