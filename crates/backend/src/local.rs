@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use scriptorium_markers::{WorkspaceId, is_marked, is_record};
+use scriptorium_markers::is_record;
 use scriptorium_search::{Query, fence, recall_text};
-use scriptorium_session_dag::{EmbeddedStore, Node, Page, SessionId, SessionStore};
+use scriptorium_session_dag::{EmbeddedStore, Node, SessionId, SessionStore};
 use scriptorium_topics_format::parse_tree;
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{LockTimeout, Revision};
@@ -176,29 +176,8 @@ impl LocalBackend {
     }
 
     fn pending_turns(&self) -> Option<usize> {
-        let workspace =
-            WorkspaceId::parse(self.inner.memory.workspace().workspace_id().as_str()).ok()?;
-        let store = self.inner.store.as_ref();
-        let mut total = 0;
-        let mut offset = 0;
-        loop {
-            let page = store.list_sessions(Page { offset, limit: 500 }).ok()?;
-            for session in &page {
-                let mut seen: BTreeSet<String> = BTreeSet::new();
-                for tip in store.tips(&session.id).ok()? {
-                    for node in store.branch(&session.id, Some(&tip)).ok()? {
-                        if is_record(&node) && !is_marked(&node, &workspace) {
-                            seen.insert(node.id.0);
-                        }
-                    }
-                }
-                total += seen.len();
-            }
-            if page.len() < 500 {
-                return Some(total);
-            }
-            offset += page.len();
-        }
+        let id = self.inner.memory.workspace().workspace_id();
+        crate::summary::pending_turns(self.inner.store.as_ref(), id.as_str())
     }
 
     /// Records a write's outcome in `.scriptorium/writer-status.json` (best effort).

@@ -149,3 +149,35 @@ pub fn update_result(
         "git_commit": after.git_commit,
     })
 }
+
+/// Reference §5.6 `pending_turns`: the eligible records (the branches of every live tip, across
+/// every session) that lack the marker of workspace `workspace_id` — a plain count, not the
+/// suffix walk; `None` when the count fails.
+pub fn pending_turns(
+    store: &dyn scriptorium_session_dag::SessionStore,
+    workspace_id: &str,
+) -> Option<usize> {
+    use scriptorium_markers::{WorkspaceId, is_marked, is_record};
+    use scriptorium_session_dag::Page;
+    let workspace = WorkspaceId::parse(workspace_id).ok()?;
+    let mut total = 0;
+    let mut offset = 0;
+    loop {
+        let page = store.list_sessions(Page { offset, limit: 500 }).ok()?;
+        for session in &page {
+            let mut seen = std::collections::BTreeSet::new();
+            for tip in store.tips(&session.id).ok()? {
+                for node in store.branch(&session.id, Some(&tip)).ok()? {
+                    if is_record(&node) && !is_marked(&node, &workspace) {
+                        seen.insert(node.id.0);
+                    }
+                }
+            }
+            total += seen.len();
+        }
+        if page.len() < 500 {
+            return Some(total);
+        }
+        offset += page.len();
+    }
+}

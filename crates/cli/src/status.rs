@@ -2,7 +2,9 @@
 
 use std::process::ExitCode;
 
-use scriptorium_backend::summary::workspace_status;
+use scriptorium_backend::runtime::{Outcome, WriterStatus};
+use scriptorium_backend::summary::{pending_turns, workspace_status};
+use scriptorium_session_dag::EmbeddedStore;
 
 use crate::home::Home;
 use crate::memory;
@@ -20,9 +22,19 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     let root = memory.workspace().root();
     let status = workspace_status(&memory)?;
+    let writer = WriterStatus::load(root);
+    let sessions = home.sessions();
+    let pending = if sessions.is_dir() {
+        let store = EmbeddedStore::open(&sessions)?;
+        pending_turns(&store, &status.workspace)
+    } else {
+        Some(0)
+    };
     if args.json {
         let mut out = serde_json::to_value(&status)?;
         out["workspace_path"] = root.display().to_string().into();
+        out["writer"] = writer.to_json();
+        out["pending_turns"] = pending.into();
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -45,6 +57,19 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     println!("sources     {} archive(s), {} record(s)", status.source_files, status.source_records);
     if status.topics_edited_outside {
         println!("note        topics/ was edited outside a transaction");
+    }
+    match pending {
+        Some(n) => println!("sessions    {n} turn(s) not yet written into memory"),
+        None => println!("sessions    the pending count failed"),
+    }
+    if let Some(failure) = &writer.last_failure
+        && writer.last_outcome == Some(Outcome::Failure)
+    {
+        println!(
+            "writer      last write failed: {} ({})",
+            failure.reason_code,
+            if failure.retryable { "retryable" } else { "permanent" }
+        );
     }
     let git = &status.git;
     match (&git.error, &git.head) {

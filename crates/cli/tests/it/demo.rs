@@ -36,6 +36,11 @@ fn the_demo_imports_writes_pins_the_core_and_recalls() {
         .expect("git log");
     let commits = String::from_utf8_lossy(&log.stdout);
     assert!(commits.contains("Pin Mara's standing preferences to the core"), "{commits}");
+    // Status counts what the abandoned branch still owes.
+    let status = scriptorium(&home, &["status", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status json");
+    assert_eq!(json["pending_turns"], 2, "{json}");
+    assert_eq!(json["writer"]["version"], 1, "{json}");
     // Again: idempotent (nothing new imported, nothing written, the core kept).
     let again = scriptorium(&home, &["demo", "--no-serve"]);
     let stdout = String::from_utf8_lossy(&again.stdout);
