@@ -174,6 +174,40 @@ impl Derived {
         Ok(written.changed_files.into_iter().chain(written.removed_files).collect())
     }
 
+    /// Rebuilds the views (adding the files they rewrote to `changed`) and makes the git
+    /// commit of `changed`.
+    fn views_and_commit(
+        &self,
+        event: &InstallEvent<'_>,
+        changed: &mut Vec<String>,
+        after: &mut AfterInstall,
+    ) {
+        if self.wiring.views {
+            match Derived::rebuild_views(event) {
+                Ok(files) => {
+                    changed.extend(files.iter().cloned());
+                    after.views_changed = files;
+                }
+                Err(err) => after.views_error = Some(err),
+            }
+        }
+        changed.sort();
+        changed.dedup();
+        if let Some(history) = &self.history {
+            let request = CommitRequest {
+                txn_id: event.installed.txn_id.as_str(),
+                message: &event.installed.message,
+                // A failed views rebuild may have left files the list does not name: scan all.
+                changed: after.views_error.is_none().then_some(changed.as_slice()),
+                time: now(),
+            };
+            match history.commit(request) {
+                Ok(outcome) => after.git_commit = Some(outcome.commit),
+                Err(err) => after.git_error = Some(err.to_string()),
+            }
+        }
+    }
+
     /// What happened after the last install.
     pub fn last(&self) -> AfterInstall {
         self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()
@@ -214,39 +248,24 @@ impl InstallObserver for Derived {
         changed.extend(std::mem::take(
             &mut *self.archived.lock().unwrap_or_else(PoisonError::into_inner),
         ));
-        if self.wiring.views {
-            match Derived::rebuild_views(event) {
-                Ok(files) => {
-                    changed.extend(files.iter().cloned());
-                    after.views_changed = files;
-                }
-                Err(err) => after.views_error = Some(err),
-            }
-        }
-        changed.sort();
-        changed.dedup();
-        if let Some(history) = &self.history {
-            let request = CommitRequest {
-                txn_id: event.installed.txn_id.as_str(),
-                message: &event.installed.message,
-                // A failed views rebuild may have left files the list does not name: scan all.
-                changed: after.views_error.is_none().then_some(changed.as_slice()),
-                time: now(),
-            };
-            match history.commit(request) {
-                Ok(outcome) => after.git_commit = Some(outcome.commit),
-                Err(err) => after.git_error = Some(err.to_string()),
-            }
-        }
-        // The index follows the installed files (views are not indexed).
+        // The index follows the transaction's files (views are not indexed), so its update
+        // runs beside the views rebuild and the git commit, which need each other.
         let hint = Changes { paths: changed.clone() };
         let revision = event.installed.revision.as_str();
-        if self.wiring.index {
-            let synced =
-                with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)));
-            if let Err(err) = synced {
-                after.index_error = Some(err.to_string());
-            }
+        let indexed = std::thread::scope(|scope| {
+            let index_job = self.wiring.index.then(|| {
+                scope.spawn(|| {
+                    with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
+                        .map(|_| ())
+                        .map_err(|err| err.to_string())
+                })
+            });
+            self.views_and_commit(event, &mut changed, &mut after);
+            index_job
+                .map(|job| job.join().unwrap_or_else(|_| Err("the index update panicked".into())))
+        });
+        if let Some(Err(err)) = indexed {
+            after.index_error = Some(err);
         }
         let failure = match (&after.views_error, &after.git_error) {
             (None, None) => None,
