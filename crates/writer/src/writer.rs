@@ -18,10 +18,10 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use scriptorium_markers::{WorkspaceId, boundary_plan, first_batch, mark, pending};
 use scriptorium_session_dag::{Node, NodeId, Role, SessionId, SessionStore};
 use scriptorium_topics_format::source::ArchiveRecord;
+use scriptorium_topics_format::source::id::handle_part;
 use scriptorium_topics_format::tokens;
 use scriptorium_txn::validate::Required;
 use scriptorium_txn::{BeginOptions, Counters, Installed, LockTimeout, Staged, Workspace};
@@ -566,8 +566,8 @@ pub fn archive_record(session: &SessionId, node: &Node) -> ArchiveRecord {
     let ordinal = u64::try_from(node.created_at.0).unwrap_or(0);
     let mut record = ArchiveRecord::new(
         PROVIDER,
-        handle_part(&session.0),
-        handle_part(&node.id.0),
+        part(&session.0, false),
+        part(&node.id.0, true),
         ordinal,
         role,
         &node.content,
@@ -580,51 +580,16 @@ pub fn archive_record(session: &SessionId, node: &Node) -> ArchiveRecord {
     record
 }
 
-/// Characters a session or node ID may not carry into a source ID: a source handle is written
-/// as a Markdown link target, where `#` starts a fragment and whitespace, brackets and
-/// parentheses end or break the link.
-const HANDLE_UNSAFE: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'(')
-    .add(b')')
-    .add(b'<')
-    .add(b'>')
-    .add(b'?')
-    .add(b'[')
-    .add(b'\\')
-    .add(b']')
-    .add(b'^')
-    .add(b'`')
-    .add(b'{')
-    .add(b'|')
-    .add(b'}');
-
-/// One part of a source ID: the session or node ID with each ASCII character a link target
-/// cannot hold percent-encoded (UUIDs, other plain IDs and non-ASCII text are kept as they
-/// are); an empty ID is `session`, as in the reference.
-fn handle_part(id: &str) -> String {
-    if id.is_empty() {
-        return "session".to_owned();
-    }
-    let mut out = String::with_capacity(id.len());
-    let mut buf = [0u8; 4];
-    for c in id.chars() {
-        if c.is_ascii() {
-            out.extend(utf8_percent_encode(c.encode_utf8(&mut buf), HANDLE_UNSAFE));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// One part of a source ID (see [`handle_part`]); an empty ID is `session`, as in the
+/// reference.
+fn part(id: &str, allow_slash: bool) -> String {
+    if id.is_empty() { "session".to_owned() } else { handle_part(id, allow_slash) }
 }
 
 /// The source ID the writer archives node `node` of `session` under
 /// (`openprogram/<session>/<node>`, see [`PROVIDER`]).
 pub fn source_id(session: &SessionId, node: &NodeId) -> String {
-    format!("{PROVIDER}/{}/{}", handle_part(&session.0), handle_part(&node.0))
+    format!("{PROVIDER}/{}/{}", part(&session.0, false), part(&node.0, true))
 }
 
 fn task_turn(node: &Node, source_ref: &str) -> TaskTurn {
@@ -658,5 +623,12 @@ mod tests {
         assert_eq!(id("a b", "line-6#0"), "openprogram/a%20b/line-6%230");
         assert_eq!(id("s", "会话(1)"), "openprogram/s/会话%281%29");
         assert_eq!(id("", "x"), "openprogram/session/x");
+        // A slash in the thread would move the split: `a/b` + `c` and `a` + `b/c` differ.
+        assert_eq!(id("a/b", "c"), "openprogram/a%2Fb/c");
+        assert_eq!(id("a", "b/c"), "openprogram/a/b/c");
+        assert_ne!(id("a/b", "c"), id("a", "b/c"));
+        // Not printable: encoded, so the archive accepts the ID.
+        assert_eq!(id("s", "x\u{2028}y"), "openprogram/s/x%E2%80%A8y");
+        assert!(scriptorium_topics_format::source::is_v2_emittable(&id("s", "x\u{2028}y")));
     }
 }

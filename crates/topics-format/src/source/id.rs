@@ -216,6 +216,35 @@ pub(crate) fn path_parts(rel: &str) -> impl Iterator<Item = &str> {
     rel.split('/').filter(|part| !part.is_empty() && *part != ".")
 }
 
+/// One part of a source ID made from a runtime identifier (a session or a node ID): kept as it
+/// is when it can stand in a Markdown link target as a plain handle, otherwise each offending
+/// character percent-encoded as its UTF-8 bytes. Offending: what a link target cannot carry
+/// (whitespace, `#`, `?`, brackets, parentheses, quotes, `%` itself), anything not printable
+/// (controls, U+2028), and `/` unless `allow_slash` — a thread must not hold one, so the ID
+/// splits back into the same parts (a message may, reference §3.1).
+pub fn handle_part(id: &str, allow_slash: bool) -> String {
+    let mut out = String::with_capacity(id.len());
+    let mut buf = [0u8; 4];
+    for c in id.chars() {
+        let offending = match c {
+            '/' => !allow_slash,
+            ' ' | '"' | '#' | '%' | '(' | ')' | '<' | '>' | '?' | '[' | '\\' | ']' | '^' | '`'
+            | '{' | '|' | '}' => true,
+            c => !super::unicode::is_printable(c),
+        };
+        if offending {
+            for &byte in c.encode_utf8(&mut buf).as_bytes() {
+                out.push('%');
+                out.push(HEX_UPPER[usize::from(byte >> 4)]);
+                out.push(HEX_UPPER[usize::from(byte & 0xF)]);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Python's `urllib.parse.quote(text, safe=safe)`: UTF-8 bytes; ASCII letters, digits, `_.-~`
 /// and the characters of `safe` stay literal; everything else becomes uppercase `%XX`.
 pub fn quote(text: &str, safe: &str) -> String {

@@ -1,8 +1,11 @@
 //! The page's two heaviest reads through the whole router (`app(state).oneshot`), on a
-//! 10 000-block workspace (200 topic files of 50 cited paragraphs, one archive per file):
+//! 10 000-block workspace (`common::generate_with`: 200 topic files of 50 cited paragraphs, one
+//! archive per file):
 //! `GET /api/memory/core` (under the write lock, with token counts and both previews) and
 //! `GET /api/memory/topics/{path}` (content, revision and the rendered preview of a 50-block
 //! file). Budget: 5 ms each.
+
+mod common;
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,56 +13,26 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
+use common::{BLOCKS_PER_FILE, generate_with};
 use criterion::{Criterion, criterion_group, criterion_main};
 use scriptorium_server::web::{AppState, app};
-use scriptorium_topics_format::source::{ArchiveRecord, anchor_for, plan_append};
+use scriptorium_topics_format::source::anchor_for;
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-/// Topic files, and cited paragraphs per file.
-const FILES: usize = 200;
-const BLOCKS_PER_FILE: usize = 50;
+/// Topic files.
+const FILES: usize = 10_000 / BLOCKS_PER_FILE;
 const HOST: &str = "127.0.0.1:7878";
 
 /// Writes the topic files and their archives straight into the memory root (the first
 /// transaction takes them as its baseline).
 fn generate(root: &Path) {
-    for f in 0..FILES {
-        let thread = format!("bench-{f:04}");
-        let records: Vec<ArchiveRecord> = (0..BLOCKS_PER_FILE)
-            .map(|b| {
-                let mut r = ArchiveRecord::new(
-                    "openprogram",
-                    thread.clone(),
-                    format!("m{b}"),
-                    b as u64,
-                    "user",
-                    format!("Message {b} of thread {f}: the owner mentions topic {f}-{b}."),
-                );
-                r.timestamp = Some(format!("2024-03-{:02}T10:00:00+00:00", 1 + b % 28));
-                r
-            })
-            .collect();
-        let plan =
-            plan_append(&records, &std::collections::BTreeMap::new()).expect("valid records");
-        for write in plan.writes {
-            let path = root.join(&write.rel_path);
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
-            std::fs::write(path, write.new_text).expect("write archive");
-        }
-        let mut page = format!("# Topic {f}\n\n## Facts\n");
-        for b in 0..BLOCKS_PER_FILE {
-            let id = format!("openprogram/{thread}/m{b}");
-            page.push_str(&format!(
-                "\nThe owner mentioned topic {f}-{b} while talking about gardens, budgets and \
-                 travel plans for the spring.[^e-{f:04}{b:06}] ^{f:04}{b:04}\n\n\
-                 [^e-{f:04}{b:06}]: Time: `2024-03-{:02}`; Sources: [item {b}](../sources/openprogram/_v2/{thread}.md#{})\n",
-                1 + b % 28,
-                anchor_for(&id)
-            ));
-        }
-        std::fs::write(root.join(format!("topics/t{f:04}.md")), page).expect("write topic");
-    }
+    generate_with(root, FILES, &mut |f, b| {
+        format!(
+            "The owner mentioned topic {f}-{b} while talking about gardens, budgets and travel \
+             plans for the spring."
+        )
+    });
 }
 
 /// A request the guard lets through.
