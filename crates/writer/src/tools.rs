@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use scriptorium_txn::{Staged, writable_path};
+use scriptorium_txn::{ChangeLimits, Staged, UpdateRequest, writable_path};
 use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
@@ -320,28 +320,33 @@ impl<'a> Tools<'a> {
         let Some(new) = args.get("changes").and_then(Value::as_array) else {
             return Err("changes must be a list of operations".into());
         };
+        // Each call is one request under the change API's limits; the replay of every list the
+        // run accepted is not a request of its own.
         let mut all = self.record_ops.clone();
         all.extend(new.iter().cloned());
-        self.staged.reset().map_err(|e| e.to_string())?;
-        match self.staged.apply_memory_changes(&Value::Array(all.clone())) {
+        let replay = ChangeLimits {
+            max_changes: usize::MAX,
+            max_change_bytes: usize::MAX,
+            ..ChangeLimits::default()
+        };
+        let applied = records_check(new).and_then(|()| {
+            self.staged.reset()?;
+            self.staged.apply_memory_changes_with(&Value::Array(all.clone()), &replay)
+        });
+        match applied {
             Ok(()) => {
                 self.record_ops = all;
                 Ok(format!("Applied {} operation(s)", new.len()))
             }
             Err(error) => {
                 // Put back what the run had before this call (it applied before).
-                let restored = self
-                    .staged
-                    .reset()
-                    .and_then(|()| {
-                        if self.record_ops.is_empty() {
-                            Ok(())
-                        } else {
-                            self.staged.apply_memory_changes(&Value::Array(self.record_ops.clone()))
-                        }
-                    })
-                    .map_err(|e| e.to_string());
-                restored?;
+                self.staged.reset().map_err(|e| e.to_string())?;
+                if !self.record_ops.is_empty() {
+                    let before = Value::Array(self.record_ops.clone());
+                    self.staged
+                        .apply_memory_changes_with(&before, &replay)
+                        .map_err(|e| e.to_string())?;
+                }
                 Err(error.to_string())
             }
         }
@@ -365,6 +370,14 @@ impl<'a> Tools<'a> {
             Err(e) => Err(e.to_string()),
         }
     }
+}
+
+/// The change API's limits on one `memory_changes` call (count and bytes).
+fn records_check(new: &[Value]) -> scriptorium_txn::Result<()> {
+    UpdateRequest::from_json(
+        &serde_json::json!({"base_revision": "-", "memory_changes": new}).to_string(),
+    )
+    .map(|_| ())
 }
 
 fn required_str<'v>(args: &'v Value, key: &str) -> Result<&'v str, String> {

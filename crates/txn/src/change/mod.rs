@@ -309,7 +309,17 @@ impl Staged {
     /// files (the baseline): they overwrite the stage's copy of every file they touch, so call
     /// this on a stage without other edits (the writer's tools refuse the mix).
     pub fn apply_memory_changes(&mut self, value: &serde_json::Value) -> Result<()> {
-        let changes = records::parse(value, &ChangeLimits::default())?;
+        self.apply_memory_changes_with(value, &ChangeLimits::default())
+    }
+
+    /// [`Staged::apply_memory_changes`] under `limits` (the writer's tools replay every list
+    /// a run accepted, each checked against the default limits when it came in).
+    pub fn apply_memory_changes_with(
+        &mut self,
+        value: &serde_json::Value,
+        limits: &ChangeLimits,
+    ) -> Result<()> {
+        let changes = records::parse(value, limits)?;
         check_archived(self, &changes)?;
         records::apply(self, &changes)
     }

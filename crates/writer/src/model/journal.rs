@@ -21,7 +21,7 @@ use crate::tools::Tools;
 /// The most characters of a turn kept in its paragraph.
 pub const MAX_CHARS: usize = 280;
 /// Operations per `memory_changes` call (the change API's limit).
-const PER_CALL: usize = 64;
+const PER_CALL: usize = scriptorium_txn::change::MAX_CHANGES;
 
 /// The journal writer.
 #[derive(Clone, Copy, Debug, Default)]

@@ -99,3 +99,24 @@ fn a_command_that_times_out_is_retryable_and_one_that_fails_is_not() {
     assert_eq!(failure.code, FailureCode::CommitRejected);
     assert_eq!(fx.pending_ids("s1", None), ["u1", "a1", "u2", "a2"]);
 }
+
+#[test]
+fn journal_files_a_batch_larger_than_one_change_request() {
+    let fx = Fixture::new();
+    // 70 user turns: two `memory_changes` calls (64 + 6), the second replaying the first.
+    let ids: Vec<String> = (0..140).map(|i| format!("m{i:03}")).collect();
+    let texts: Vec<String> =
+        (0..140).map(|i| format!("Fact number {i} about the garden.")).collect();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    fx.turns("s1", None, &ids, &texts);
+    let report = fx
+        .writer(Arc::new(Journal), eager())
+        .write(&SessionId("s1".into()), true)
+        .expect("written");
+    assert_eq!(report.batches.len(), 1);
+    assert_eq!(report.batches[0].block_ids.len(), 70);
+    let journal = fx.live("topics/journal/2024/03-15.md").expect("journal");
+    assert!(journal.contains("Owner said: Fact number 138 about the garden."), "{journal}");
+    assert!(fx.pending_ids("s1", None).is_empty());
+}
