@@ -453,8 +453,9 @@ impl Staged {
         }
     }
 
-    /// Rolls the stage back to the baseline read at `begin` and re-reads the baseline from it
-    /// (the writer's repair turn). The transaction keeps its base revision.
+    /// Rolls the stage back to the tree read at `begin` (the writer's repair turn, the tools'
+    /// replay). The baseline read at `begin` stays: it describes exactly that tree. The
+    /// transaction keeps its base revision.
     pub fn reset(&mut self) -> Result<()> {
         let fs = self.stage.ws.fs();
         match fs.remove_tree(&self.stage.topics) {
@@ -462,9 +463,7 @@ impl Staged {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("remove", &self.stage.topics)(e)),
         }
-        write_tree(&self.stage.ws, &self.stage.topics, &self.begin.snapshot)?;
-        self.baseline = Arc::new(Baseline::read(&self.begin.files, &self.begin.resolver));
-        Ok(())
+        write_tree(&self.stage.ws, &self.stage.topics, &self.begin.snapshot)
     }
 
     /// Discards the transaction (same as dropping it).
