@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use scriptorium_backend::summary::update_result;
-use scriptorium_topics_format::source::id::ApiProvenance;
 use scriptorium_txn::Error;
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 
@@ -123,17 +122,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     // The person at the terminal is the workspace owner: sources they declare are archived
     // with the local owner's authority, never with identity fields from the payload.
-    let context = UpdateContext {
-        provenance: Some(ApiProvenance {
-            principal_id: "owner/local".into(),
-            speaker_kind: "owner".into(),
-            speaker_id: "owner/local".into(),
-            authority_tier: "owner".into(),
-            origin_id: "owner-cli/update".into(),
-        }),
-        speaker_display: Some("Owner".into()),
-        append_only: false,
-    };
+    let context = UpdateContext::owner("owner-cli/update");
     let outcome = match memory.workspace().update_with(request, context) {
         Ok(outcome) => outcome,
         Err(err) => return refused(&err, args.json),

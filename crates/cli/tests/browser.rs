@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use scriptorium_backend::{Config, LocalBackend};
-use scriptorium_topics_format::source::id::ApiProvenance;
 use scriptorium_txn::{UpdateContext, UpdateRequest};
 use scriptorium_writer::model::journal::Journal;
 use serde_json::json;
@@ -175,16 +174,9 @@ fn build_workspace(home: &Path) {
         })).collect::<Vec<_>>(),
         "commit_message": "browser test fixture",
     });
-    let provenance = ApiProvenance {
-        principal_id: "owner/local".into(),
-        speaker_kind: "owner".into(),
-        speaker_id: "owner/local".into(),
-        authority_tier: "owner".into(),
-        origin_id: "owner-test/browser".into(),
-    };
     ws.update_with(
         UpdateRequest::from_json(&body.to_string()).expect("a valid request"),
-        UpdateContext { provenance: Some(provenance), ..UpdateContext::default() },
+        UpdateContext::owner("owner-test/browser"),
     )
     .expect("the fixture installs");
 }

@@ -46,7 +46,6 @@ use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
 use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_search::{Hit, HitKind, MAX_TOP_K, Query, fence};
-use scriptorium_topics_format::source::id::ApiProvenance;
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -410,17 +409,7 @@ impl Inner {
             .map_err(|e| ToolError::from_txn(&e))?;
         // The MCP client is the owner's own agent: sources it declares are archived with the
         // local owner's authority, never with identity fields from the payload.
-        let context = UpdateContext {
-            provenance: Some(ApiProvenance {
-                principal_id: "owner/local".into(),
-                speaker_kind: "owner".into(),
-                speaker_id: "owner/local".into(),
-                authority_tier: "owner".into(),
-                origin_id: UPDATE_ORIGIN.into(),
-            }),
-            speaker_display: Some("Owner".into()),
-            append_only: false,
-        };
+        let context = UpdateContext::owner(UPDATE_ORIGIN);
         let _serial = self.updating.lock().unwrap_or_else(PoisonError::into_inner);
         let outcome = memory
             .workspace()

@@ -17,7 +17,6 @@ use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
 use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_search::{HitKind, MAX_TOP_K};
 use scriptorium_topics_format::source::ArchiveResolver;
-use scriptorium_topics_format::source::id::ApiProvenance;
 use scriptorium_topics_format::{parse_tree, tokens};
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 use scriptorium_txn::validate::Required;
@@ -137,17 +136,7 @@ fn topic_path(root: &Path, param: &str) -> ApiResult<String> {
 
 /// The update context of the owner's own page.
 fn owner_context() -> UpdateContext {
-    UpdateContext {
-        provenance: Some(ApiProvenance {
-            principal_id: "owner/local".into(),
-            speaker_kind: "owner".into(),
-            speaker_id: "owner/local".into(),
-            authority_tier: "owner".into(),
-            origin_id: CHANGES_ORIGIN.into(),
-        }),
-        speaker_display: Some("Owner".into()),
-        append_only: false,
-    }
+    UpdateContext::owner(CHANGES_ORIGIN)
 }
 
 // ---- status, refs, search ----

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use scriptorium_backend::memory::MemoryWorkspace;
-use scriptorium_topics_format::source::id::ApiProvenance;
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 
 /// The topic the fixture installs (its label is replaced by the archived source ID).
@@ -16,17 +15,7 @@ pub(crate) const TOPIC_PATH: &str = "topics/garden.md";
 
 /// The local owner's update context, as the CLI and the MCP server build it.
 pub(crate) fn owner_context() -> UpdateContext {
-    UpdateContext {
-        provenance: Some(ApiProvenance {
-            principal_id: "owner/local".into(),
-            speaker_kind: "owner".into(),
-            speaker_id: "owner/local".into(),
-            authority_tier: "owner".into(),
-            origin_id: "owner-test/fixture".into(),
-        }),
-        speaker_display: Some("Owner".into()),
-        append_only: false,
-    }
+    UpdateContext::owner("owner-test/fixture")
 }
 
 /// Creates a workspace at `<dir>/memory` with [`TOPIC`] installed and returns its root. The

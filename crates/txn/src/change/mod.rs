@@ -126,6 +126,25 @@ pub struct UpdateContext {
     pub append_only: bool,
 }
 
+impl UpdateContext {
+    /// The workspace owner at a local surface (CLI, web UI, MCP): sources they declare are
+    /// archived with the local owner's authority and `origin_id` (e.g. `owner-cli/update`),
+    /// never with identity fields from the payload; not append-only.
+    pub fn owner(origin_id: &str) -> UpdateContext {
+        UpdateContext {
+            provenance: Some(ApiProvenance {
+                principal_id: "owner/local".into(),
+                speaker_kind: "owner".into(),
+                speaker_id: "owner/local".into(),
+                authority_tier: "owner".into(),
+                origin_id: origin_id.into(),
+            }),
+            speaker_display: Some("Owner".into()),
+            append_only: false,
+        }
+    }
+}
+
 /// The result of [`Workspace::update_with`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpdateOutcome {
