@@ -46,4 +46,4 @@ pub mod summary;
 
 pub use config::Config;
 pub use interface::{DisabledBackend, MemoryBackend, WriteOutcome};
-pub use local::{BackendStatus, LocalBackend, OpenError};
+pub use local::{BackendStatus, LocalBackend, OpenError, injected_core};

@@ -143,8 +143,7 @@ impl LocalBackend {
             return text.clone();
         }
         let rendered = std::fs::read_to_string(ws.root().join("core.md")).unwrap_or_default();
-        let has_body = rendered.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
-        let text = if has_body { fence(&rendered) } else { String::new() };
+        let text = injected_core(&rendered);
         *cache = Some((revision, text.clone()));
         text
     }
@@ -237,6 +236,13 @@ impl LocalBackend {
             .collect();
         fence(&cited.join("\n\n"))
     }
+}
+
+/// What the system prompt receives of a rendered core block (reference §7.2): the render,
+/// fenced once — nothing when it is only headings or empty.
+pub fn injected_core(rendered: &str) -> String {
+    let has_body = rendered.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
+    if has_body { fence(rendered) } else { String::new() }
 }
 
 fn unavailable(error: scriptorium_session_dag::Error) -> WriteFailure {

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
+use scriptorium_backend::injected_core;
 use scriptorium_backend::memory::CORE_BUDGET;
-use scriptorium_search::fence;
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::tokens;
 use scriptorium_views::{FsSources, render_core};
@@ -31,9 +31,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let render =
         render_core(canonical.as_deref(), &ArchiveResolver::new(FsSources::new(root)), args.budget);
     let rendered = render.text.clone().unwrap_or_default();
-    // Injection skips a render that is only headings (reference §7.2).
-    let has_body = rendered.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
-    let injected = if has_body { fence(&rendered) } else { String::new() };
+    let injected = injected_core(&rendered);
     let report = &render.report;
     if args.json {
         let out = serde_json::json!({

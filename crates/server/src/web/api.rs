@@ -562,13 +562,9 @@ fn core_json(inner: &Inner, backend: &LocalBackend) -> ApiResult {
         None => (String::new(), 0, 0.0),
     };
     let inject = inner.config.memory.core.inject;
-    let has_body = rendered_content.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
     // What the system prompt really receives: the render, fenced.
-    let injected = if inject && has_body {
-        scriptorium_search::fence(&rendered_content)
-    } else {
-        String::new()
-    };
+    let injected =
+        if inject { scriptorium_backend::injected_core(&rendered_content) } else { String::new() };
     let revision = ws.revision().map_err(txn)?;
     Ok(Json(json!({
         "content": content,
