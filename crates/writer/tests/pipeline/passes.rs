@@ -16,7 +16,7 @@ fn two_turns(fx: &Fixture) {
 }
 
 #[test]
-fn a_batch_is_archived_written_and_marked_in_that_order() {
+fn a_batch_is_archived_written_and_marked() {
     let fx = Fixture::new();
     two_turns(&fx);
     let (chat, model) = scripted(vec![

@@ -152,7 +152,8 @@ fn archived_only(pre: &State, post: &State) -> State {
     mid
 }
 
-fn check_recovered(root: &Path, pre: &State, post: &State, what: &str) {
+/// `ok`: the operation reported success, so the post-state must be what recovery finds.
+fn check_recovered(root: &Path, pre: &State, post: &State, ok: bool, what: &str) {
     let ws = Workspace::open_with(root, options(real(), 5))
         .unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
     let state = tree_state(root, true);
@@ -163,6 +164,7 @@ fn check_recovered(root: &Path, pre: &State, post: &State, what: &str) {
         state == *pre || state == *post || archive_first,
         "{what}: neither pre nor post state:\n{state:#?}"
     );
+    assert!(!ok || content(&state) == content(post), "{what}: reported success, not installed");
     assert!(stages(root).is_empty(), "{what}: stages left: {:?}", stages(root));
     let revision = ws.revision_state().expect("state");
     assert!(!revision.topics_edited_outside && !revision.sources_changed_outside, "{what}");
@@ -201,7 +203,7 @@ fn sweep(op: fn(&Workspace) -> scriptorium_txn::Result<()>, exchange: bool) {
                 // Without a crash the error path itself cleans up: nothing to recover.
                 assert!(stages(dir.path()).is_empty(), "{mode:?} {k}: stage left");
             }
-            check_recovered(dir.path(), &pre, &post, &format!("{mode:?} k={k}/{n}"));
+            check_recovered(dir.path(), &pre, &post, ok, &format!("{mode:?} k={k}/{n}"));
         }
     }
     // Some faults hit after the linearization point and still install.
