@@ -268,7 +268,10 @@ impl History {
 
     /// Make `HEAD` name `installed_txn_id` if it does not already: commit the current workspace
     /// (full scan) as `memory: catch up with transaction <id>` with that trailer. Returns `None`
-    /// when `HEAD` already carries it. Commits made meanwhile by the git CLI (without a trailer,
+    /// when `HEAD` already carries it; then `.git/index` is rewritten from `HEAD`'s tree if it
+    /// is older than the ref `HEAD` points to (a committer killed between moving the ref and
+    /// writing the index leaves it so, and `git status` would show the commit's changes as
+    /// undone). Commits made meanwhile by the git CLI (without a trailer,
     /// with other files, after `git gc`) are simply the parent of the catch-up commit.
     ///
     /// Atomicity: as [`History::commit`].
@@ -279,8 +282,10 @@ impl History {
     ) -> Result<Option<CommitOutcome>, Error> {
         check_txn_id(installed_txn_id)?;
         let open = self.open()?;
-        let current = open.head()?.and_then(|head| head.txn_id);
-        if current.as_deref() == Some(installed_txn_id) {
+        let head = open.head()?;
+        if let Some(head) = head.as_ref().filter(|h| h.txn_id.as_deref() == Some(installed_txn_id))
+        {
+            open.refresh_stale_index(head)?;
             return Ok(None);
         }
         let message = format!("memory: catch up with transaction {installed_txn_id}");
@@ -404,6 +409,28 @@ impl Repo<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Rewrites `.git/index` from `head`'s tree when it is missing or strictly older than the
+    /// file holding the ref `HEAD` points to (the loose ref, else `packed-refs`). Every commit
+    /// writes the index after the ref, so an older index is one a killed commit never wrote.
+    fn refresh_stale_index(&self, head: &HeadInfo) -> Result<(), Error> {
+        let git_dir = self.repo.git_dir();
+        let mtime = |path: &Path| std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+        let Some(name) =
+            self.repo.head_name().map_err(|source| Error::read("read HEAD", None, source))?
+        else {
+            return Ok(());
+        };
+        let Ok(rel) = name.as_bstr().to_str() else { return Ok(()) };
+        let loose = git_dir.join(rel);
+        let Some(reference) = mtime(&loose).or_else(|| mtime(&git_dir.join("packed-refs"))) else {
+            return Ok(());
+        };
+        match mtime(&git_dir.join("index")) {
+            Some(index) if index >= reference => Ok(()),
+            _ => self.write_index(head.tree, &Scanner::new(&self.repo, self.root)),
+        }
     }
 
     fn head(&self) -> Result<Option<HeadInfo>, Error> {

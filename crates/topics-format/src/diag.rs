@@ -42,6 +42,12 @@ pub enum Code {
     DanglingBlockLink,
     /// A topic file that is not valid UTF-8 (reported by whoever reads files).
     InvalidUtf8,
+    /// `paragraph cites no source: "<excerpt>" …` — a paragraph without any footnote
+    /// reference (before, such paragraphs were reported as `BLOCK_ID_REQUIRED`, which named
+    /// the wrong thing: the runtime assigns block IDs, the author must supply the citation).
+    UncitedParagraph,
+    /// A topic file holding a NUL byte (reported by whoever reads files).
+    NulByte,
     // (topic codes added by later work go above this line)
 
     // ---- source archives (reference §3.3–§3.4, §3.8) ----
@@ -98,6 +104,8 @@ impl Code {
             Code::TopicLinkNotBlock => "TOPIC_LINK_NOT_BLOCK",
             Code::DanglingBlockLink => "DANGLING_BLOCK_LINK",
             Code::InvalidUtf8 => "INVALID_UTF8",
+            Code::UncitedParagraph => "UNCITED_PARAGRAPH",
+            Code::NulByte => "NUL_BYTE",
             Code::ArchiveHeader => "ARCHIVE_HEADER",
             Code::ArchiveTruncated => "ARCHIVE_TRUNCATED",
             Code::FrameAnchor => "FRAME_ANCHOR",

@@ -53,7 +53,7 @@
 //! let parsed = parse_tree(&[topic], &ArchiveResolver::new(sources));
 //! assert_eq!(parsed.units[0].memory_id, "6dfc15f1");
 //! assert_eq!(parsed.units[0].refs, ["openprogram/sess-7f2a/u1"]);
-//! assert_eq!(parsed.diagnostics[0].code, Code::BlockIdRequired);
+//! assert_eq!(parsed.diagnostics[0].code, Code::UncitedParagraph);
 //! assert_eq!(parsed.diagnostics[0].line, 7);
 //! ```
 

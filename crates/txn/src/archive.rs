@@ -114,7 +114,7 @@ impl Workspace {
             old_revision: current.revision.as_str().to_owned(),
             new_revision: String::new(),
             record: RevisionRecord {
-                counter: current.record.counter + 1,
+                counter: crate::install::next_counter(&current.record, layout)?,
                 txn_id: op.as_str().to_owned(),
                 sources: String::new(),
                 ..current.record.clone()

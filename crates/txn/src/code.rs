@@ -59,6 +59,14 @@ pub enum ErrorCode {
     Io,
     /// Runtime state (revision, intent record, workspace id) is unreadable or inconsistent.
     CorruptState,
+    /// The workspace ID is lost in a workspace with history (see
+    /// [`crate::Error::WorkspaceIdMissing`]).
+    WorkspaceIdMissing,
+    /// A paragraph cites no source (every paragraph of a topic must cite an archived message);
+    /// also reported for text a transaction would otherwise drop.
+    UncitedParagraph,
+    /// A filesystem operation failed for lack of space (retryable once space is freed).
+    NoSpace,
 }
 
 impl ErrorCode {
@@ -87,12 +95,15 @@ impl ErrorCode {
             ErrorCode::SizeLimit => "SIZE_LIMIT",
             ErrorCode::Io => "IO",
             ErrorCode::CorruptState => "CORRUPT_STATE",
+            ErrorCode::WorkspaceIdMissing => "WORKSPACE_ID_MISSING",
+            ErrorCode::UncitedParagraph => "UNCITED_PARAGRAPH",
+            ErrorCode::NoSpace => "NO_SPACE",
         }
     }
 
     /// Whether retrying the same operation later can succeed without changing the request.
     pub fn is_retryable(self) -> bool {
-        matches!(self, ErrorCode::Busy | ErrorCode::ConcurrentUpdate)
+        matches!(self, ErrorCode::Busy | ErrorCode::ConcurrentUpdate | ErrorCode::NoSpace)
     }
 }
 

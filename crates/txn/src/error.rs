@@ -71,6 +71,18 @@ pub enum Error {
         /// The directory given.
         root: PathBuf,
     },
+    /// `.scriptorium/workspace-id` is missing in a workspace that has installed transactions,
+    /// and nothing recorded it: a new ID would make every written turn pending again.
+    #[error(
+        "the workspace ID is missing ({}) in a workspace that has history; a new one would \
+         make every turn already written pending again. Restore the file, or run \
+         `scriptorium repair --workspace-id` to recover it from the session markers",
+        path.display()
+    )]
+    WorkspaceIdMissing {
+        /// `.scriptorium/workspace-id`.
+        path: PathBuf,
+    },
     /// Runtime state is unreadable or inconsistent.
     #[error("corrupt workspace state at {}: {message}", path.display())]
     Corrupt {
@@ -130,6 +142,8 @@ impl Error {
             },
             Error::NotAWorkspace { .. } => ErrorCode::InvalidArgument,
             Error::Corrupt { .. } => ErrorCode::CorruptState,
+            Error::WorkspaceIdMissing { .. } => ErrorCode::WorkspaceIdMissing,
+            Error::Io { source, .. } if is_no_space(source) => ErrorCode::NoSpace,
             Error::Unfinished { .. } | Error::Io { .. } => ErrorCode::Io,
         }
     }
@@ -159,6 +173,11 @@ impl Error {
     pub(crate) fn invalid(code: ErrorCode, message: impl Into<String>) -> Error {
         Error::Invalid { code, message: message.into() }
     }
+}
+
+/// `ENOSPC` or `EDQUOT`: the disk (or the quota) is full; retrying after space is freed works.
+pub(crate) fn is_no_space(error: &io::Error) -> bool {
+    matches!(error.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
 }
 
 /// `Result` with this crate's [`Error`].

@@ -56,6 +56,13 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>>;
     /// The whole content of a regular file (`O_NOFOLLOW`).
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// [`Fs::read`] of a file whose stat alone could not be trusted (its mtime is too close to
+    /// the revision record's: see [`crate::Workspace::revision`]). Whether such a read happens
+    /// depends on timestamps, not on the operation, so [`FaultFs`] does not count it: a fault
+    /// sweep must see the same sequence of calls in every run.
+    fn read_to_verify(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.read(path)
+    }
     /// Creates or truncates a regular file (created with `mode`) and writes `bytes`; no fsync.
     fn write(&self, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>;
     /// `fsync` of a regular file's data and metadata.
@@ -197,8 +204,61 @@ pub fn exchange_unsupported(err: &io::Error) -> bool {
     )
 }
 
-/// A fault-injecting [`Fs`] for tests (redb's failing-IO harness): counts every call and fails
-/// call number `fail_at` (0-based). In *crash* mode every later call fails too, as if the
+/// The real filesystem without `fsync`/`syncfs` (the calls still count in a [`FaultFs`] over
+/// it), for fault sweeps: durability against power loss is not what they can observe, and
+/// skipping the flushes keeps hundreds of runs fast. Never for real workspaces.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoSync;
+
+impl Fs for NoSync {
+    fn metadata(&self, path: &Path) -> io::Result<Meta> {
+        RealFs.metadata(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
+        RealFs.read_dir(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        RealFs.read(path)
+    }
+    fn write(&self, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+        RealFs.write(path, bytes, mode)
+    }
+    fn sync_file(&self, _: &Path) -> io::Result<()> {
+        Ok(())
+    }
+    fn sync_dir(&self, _: &Path) -> io::Result<()> {
+        Ok(())
+    }
+    fn sync_fs(&self, _: &Path) -> io::Result<()> {
+        Ok(())
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        RealFs.hard_link(from, to)
+    }
+    fn create_dir(&self, path: &Path, mode: u32) -> io::Result<()> {
+        RealFs.create_dir(path, mode)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        RealFs.rename(from, to)
+    }
+    fn exchange(&self, a: &Path, b: &Path) -> io::Result<()> {
+        RealFs.exchange(a, b)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        RealFs.remove_file(path)
+    }
+    fn remove_tree(&self, path: &Path) -> io::Result<()> {
+        RealFs.remove_tree(path)
+    }
+    fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()> {
+        RealFs.set_mode(path, mode)
+    }
+}
+
+/// A fault-injecting [`Fs`] for tests (redb's failing-IO harness): counts every call (but the
+/// timing-dependent [`Fs::read_to_verify`], so that the sequence of counted calls of an
+/// operation is the same in every run, however loaded the machine) and fails call number
+/// `fail_at` (0-based). In *crash* mode every later call fails too, as if the
 /// process had died there (no cleanup reaches the disk). It can also pretend that the filesystem
 /// lacks `RENAME_EXCHANGE`, which selects the install's two-rename fallback.
 #[derive(Debug)]
@@ -280,6 +340,13 @@ impl Fs for FaultFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.tick("read", path)?;
         self.inner.read(path)
+    }
+    fn read_to_verify(&self, path: &Path) -> io::Result<Vec<u8>> {
+        // Not counted (see `Fs::read_to_verify`); it still fails after a crash.
+        if self.crashed.load(Ordering::SeqCst) {
+            return Err(io::Error::other("injected crash: verify read"));
+        }
+        self.inner.read_to_verify(path)
     }
     fn write(&self, path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         self.tick("write", path)?;

@@ -17,8 +17,8 @@ use crate::pipeline::{
     CachedBaseline, InstallEvent, InstallStage, Installed, ObserverFailure, Prepared,
 };
 use crate::state::{
-    Intent, Layout, RevisionRecord, SwapMode, sha256_hex, sources_fingerprint, topics_digest,
-    write_atomic,
+    BATCH_STAMPS, Batch, InstalledBatch, Intent, Layout, RevisionRecord, SwapMode, sha256_hex,
+    sources_fingerprint, topics_digest, write_atomic,
 };
 use crate::validate::Baseline;
 use crate::workspace::{manifest_of, recover};
@@ -37,6 +37,8 @@ pub(crate) struct Job {
     /// Sources to archive right before the swap, and the append `begin` planned for them.
     pub(crate) pending_sources: Vec<ArchiveRecord>,
     pub(crate) pending: Vec<PlannedWrite>,
+    /// The batch of session records the transaction writes, recorded with the topics.
+    pub(crate) batch: Option<Batch>,
 }
 
 pub(crate) fn install(mut job: Job) -> Result<Installed> {
@@ -53,6 +55,10 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
             revision: current.revision,
         });
     }
+    if job.prepared.changed_files.is_empty() && job.pending.is_empty() {
+        return install_nothing(job, &ws, current, lock);
+    }
+    let counter = next_counter(&current.record, layout)?;
     if !job.pending.is_empty() {
         // Validation checked the topics against exactly this append: the revision (which
         // covers the `sources/` fingerprint) is unchanged, so planning again must agree.
@@ -93,14 +99,22 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         Some(text) => sha256_hex(text.as_bytes()),
         None => current.runtime.clone(),
     };
+    let mut batches = current.record.batches.clone();
+    if let Some(batch) = job.batch.take() {
+        batches.push(InstalledBatch { batch, txn_id: job.stage.txn_id.as_str().to_owned() });
+        let excess = batches.len().saturating_sub(BATCH_STAMPS);
+        batches.drain(..excess);
+    }
     let record = RevisionRecord {
         version: 1,
-        counter: current.record.counter + 1,
+        counter,
         txn_id: job.stage.txn_id.as_str().to_owned(),
         topics,
         sources: current.sources.clone(),
         runtime,
         files: manifest,
+        workspace_id: Some(ws.workspace_id().as_str().to_owned()),
+        batches,
     };
     let new_revision = record.revision();
     let old_ino = stat(fs, &layout.topics)?.ino;
@@ -160,6 +174,7 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         covered: std::mem::take(&mut job.prepared.covered),
         message: job.message.clone(),
         observer_failures: Vec::new(),
+        noop: false,
     };
     let mut failures = Vec::new();
     for observer in &ws.inner.observers {
@@ -189,6 +204,49 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         baseline: Arc::new(Baseline::from_parse(&job.prepared.files, parsed)),
     });
     Ok(Installed { observer_failures: failures, ..installed })
+}
+
+/// A transaction that changes no byte of `topics/` and archives nothing installs nothing: no
+/// revision move, no observer (so no views rebuild and no git commit). Under the lock, after
+/// the compare-and-set, it only writes `runtime.json` when its counters moved (bookkeeping,
+/// atomic on its own, not part of the revision). The stage is removed when `job` drops.
+fn install_nothing(
+    job: Job,
+    ws: &crate::Workspace,
+    current: crate::workspace::Current,
+    lock: crate::lock::WriteLock,
+) -> Result<Installed> {
+    let layout = ws.layout();
+    if let Some(text) = &job.prepared.runtime {
+        write_atomic(
+            ws.fs(),
+            layout,
+            ws.inner.ids.as_ref(),
+            &layout.runtime_json,
+            text.as_bytes(),
+        )?;
+    }
+    drop(lock);
+    let Job { stage, begin_revision, message, mut prepared, .. } = job;
+    Ok(Installed {
+        txn_id: stage.txn_id.clone(),
+        revision: current.revision,
+        base_revision: begin_revision,
+        changed_files: Vec::new(),
+        block_ids: std::mem::take(&mut prepared.block_ids),
+        evidence_ids: std::mem::take(&mut prepared.evidence_ids),
+        covered: std::mem::take(&mut prepared.covered),
+        message,
+        observer_failures: Vec::new(),
+        noop: true,
+    })
+}
+
+/// The counter of the next revision record; `CORRUPT_STATE` rather than wrapping around.
+pub(crate) fn next_counter(record: &RevisionRecord, layout: &Layout) -> Result<u64> {
+    record.counter.checked_add(1).ok_or_else(|| {
+        Error::corrupt(&layout.revision, "the revision counter is exhausted (u64::MAX)")
+    })
 }
 
 fn stat(fs: &dyn Fs, path: &Path) -> Result<Meta> {

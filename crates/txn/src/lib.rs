@@ -24,7 +24,8 @@
 //! | `.scriptorium/` | runtime directory, 0700 |
 //! | `.scriptorium/workspace-id` | `w-` + 8 hex + `\n` |
 //! | `.scriptorium/write.lock` | the `flock` target, 0600, empty |
-//! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (stat fingerprint), `runtime` (digest of `runtime.json`), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file) |
+//! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (stat fingerprint), `runtime` (digest of `runtime.json`, informational), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file), `workspace_id`, `batches` (the last 64 session batches installed: `key`, `count`, `txn_id`) |
+//! | `.scriptorium/permissions` | present once the one-time permission migration ran |
 //! | `.scriptorium/intent.json` | present only during an install or archive append (see *Recovery*) |
 //! | `.scriptorium/runtime.json` | creation order and organizer counters (Python's layout) |
 //! | `.scriptorium/txn/<txn-id>/` | a stage: `topics/`, `owner.lock` (held by the owning process) |
@@ -34,15 +35,19 @@
 //! # Revision
 //!
 //! [`Revision`] is `<counter>-<16 hex>`: the counter of the revision record, and the first 8
-//! bytes of SHA-256 over `"scriptorium-revision/1"`, the counter, the record's `txn_id`, the
+//! bytes of SHA-256 over `"scriptorium-revision/2"`, the counter, the record's `txn_id`, the
 //! digest of `topics/` (SHA-256 over each file's path and content hash, in path order; a
-//! symlink or special file counts by kind), the stat fingerprint of `sources/` (SHA-256 over
+//! symlink or special file counts by kind) and the stat fingerprint of `sources/` (SHA-256 over
 //! each file's path, kind, size, mtime and inode — never its content, so a 500 MB archive costs
-//! one `lstat` per file), and the SHA-256 of `runtime.json`, NUL-separated. The counter and
-//! transaction ID come from the record; the three digests are always taken from the disk. So:
+//! one `lstat` per file), NUL-separated. The counter and transaction ID come from the record;
+//! the two digests are always taken from the disk. So:
 //!
-//! - every install and every archive append moves it (the counter grows);
-//! - lock, status, cache and index files never move it (they are not in it);
+//! - every install and every archive append moves it (the counter grows; it never wraps: at
+//!   `u64::MAX` an install is refused with `CORRUPT_STATE`);
+//! - a transaction that changes no byte of `topics/` and archives nothing installs nothing
+//!   ([`Installed::noop`]): the revision stays, no observer runs, no git commit is made;
+//! - runtime state (`runtime.json`: creation order and organizer counters), lock, status,
+//!   cache and index files never move it (they are not in it);
 //! - a `topics/` edit made outside a transaction moves it too. [`Workspace::begin`] reads every
 //!   byte of `topics/` anyway and hashes it; [`Workspace::revision`] trusts the manifest for a
 //!   file whose size, mtime and inode are unchanged and whose mtime is older than the record
@@ -55,7 +60,8 @@
 //! Under the write lock ([`Validated::install`]):
 //!
 //! 1. recovery of any crashed install; compare-and-set: the current revision must be the one
-//!    read at `begin` (`CONCURRENT_UPDATE` otherwise, retryable);
+//!    read at `begin` (`CONCURRENT_UPDATE` otherwise, retryable); a transaction that changes
+//!    nothing stops here (after writing `runtime.json` if its counters moved);
 //! 2. one `syncfs` makes every staged file and directory durable (only what the transaction
 //!    wrote is dirty: a recycled stage keeps the already durable inodes of unchanged files);
 //! 3. write the intent record (`txn_id`, stage, the inodes of the live and the staged
@@ -99,6 +105,14 @@
 //!
 //! Assumed of the disk: `fsync` of a file makes its bytes durable, `fsync` of a directory makes
 //! its entries durable, and `rename`/`renameat2` are atomic.
+//!
+//! # The workspace ID
+//!
+//! `.scriptorium/workspace-id` names the workspace in the session store's written markers. It is
+//! also kept in the revision record, so a lost file is restored on open. A new ID is minted only
+//! for a workspace that never installed anything; one with installs and no recorded ID is
+//! refused with `WORKSPACE_ID_MISSING` (a new ID would make every written turn pending again)
+//! until [`restore_workspace_id`] sets the old one (`scriptorium repair --workspace-id`).
 //!
 //! # Concurrency
 //!
@@ -145,7 +159,7 @@
 //!      [^e1]: Time: `2024-04-02`; Sources: [intro](openprogram/garden/u1)\n",
 //! )?;
 //! let installed = staged.validate()?.install()?;
-//! assert_eq!(installed.changed_files, [".scriptorium/runtime.json", "topics/people/dana.md"]);
+//! assert_eq!(installed.changed_files, ["topics/people/dana.md"]);
 //! assert_eq!(ws.revision()?, installed.revision);
 //! # Ok(())
 //! # }
@@ -180,5 +194,5 @@ pub use pipeline::{
     Rejected, Resolver, Staged, Validated, writable_path,
 };
 pub use sources::LiveSources;
-pub use state::Counters;
-pub use workspace::{Options, RevisionState, Workspace, migrate_permissions};
+pub use state::{Batch, Counters, InstalledBatch};
+pub use workspace::{Options, RevisionState, Workspace, migrate_permissions, restore_workspace_id};

@@ -7,8 +7,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
 use scriptorium_topics_format::source::{ArchiveRecord, ArchiveResolver, PlannedWrite, TrustState};
-use scriptorium_topics_format::topic::{EvidenceAssignment, normalize, rewrite_links};
-use scriptorium_topics_format::{TopicFile, Unit, parse_tree};
+use scriptorium_topics_format::topic::{
+    CITE_HINT, EvidenceAssignment, excerpt, normalize, rewrite_links,
+};
+use scriptorium_topics_format::{Code, TopicFile, Unit, parse_tree};
 
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
@@ -17,7 +19,7 @@ use crate::ids::{Revision, TxnId};
 use crate::lock::{LockTimeout, OwnerLock};
 use crate::sources::LiveSources;
 use crate::state::{
-    Counters, RuntimeState, read_record, read_runtime, revision_of, sha256_hex,
+    Batch, Counters, RuntimeState, read_record, read_runtime, revision_of, sha256_hex,
     sources_fingerprint, walk,
 };
 use crate::validate::{self, Baseline, Limits, Required, Rules, Violation};
@@ -51,6 +53,9 @@ pub struct BeginOptions {
     /// transaction that is rejected, aborted or refused by the compare-and-set therefore
     /// archives nothing.
     pub pending_sources: Vec<ArchiveRecord>,
+    /// The batch of session records this transaction writes (the writer's): the install
+    /// records it in the revision record with the topics ([`Workspace::installed_batches`]).
+    pub batch: Option<Batch>,
 }
 
 /// The baseline of one revision, kept by the [`Workspace`] handle between transactions so
@@ -142,10 +147,9 @@ impl Workspace {
         let snapshot = self.snapshot()?;
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
         let sources = sources_fingerprint(fs, &layout.sources)?;
-        let (runtime_digest, runtime) = read_runtime(fs, layout)?;
+        let (_, runtime) = read_runtime(fs, layout)?;
         let digest = snapshot.digest();
-        let revision =
-            revision_of(record.counter, &record.txn_id, &digest, &sources, &runtime_digest);
+        let revision = revision_of(record.counter, &record.txn_id, &digest, &sources);
         if let Some(base) = opts.base_revision.as_ref().filter(|base| **base != revision) {
             return Err(Error::ConcurrentUpdate { base_revision: base.clone(), revision });
         }
@@ -316,6 +320,22 @@ fn recycle_tree(fs: &dyn Fs, topics: &Path, snapshot: &Snapshot) -> Result<bool>
         fs.write(&path, bytes, 0o600).map_err(Error::io("write", &path))?;
     }
     Ok(true)
+}
+
+/// Removes every directory under `topics` that holds no file (deepest first): a transaction
+/// that drops the last file of a directory does not install the empty directory.
+fn prune_empty_dirs(fs: &dyn Fs, topics: &Path) -> Result<()> {
+    let mut dirs: Vec<String> =
+        walk(fs, topics)?.into_iter().filter(|e| e.kind == FileKind::Dir).map(|e| e.rel).collect();
+    // Sorted by path, so every directory comes after its parent: reversed, children first.
+    dirs.reverse();
+    for rel in dirs {
+        let path = topics.join(&rel);
+        if fs.read_dir(&path).map_err(Error::io("read_dir", &path))?.is_empty() {
+            fs.remove_tree(&path).map_err(Error::io("rmdir", &path))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes the snapshot's directories and files under `topics` (created 0700 / 0600).
@@ -512,6 +532,23 @@ impl Staged {
                     let path = self.stage.topics.join(&entry.rel);
                     let bytes = fs.read(&path).map_err(Error::io("read", &path))?;
                     match String::from_utf8(bytes) {
+                        Ok(text) if text.contains('\0') => {
+                            // Kept in the tree (its blocks still count as present), refused.
+                            let at = text.find('\0').unwrap_or(0);
+                            let line = text[..at].matches('\n').count() + 1;
+                            violations.push(Violation {
+                                diagnostic: Some(Code::NulByte),
+                                ..Violation::at(
+                                    ErrorCode::InvalidTopicFormat,
+                                    shown.clone(),
+                                    u32::try_from(line).unwrap_or(u32::MAX),
+                                    1,
+                                    format!("topic file contains a NUL byte: {shown}"),
+                                )
+                            });
+                            on_disk.insert(entry.rel.clone(), text.clone());
+                            files.push(TopicFile::new(entry.rel, text));
+                        }
                         Ok(text) => {
                             on_disk.insert(entry.rel.clone(), text.clone());
                             files.push(TopicFile::new(entry.rel, text));
@@ -561,6 +598,23 @@ impl Staged {
         // Normalize, validate, rewrite links.
         let committed: HashSet<String> = self.baseline.block_ids().iter().cloned().collect();
         let normalized = normalize(&files, &committed, self.baseline.units(), &begin.resolver);
+        // Normalization's last step prunes sections that hold no record; written text there
+        // would vanish while the change reports success. Refuse it instead.
+        for dropped in &normalized.dropped {
+            violations.push(Violation {
+                diagnostic: Some(Code::UncitedParagraph),
+                ..Violation::at(
+                    ErrorCode::UncitedParagraph,
+                    format!("topics/{}", dropped.path),
+                    dropped.line,
+                    1,
+                    format!(
+                        "text cites no source and would be dropped: {}; {CITE_HINT}",
+                        excerpt(&dropped.text)
+                    ),
+                )
+            });
+        }
         let rules = Rules {
             required: self.opts.required.clone(),
             allowed_new_sources: self.opts.allowed_new_sources.as_ref(),
@@ -610,6 +664,7 @@ impl Staged {
             let path = self.stage.topics.join(rel);
             fs.remove_file(&path).map_err(Error::io("unlink", &path))?;
         }
+        prune_empty_dirs(fs, &self.stage.topics)?;
 
         // What changed against the baseline.
         let hashes: HashMap<String, String> =
@@ -644,9 +699,8 @@ impl Staged {
         } else {
             None
         };
-        if runtime.is_some() {
-            changed.insert(".scriptorium/runtime.json".to_owned());
-        }
+        // `runtime.json` is runtime state, not memory: it is installed with the topics but is
+        // not a changed file (and a transaction that changes only it changes nothing).
 
         // Covered refs.
         let cited: BTreeSet<String> = units.iter().flat_map(|u| u.refs.iter().cloned()).collect();
@@ -704,8 +758,8 @@ impl Validated {
         &self.stage.txn_id
     }
 
-    /// The workspace paths the install will change (`topics/…`, and
-    /// `.scriptorium/runtime.json` when creation order moves), sorted.
+    /// The `topics/…` paths the install will change, sorted (empty: the install changes
+    /// nothing, see [`Installed::noop`]).
     pub fn changed_files(&self) -> &[String] {
         &self.prepared.changed_files
     }
@@ -745,6 +799,7 @@ impl Validated {
             sources: begin.sources.clone(),
             pending_sources: opts.pending_sources,
             pending: begin.pending.clone(),
+            batch: opts.batch,
             prepared,
         })
     }
@@ -835,7 +890,7 @@ pub struct Installed {
     /// The revision the transaction started from.
     pub base_revision: Revision,
     /// Workspace paths whose bytes changed (created, modified or deleted `topics/…` files,
-    /// and `.scriptorium/runtime.json` when creation order moved), sorted.
+    /// and the archives of pending sources), sorted. Runtime state is not listed.
     pub changed_files: Vec<String>,
     /// Block IDs assigned by normalization, keyed `topics/<file>#<k>`.
     pub block_ids: BTreeMap<String, String>,
@@ -850,6 +905,11 @@ pub struct Installed {
     pub message: String,
     /// Observers that failed (the install stands regardless).
     pub observer_failures: Vec<ObserverFailure>,
+    /// The transaction changed no byte of `topics/` and archived nothing, so nothing was
+    /// installed: `revision` is the unchanged revision, `changed_files` is empty, no observer
+    /// ran (no views rebuild, no index update, no git commit). Only organizer counters, if they
+    /// moved, were written to `runtime.json`.
+    pub noop: bool,
 }
 
 /// An observer's failure after an install.

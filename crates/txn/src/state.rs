@@ -141,6 +141,46 @@ pub(crate) struct ManifestEntry {
     pub(crate) ino: u64,
 }
 
+/// How many [`InstalledBatch`]es the revision record keeps (the newest ones).
+pub(crate) const BATCH_STAMPS: usize = 64;
+
+/// A batch of session records a transaction writes into the topics (see
+/// [`crate::BeginOptions::batch`]). The install records it in the revision record atomically
+/// with the topics, so a writer that dies between installing a batch and marking it
+/// recognises the batch on its next run ([`crate::Workspace::installed_batches`]) and marks it
+/// without writing it again.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Batch {
+    /// The first 16 hex digits of SHA-256 over `"scriptorium-batch/1"` and the batch's source
+    /// IDs in batch order, NUL-separated.
+    pub key: String,
+    /// How many records the batch has.
+    pub count: usize,
+}
+
+impl Batch {
+    /// The batch of these source IDs (in batch order, oldest first).
+    pub fn new<S: AsRef<str>>(source_ids: &[S]) -> Batch {
+        let mut hasher = Sha256::new();
+        hasher.update(b"scriptorium-batch/1");
+        for id in source_ids {
+            hasher.update([0]);
+            hasher.update(id.as_ref().as_bytes());
+        }
+        Batch { key: hex::encode(&hasher.finalize()[..8]), count: source_ids.len() }
+    }
+}
+
+/// A [`Batch`] and the transaction that installed it, as the revision record keeps it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstalledBatch {
+    /// The batch.
+    #[serde(flatten)]
+    pub batch: Batch,
+    /// The transaction that installed it.
+    pub txn_id: String,
+}
+
 /// `.scriptorium/revision`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RevisionRecord {
@@ -149,13 +189,23 @@ pub(crate) struct RevisionRecord {
     pub(crate) txn_id: String,
     pub(crate) topics: String,
     pub(crate) sources: String,
+    /// The digest of `runtime.json` when the record was written (informational: runtime
+    /// state is not part of the revision).
     pub(crate) runtime: String,
     pub(crate) files: Vec<ManifestEntry>,
+    /// The workspace ID, so that a lost `.scriptorium/workspace-id` is restored rather than
+    /// minted anew (which would make every written turn pending again). Absent in records
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) workspace_id: Option<String>,
+    /// The batches the last installs wrote, oldest first, at most [`BATCH_STAMPS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) batches: Vec<InstalledBatch>,
 }
 
 impl RevisionRecord {
     pub(crate) fn revision(&self) -> Revision {
-        revision_of(self.counter, &self.txn_id, &self.topics, &self.sources, &self.runtime)
+        revision_of(self.counter, &self.txn_id, &self.topics, &self.sources)
     }
 
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
@@ -165,18 +215,13 @@ impl RevisionRecord {
     }
 }
 
-/// The revision string (see [`Revision`]).
-pub(crate) fn revision_of(
-    counter: u64,
-    txn_id: &str,
-    topics: &str,
-    sources: &str,
-    runtime: &str,
-) -> Revision {
+/// The revision string (see [`Revision`]). Runtime state (`runtime.json`: creation order and
+/// organizer counters) is not part of it: a transaction that changes no topic byte keeps the
+/// revision, so no agent's `base_revision` goes stale for bookkeeping.
+pub(crate) fn revision_of(counter: u64, txn_id: &str, topics: &str, sources: &str) -> Revision {
     let mut hasher = Sha256::new();
     hasher.update(
-        format!("scriptorium-revision/1\0{counter}\0{txn_id}\0{topics}\0{sources}\0{runtime}")
-            .as_bytes(),
+        format!("scriptorium-revision/2\0{counter}\0{txn_id}\0{topics}\0{sources}").as_bytes(),
     );
     let digest = hasher.finalize();
     Revision(format!("{counter}-{}", hex::encode(&digest[..8])))
@@ -432,11 +477,11 @@ mod tests {
 
     #[test]
     fn revision_strings_have_the_documented_shape() {
-        let revision = revision_of(12, "t-1", "a", "b", "c");
+        let revision = revision_of(12, "t-1", "a", "b");
         let (counter, hash) = revision.as_str().split_once('-').expect("dash");
         assert_eq!(counter, "12");
         assert_eq!(hash.len(), 16);
-        assert_ne!(revision, revision_of(12, "t-1", "a", "b", "d"));
-        assert_ne!(revision, revision_of(13, "t-1", "a", "b", "c"));
+        assert_ne!(revision, revision_of(12, "t-1", "a", "c"));
+        assert_ne!(revision, revision_of(13, "t-1", "a", "b"));
     }
 }

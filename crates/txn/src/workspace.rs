@@ -1,11 +1,11 @@
 //! The workspace: layout, creation and opening (with recovery), the workspace ID, the
 //! permission migration and the current revision.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, RealFs};
@@ -13,8 +13,8 @@ use crate::ids::{Clock, IdSource, RandomIds, Revision, SystemClock, WorkspaceId}
 use crate::lock::{self, LockTimeout, WriteLock};
 use crate::pipeline::{CachedBaseline, InstallObserver};
 use crate::state::{
-    Layout, ManifestEntry, RevisionRecord, irregular_hash, read_record, read_runtime, revision_of,
-    sha256_hex, sources_fingerprint, topics_digest, walk, write_atomic,
+    InstalledBatch, Layout, ManifestEntry, RevisionRecord, irregular_hash, read_record,
+    read_runtime, revision_of, sha256_hex, sources_fingerprint, topics_digest, walk, write_atomic,
 };
 
 /// What [`Workspace::open_with`] injects: the filesystem, the clock, ID randomness, the lock
@@ -169,8 +169,11 @@ impl Workspace {
     /// Opens an existing workspace (one with `topics/` or `.scriptorium/`), creating missing
     /// parts of the layout. Under the write lock it first runs [`recovery`](crate#recovery),
     /// which finishes or undoes a half-done install or archive append and removes abandoned
-    /// stages, then makes sure the workspace ID and the revision record exist. Once per process
-    /// and root it migrates permissions (directories 0700, files 0600; symlinks untouched).
+    /// stages, then makes sure the workspace ID (restored from the revision record when its file
+    /// is lost; `WORKSPACE_ID_MISSING` when it cannot be) and the revision record exist. Still
+    /// under the lock, once per workspace (`.scriptorium/permissions` records it), it migrates
+    /// permissions (directories 0700, files 0600; symlinks untouched); later opens only check
+    /// the root and its top-level directories.
     pub fn open(root: impl AsRef<Path>) -> Result<Workspace> {
         Workspace::open_with(root, Options::default())
     }
@@ -192,9 +195,11 @@ impl Workspace {
             recover(fs.as_ref(), &layout, options.ids.as_ref())?;
             ensure_dir(fs.as_ref(), &layout.topics)?;
             ensure_dir(fs.as_ref(), &layout.sources)?;
-            let id = ensure_workspace_id(fs.as_ref(), &layout, options.ids.as_ref())?;
-            if read_record(fs.as_ref(), &layout)?.is_none() {
-                let record = record_from_disk(fs.as_ref(), &layout, 0, "")?;
+            let record = read_record(fs.as_ref(), &layout)?;
+            let id =
+                ensure_workspace_id(fs.as_ref(), &layout, options.ids.as_ref(), record.as_ref())?;
+            if record.is_none() {
+                let record = record_from_disk(fs.as_ref(), &layout, 0, "", &id)?;
                 write_atomic(
                     fs.as_ref(),
                     &layout,
@@ -203,9 +208,10 @@ impl Workspace {
                     &record.to_bytes(),
                 )?;
             }
+            // Under the lock: an install renames and removes files while it runs.
+            migrate_once(fs.as_ref(), &layout, options.ids.as_ref())?;
             id
         };
-        migrate_once(fs.as_ref(), &root)?;
         Ok(Workspace {
             inner: Arc::new(Inner {
                 layout,
@@ -241,6 +247,12 @@ impl Workspace {
     /// hashes `runtime.json`. Takes no lock; read-only.
     pub fn revision(&self) -> Result<Revision> {
         Ok(self.current()?.revision)
+    }
+
+    /// The batches of session records the last installs wrote (oldest first, at most 64; see
+    /// [`crate::BeginOptions::batch`]), from the revision record. Read-only, takes no lock.
+    pub fn installed_batches(&self) -> Result<Vec<InstalledBatch>> {
+        Ok(read_record(self.fs(), self.layout())?.map(|r| r.batches).unwrap_or_default())
     }
 
     /// The revision as of the last install or archive append, from the revision record alone:
@@ -326,14 +338,17 @@ impl Workspace {
                 FileKind::File if entry.utf8 => {
                     let path = layout.topics.join(&entry.rel);
                     let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
-                    let trusted = manifest.get(entry.rel.as_str()).filter(|m| {
-                        m.len == meta.len
-                            && m.mtime_ns == meta.mtime_ns
-                            && m.ino == meta.ino
-                            && m.mtime_ns < rev_mtime.saturating_sub(RACY_NS)
+                    let recorded = manifest.get(entry.rel.as_str()).filter(|m| {
+                        m.len == meta.len && m.mtime_ns == meta.mtime_ns && m.ino == meta.ino
                     });
-                    let hash = match trusted {
-                        Some(m) => m.sha256.clone(),
+                    let hash = match recorded {
+                        Some(m) if m.mtime_ns < rev_mtime.saturating_sub(RACY_NS) => {
+                            m.sha256.clone()
+                        }
+                        // Same stat, but too close to the record to trust it (racy).
+                        Some(_) => {
+                            sha256_hex(&fs.read_to_verify(&path).map_err(Error::io("read", &path))?)
+                        }
                         None => sha256_hex(&fs.read(&path).map_err(Error::io("read", &path))?),
                     };
                     items.push((entry.rel, hash));
@@ -344,7 +359,7 @@ impl Workspace {
         let topics = topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
         let sources = sources_fingerprint(fs, &layout.sources)?;
         let (runtime, _) = read_runtime(fs, layout)?;
-        let revision = revision_of(record.counter, &record.txn_id, &topics, &sources, &runtime);
+        let revision = revision_of(record.counter, &record.txn_id, &topics, &sources);
         Ok(Current { record, revision, topics, sources, runtime })
     }
 
@@ -363,6 +378,8 @@ pub(crate) fn empty_record() -> RevisionRecord {
         sources: String::new(),
         runtime: String::new(),
         files: Vec::new(),
+        workspace_id: None,
+        batches: Vec::new(),
     }
 }
 
@@ -417,6 +434,7 @@ fn record_from_disk(
     layout: &Layout,
     counter: u64,
     txn_id: &str,
+    workspace_id: &WorkspaceId,
 ) -> Result<RevisionRecord> {
     let snapshot = snapshot_tree(fs, &layout.topics)?;
     let hashes: HashMap<String, String> =
@@ -429,6 +447,8 @@ fn record_from_disk(
         sources: sources_fingerprint(fs, &layout.sources)?,
         runtime: read_runtime(fs, layout)?.0,
         files: manifest_of(fs, &layout.topics, &hashes)?,
+        workspace_id: Some(workspace_id.as_str().to_owned()),
+        batches: Vec::new(),
     })
 }
 
@@ -470,33 +490,97 @@ pub(crate) fn ensure_dir(fs: &dyn Fs, path: &Path) -> Result<()> {
     }
 }
 
-/// Reads the workspace ID; if missing or invalid, writes a new one (the caller holds the lock).
-fn ensure_workspace_id(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<WorkspaceId> {
-    match fs.read(&layout.workspace_id) {
-        Ok(bytes) => {
-            if let Some(id) = std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse) {
-                return Ok(id);
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+/// Reads the workspace ID (the caller holds the lock). When `.scriptorium/workspace-id` is
+/// missing or unreadable it is restored from the revision record; a new ID is minted only for
+/// a workspace that has never installed anything. A workspace with installs but no
+/// recoverable ID is refused (`WORKSPACE_ID_MISSING`): a new ID would make every turn already
+/// written pending again, and the writer would write it twice.
+fn ensure_workspace_id(
+    fs: &dyn Fs,
+    layout: &Layout,
+    ids: &dyn IdSource,
+    record: Option<&RevisionRecord>,
+) -> Result<WorkspaceId> {
+    let recorded = record.and_then(|r| r.workspace_id.as_deref()).and_then(WorkspaceId::parse);
+    let found = match fs.read(&layout.workspace_id) {
+        Ok(bytes) => std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io("read", &layout.workspace_id)(e)),
+    };
+    if let Some(id) = found {
+        return Ok(id);
     }
-    let id = WorkspaceId(format!("w-{}", ids.hex8()));
-    write_atomic(fs, layout, ids, &layout.workspace_id, format!("{id}\n").as_bytes())?;
+    let id = match recorded {
+        Some(id) => id,
+        None if record.is_some_and(|r| r.counter > 0) => {
+            return Err(Error::WorkspaceIdMissing { path: layout.workspace_id.clone() });
+        }
+        None => WorkspaceId(format!("w-{}", ids.hex8())),
+    };
+    write_workspace_id(fs, layout, ids, &id)?;
     Ok(id)
 }
 
-/// Permission migration, once per process per root.
-fn migrate_once(fs: &dyn Fs, root: &Path) -> Result<()> {
-    static DONE: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
-    let done = DONE.get_or_init(|| Mutex::new(HashSet::new()));
-    let key = root.to_path_buf();
-    if done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key) {
+fn write_workspace_id(
+    fs: &dyn Fs,
+    layout: &Layout,
+    ids: &dyn IdSource,
+    id: &WorkspaceId,
+) -> Result<()> {
+    write_atomic(fs, layout, ids, &layout.workspace_id, format!("{id}\n").as_bytes())
+}
+
+/// Sets the workspace ID of the workspace at `root` whose `.scriptorium/workspace-id` is
+/// lost (the repair `scriptorium repair --workspace-id` runs): writes `id` and records it in
+/// the revision record, under the write lock. Refuses when the workspace already has an ID
+/// (`INVALID_ARGUMENT`): an ID in use is never replaced.
+pub fn restore_workspace_id(root: impl AsRef<Path>, id: &WorkspaceId) -> Result<()> {
+    let fs = RealFs;
+    let layout = Layout::new(root.as_ref());
+    let ids = RandomIds::default();
+    let _lock = lock::acquire(&layout.lock, LockTimeout::DEFAULT)?;
+    let current = match fs.read(&layout.workspace_id) {
+        Ok(bytes) => std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io("read", &layout.workspace_id)(e)),
+    };
+    if let Some(current) = current {
+        return Err(Error::invalid(
+            crate::ErrorCode::InvalidArgument,
+            format!("the workspace already has the ID {current}; it is never replaced"),
+        ));
+    }
+    write_workspace_id(&fs, &layout, &ids, id)?;
+    if let Some(mut record) = read_record(&fs, &layout)? {
+        record.workspace_id = Some(id.as_str().to_owned());
+        write_atomic(&fs, &layout, &ids, &layout.revision, &record.to_bytes())?;
+    }
+    Ok(())
+}
+
+/// The permission migration (directories 0700, files 0600 under the memory root), once per
+/// workspace: `.scriptorium/permissions` records that it ran, so later opens only check the
+/// root and the top-level directories (four `lstat`s). Everything this crate creates has those
+/// modes already, and the root's 0700 keeps anything another program writes below it private.
+/// The caller holds the write lock (an install renames and removes files while it runs).
+fn migrate_once(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> {
+    let marker = layout.runtime.join("permissions");
+    let migrated = match fs.metadata(&marker) {
+        Ok(meta) => meta.kind == FileKind::File,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io("stat", &marker)(e)),
+    };
+    if migrated {
+        for dir in [&layout.root, &layout.topics, &layout.sources, &layout.runtime] {
+            let meta = fs.metadata(dir).map_err(Error::io("stat", dir))?;
+            if meta.kind == FileKind::Dir && meta.mode != 0o700 {
+                fs.set_mode(dir, 0o700).map_err(Error::io("chmod", dir))?;
+            }
+        }
         return Ok(());
     }
-    migrate_permissions(fs, root)?;
-    done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key);
-    Ok(())
+    migrate_permissions(fs, &layout.root)?;
+    write_atomic(fs, layout, ids, &marker, b"1\n")
 }
 
 /// Every non-symlink path under `root` (and `root` itself): directories 0700, files 0600.

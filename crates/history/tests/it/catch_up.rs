@@ -104,3 +104,35 @@ fn catch_up_reuses_the_stat_cache_instead_of_rehashing() {
     assert_eq!(ws.tree_files().len(), 51);
     ws.assert_clean();
 }
+
+/// Regression: `git status` was dirty after a kill during `write`. A committer killed between
+/// moving the branch and writing `.git/index` leaves the index of the previous commit; the
+/// catch-up that finds `HEAD` already naming the installed transaction now rewrites it.
+#[test]
+fn catch_up_rewrites_an_index_older_than_the_branch() {
+    let ws = Ws::new();
+    ws.write("topics/a.md", "a\n");
+    let history = ws.open();
+    let index = ws.path(".git/index");
+    let old_index = std::fs::read(&index).expect("index");
+    ws.write("topics/a.md", "a2\n");
+    ws.write("topics/b.md", "b\n");
+    commit(&history, "t-1", "memory: incremental transaction", None, at(1));
+    ws.assert_clean();
+    // The state a kill right after the ref update leaves: the old index, older than the ref.
+    std::fs::write(&index, &old_index).expect("write index");
+    let branch = ws.path(".git/refs/heads/main");
+    let branch = if branch.exists() { branch } else { ws.path(".git/refs/heads/master") };
+    let ref_time = std::fs::metadata(&branch).expect("ref").modified().expect("mtime");
+    std::fs::File::options()
+        .write(true)
+        .open(&index)
+        .expect("open index")
+        .set_modified(ref_time - std::time::Duration::from_secs(10))
+        .expect("set mtime");
+    // (`--no-optional-locks`: a plain `git status` would refresh and rewrite the index.)
+    let status = ws.git(&["--no-optional-locks", "status", "--porcelain"]);
+    assert!(!status.is_empty(), "the stale index shows changes");
+    assert_eq!(history.catch_up("t-1", at(2)).unwrap(), None, "no new commit");
+    ws.assert_clean();
+}

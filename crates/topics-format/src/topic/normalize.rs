@@ -39,6 +39,21 @@ pub struct Normalized {
     pub block_ids: BTreeMap<String, String>,
     /// Evidence IDs minted for local labels, in path then line order.
     pub evidence_ids: Vec<EvidenceAssignment>,
+    /// Written text that step 9 (prune) would drop, in path then line order: prose, code and
+    /// HTML lines of sections that hold no record (the reference drops them silently; a
+    /// transaction refuses them instead, see [`prune_report`]).
+    pub dropped: Vec<DroppedText>,
+}
+
+/// A run of written lines that pruning would drop (see [`prune_report`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DroppedText {
+    /// The file, relative to `topics/`.
+    pub path: String,
+    /// The 1-based line (in the normalized text) where the run starts.
+    pub line: u32,
+    /// The run's first line, trimmed.
+    pub text: String,
 }
 
 /// Normalizes the staged `files` (reference §2.7).
@@ -158,7 +173,13 @@ pub fn normalize(
             .collect();
         let normalized = format!("{}\n", py_rstrip(&rendered.join("\n")));
         // Step 9: prune.
-        match prune(&normalized) {
+        let (pruned, dropped) = prune_report(&normalized);
+        out.dropped.extend(dropped.into_iter().map(|(line, text)| DroppedText {
+            path: paths[f].to_owned(),
+            line,
+            text,
+        }));
+        match pruned {
             None => out.deleted.push(paths[f].to_owned()),
             Some(pruned) => {
                 if pruned != originals[f] {
@@ -495,6 +516,13 @@ fn normalize_prose_line(line: &str) -> String {
 
 /// Step 9: drops heading sections that hold no record; `None` when the file holds no record.
 pub fn prune(text: &str) -> Option<String> {
+    prune_report(text).0
+}
+
+/// [`prune`], and the written text it drops: each run of consecutive dropped lines (a
+/// paragraph, a code block, an HTML block) that are prose, code or HTML (headings, footnote definitions and blank lines are structure and may
+/// go), as `(1-based line of the run's first line, that line trimmed)`.
+pub fn prune_report(text: &str) -> (Option<String>, Vec<(u32, String)>) {
     let seg = segment(text);
     let lines: Vec<&str> = seg.lines.iter().map(|l| &text[l.start..l.end]).collect();
     let defs: Vec<Option<&str>> =
@@ -510,13 +538,32 @@ pub fn prune(text: &str) -> Option<String> {
             referenced.extend(cited.iter().map(|c| (*c).to_owned()));
         }
     }
+    let written = |kind: &LineKind| {
+        matches!(kind, LineKind::Paragraph | LineKind::Fence | LineKind::Fenced | LineKind::Html)
+    };
+    let mut dropped: Vec<(u32, String)> = Vec::new();
+    let mut in_run = false;
+    let mut drop_line = |number: usize, line: &str, kind: &LineKind, dropping: bool| {
+        if dropping && written(kind) {
+            if !in_run {
+                let number = u32::try_from(number + 1).unwrap_or(u32::MAX);
+                dropped.push((number, py_strip(line).to_owned()));
+            }
+            in_run = true;
+        } else {
+            in_run = false;
+        }
+    };
     if record_paths.is_empty() {
-        return None;
+        for (number, (line, kind)) in lines.iter().zip(&seg.kinds).enumerate() {
+            drop_line(number, line, kind, true);
+        }
+        return (None, dropped);
     }
     let mut kept: Vec<&str> = Vec::new();
     let mut active = true;
     let mut headings: Vec<&str> = Vec::new();
-    for ((line, def), kind) in lines.iter().zip(&defs).zip(&seg.kinds) {
+    for (number, ((line, def), kind)) in lines.iter().zip(&defs).zip(&seg.kinds).enumerate() {
         // Deliberate fix: Python tracks headings on every line, so a `# comment` inside a code
         // fence could close the section and drop the record paragraph after it. The heading path
         // here is the segmentation's, which skips fenced lines.
@@ -527,11 +574,13 @@ pub fn prune(text: &str) -> Option<String> {
                 record.len() >= headings.len() && record.iter().zip(&headings).all(|(a, b)| a == b)
             });
         }
-        if active || def.is_some_and(|id| referenced.contains(id)) {
+        let keep = active || def.is_some_and(|id| referenced.contains(id));
+        drop_line(number, line, kind, !keep);
+        if keep {
             kept.push(line);
         }
     }
-    Some(format!("{}\n", py_rstrip(&kept.join("\n"))))
+    (Some(format!("{}\n", py_rstrip(&kept.join("\n")))), dropped)
 }
 
 #[cfg(test)]

@@ -597,11 +597,18 @@ fn legacy_paragraph<'f>(
         cursor = group.range.end;
     }
     if !found {
-        tree.diagnostics.push(ctx.report(
-            0,
-            Code::BlockIdRequired,
-            format!("memory block ID required: {}", ctx.file.path),
-        ));
+        // A paragraph that cites something but has no block ID lacks the ID (normalization
+        // assigns it); one that cites nothing lacks the citation, which only its author can add.
+        let diagnostic = if par.contains("[^") {
+            ctx.report(
+                0,
+                Code::BlockIdRequired,
+                format!("memory block ID required: {}", ctx.file.path),
+            )
+        } else {
+            ctx.report(0, Code::UncitedParagraph, uncited_message(par))
+        };
+        tree.diagnostics.push(diagnostic);
         return;
     }
     if failed {
@@ -672,6 +679,28 @@ fn union_refs(evidence: &[Evidence]) -> (Vec<String>, Vec<String>, Vec<String>) 
         }
     }
     (refs, targets, labels)
+}
+
+/// The message of [`Code::UncitedParagraph`] for the paragraph `text`: what is missing and
+/// how to supply it.
+pub fn uncited_message(text: &str) -> String {
+    format!("paragraph cites no source: {}; {CITE_HINT}", excerpt(text))
+}
+
+/// What every uncited-text message ends with.
+pub const CITE_HINT: &str = "every paragraph must cite the archived message it came from: end \
+     it with a footnote like [^e1] and add the line [^e1]: Time: `YYYY-MM-DD`; Sources: \
+     [label](<source ref>)";
+
+/// The first 60 characters of `text` (whitespace collapsed), quoted, `…` when cut.
+pub fn excerpt(text: &str) -> String {
+    let flat = super::text::collapse_whitespace(text);
+    let flat = py_strip(&flat);
+    let mut out: String = flat.chars().take(60).collect();
+    if flat.chars().nth(60).is_some() {
+        out.push('…');
+    }
+    format!("{out:?}")
 }
 
 #[cfg(test)]

@@ -252,6 +252,7 @@ fn obsidian_block_ids(data: &Path) -> Result<(), Failed> {
                     d.code,
                     Code::FootnoteRequired
                         | Code::BlockIdRequired
+                        | Code::UncitedParagraph
                         | Code::InvalidBlockId
                         | Code::MissingContent
                         | Code::ContentAfterEvidence

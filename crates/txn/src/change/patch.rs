@@ -23,6 +23,7 @@
 //! | `patch exceeds 512000 bytes` | `INVALID_ARGUMENT` |
 //! | `malformed patch hunk header: <line>` | `INVALID_ARGUMENT` |
 //! | `malformed patch hunk: <line>` (a bad line, or counts the body misses) | `INVALID_ARGUMENT` |
+//! | `malformed patch hunk: <header> undercounts its body (next line: …)` | `INVALID_ARGUMENT` |
 //! | `unsupported patch header: <line>` (rename/copy/mode/symlink/binary) | `INVALID_ARGUMENT` |
 //! | `patch renames a file` (old and new paths differ) | `INVALID_ARGUMENT` |
 //! | a path outside `topics/**/*.md` | `PATH_OUTSIDE_WORKSPACE` / `READ_ONLY_PATH` |
@@ -118,6 +119,14 @@ pub(crate) fn parse(text: &str, limits: &ChangeLimits) -> Result<Vec<Section>> {
                 return Err(invalid("patch hunk outside a file section"));
             };
             let (hunk, next) = hunk(&lines, i)?;
+            // A header that undercounts its body leaves body lines behind; read as "outside
+            // any hunk" they would be ignored and the patch applied in part.
+            if let Some(stray) = stray_body_line(&lines, next) {
+                return Err(invalid(format!(
+                    "malformed patch hunk: {} undercounts its body (next line: {stray})",
+                    lines[i]
+                )));
+            }
             section.hunks.push(hunk);
             i = next;
         } else if header(line, "+++").is_some() {
@@ -140,6 +149,18 @@ pub(crate) fn parse(text: &str, limits: &ChangeLimits) -> Result<Vec<Section>> {
         ));
     }
     Ok(sections)
+}
+
+/// The first line at or after `lines[at]` (right after a hunk's counted body) if it is a body
+/// line the header did not count: it starts with `+`, `-` or a space and is not the
+/// `---`/`+++` pair that opens the next file section. Empty lines are empty context to the body
+/// reader, so they are skipped: past the body they are stray only when a body line follows.
+fn stray_body_line<'a>(lines: &[&'a str], at: usize) -> Option<&'a str> {
+    let at = (at..lines.len()).find(|&k| !lines[k].is_empty())?;
+    let line = lines[at];
+    let opens_section = header(line, "---").is_some()
+        && lines.get(at + 1).is_some_and(|next| header(next, "+++").is_some());
+    (!opens_section && line.starts_with(['+', '-', ' '])).then_some(line)
 }
 
 /// The rest of a `---`/`+++` header line (`marker` alone, or followed by a space).

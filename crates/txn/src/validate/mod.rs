@@ -168,12 +168,14 @@ pub struct Violation {
 }
 
 impl Violation {
-    /// Wraps a topic diagnostic: `TOPIC_LINK_NOT_BLOCK` and `DANGLING_BLOCK_LINK` keep their own
-    /// codes, every other diagnostic is `INVALID_TOPIC_FORMAT`.
+    /// Wraps a topic diagnostic: `TOPIC_LINK_NOT_BLOCK`, `DANGLING_BLOCK_LINK` and
+    /// `UNCITED_PARAGRAPH` keep their own codes, every other diagnostic is
+    /// `INVALID_TOPIC_FORMAT`.
     pub fn from_diagnostic(diagnostic: Diagnostic) -> Violation {
         let code = match diagnostic.code {
             Code::TopicLinkNotBlock => ErrorCode::TopicLinkNotBlock,
             Code::DanglingBlockLink => ErrorCode::DanglingBlockLink,
+            Code::UncitedParagraph => ErrorCode::UncitedParagraph,
             _ => ErrorCode::InvalidTopicFormat,
         };
         Violation {

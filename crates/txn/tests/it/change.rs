@@ -473,3 +473,81 @@ fn blank_lines_inside_a_hunk_are_empty_context() {
         live(dir.path(), "topics/projects/garden.md").starts_with("# Garden planner (2024)\n\n")
     );
 }
+
+#[test]
+fn a_hunk_header_that_undercounts_its_body_is_refused_not_partly_applied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let (n, line) = line_of(dir.path(), "topics/projects/garden.md", "south bed");
+    let (m, other) = line_of(dir.path(), "topics/projects/garden.md", "SQLite");
+    assert!(m < n);
+    // One header for the first change only; the second change's lines follow it uncounted.
+    let patch = format!(
+        "--- a/topics/projects/garden.md\n+++ b/topics/projects/garden.md\n\
+         @@ -{m},1 +{m},1 @@\n-{other}\n+{}\n-{line}\n+{}\n",
+        other.replace("SQLite", "Postgres"),
+        line.replace("south", "north")
+    );
+    refused(
+        dir.path(),
+        &ws,
+        json!({"patch": patch}),
+        ErrorCode::InvalidArgument,
+        "undercounts its body",
+    );
+    // An empty line between the body and a stray line does not hide it.
+    let patch = format!(
+        "--- a/topics/projects/garden.md\n+++ b/topics/projects/garden.md\n\
+         @@ -{m},1 +{m},1 @@\n-{other}\n+{other}!\n\n+stray\n"
+    );
+    refused(
+        dir.path(),
+        &ws,
+        json!({"patch": patch}),
+        ErrorCode::InvalidArgument,
+        "undercounts its body",
+    );
+}
+
+#[test]
+fn uncited_text_is_refused_through_every_change_form() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let core = "# Core\n\nThe owner wants only e2e tests.\n";
+    let error = refused(
+        dir.path(),
+        &ws,
+        json!({"changes": [{"path": "topics/core.md", "action": "write", "content": core}]}),
+        ErrorCode::UncitedParagraph,
+        "The owner wants only e2e tests.",
+    );
+    let violation = &error.violations()[0];
+    assert_eq!((violation.path.as_deref(), violation.line), (Some("topics/core.md"), 3));
+    let added: String = core.lines().map(|l| format!("+{l}\n")).collect();
+    let patch = format!("--- /dev/null\n+++ b/topics/core.md\n@@ -0,0 +1,3 @@\n{added}");
+    refused(
+        dir.path(),
+        &ws,
+        json!({"patch": patch}),
+        ErrorCode::UncitedParagraph,
+        "would be dropped",
+    );
+}
+
+#[test]
+fn a_change_identical_to_the_files_is_a_noop_with_no_new_revision() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let before = tree_state(dir.path(), false);
+    let revision = ws.revision().expect("revision");
+    let text = live(dir.path(), "topics/people/dana.md");
+    let installed = update(
+        &ws,
+        json!({"changes": [{"path": "topics/people/dana.md", "action": "write", "content": text}]}),
+    )
+    .expect("accepted");
+    assert!(installed.noop);
+    assert!(installed.changed_files.is_empty());
+    assert_eq!(installed.revision, revision);
+    assert_eq!(tree_state(dir.path(), false), before);
+}

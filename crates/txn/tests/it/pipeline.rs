@@ -9,6 +9,7 @@ mod cache;
 mod concurrency;
 mod faults;
 mod perms;
+mod truth;
 
 use std::path::Path;
 use std::sync::Arc;

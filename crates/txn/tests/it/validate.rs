@@ -405,8 +405,8 @@ fn every_violation_of_several_files_is_collected() {
     ];
     let batch = BTreeSet::from([sref("p1")]);
     let validation = case.run(&staged, &restricted(&batch));
-    insta::assert_snapshot!(lines(&validation).join("\n"), @r"
-    topics/c.md:7:1: INVALID_TOPIC_FORMAT memory block ID required: c.md
+    insta::assert_snapshot!(lines(&validation).join("\n"), @r#"
+    topics/c.md:7:1: UNCITED_PARAGRAPH paragraph cites no source: "Loose prose."; every paragraph must cite the archived message it came from: end it with a footnote like [^e1] and add the line [^e1]: Time: `YYYY-MM-DD`; Sources: [label](<source ref>)
     topics/b.md:3:1: BLOCK_ID_REMOVED block ID must not be removed: bbbb0001
     topics/d.md:3:1: BLOCK_ID_REMOVED block ID must not be removed: dddd0001
     topics/a.md:3:43: TOPIC_LINK_NOT_BLOCK Topic-to-Topic link must target #^block-id: a.md -> c.md
@@ -414,7 +414,7 @@ fn every_violation_of_several_files_is_collected() {
     topics/c.md:5:50: SOURCE_NOT_TRUSTED source reference is not trusted; promote it first: openprogram/s1/p1
     topics/c.md:5:75: MISSING_SOURCE_REFERENCE missing source reference: openprogram/s1/m9
     topics/e.md:5:50: SOURCE_NOT_IN_TRANSACTION source reference is not evidence of this transaction: openprogram/s1/m3
-    ");
+    "#);
     assert_eq!(validation.removed, ["bbbb0001", "dddd0001"]);
 }
 

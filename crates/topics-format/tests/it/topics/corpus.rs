@@ -81,6 +81,7 @@ fn corpus_topics_snapshots() {
         Code::FootnoteRequired,
         Code::ContentAfterEvidence,
         Code::BlockIdRequired,
+        Code::UncitedParagraph,
         Code::DuplicateMemoryId,
         Code::UnusedFootnote,
         Code::TopicLinkNotBlock,

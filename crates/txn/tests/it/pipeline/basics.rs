@@ -50,7 +50,7 @@ fn installed_files_are_normalized_and_reported() {
         )
         .expect("write");
     let validated = staged.validate().expect("valid");
-    assert_eq!(validated.changed_files(), [".scriptorium/runtime.json", "topics/people/luis.md"]);
+    assert_eq!(validated.changed_files(), ["topics/people/luis.md"]);
     let installed = validated.install().expect("install");
     assert_eq!(installed.block_ids.len(), 1);
     assert_eq!(installed.evidence_ids.len(), 1);
@@ -378,13 +378,18 @@ fn dropping_any_stage_cleans_up() {
     assert_eq!(stages(dir.path()).len(), 1);
     drop(validated);
     assert!(stages(dir.path()).is_empty());
-    // An unchanged stage installs as a no-op transaction that still moves the revision.
+    // An unchanged stage installs nothing: the revision stays (a moved revision would make
+    // every agent's base_revision stale for nothing).
     let revision = ws.revision().expect("revision");
+    let record = std::fs::read(dir.path().join(".scriptorium/revision")).expect("record");
     let installed =
         ws.begin(BeginOptions::default()).expect("begin").validate().expect("ok").install();
     let installed = installed.expect("install");
+    assert!(installed.noop);
     assert!(installed.changed_files.is_empty());
-    assert_ne!(installed.revision, revision);
+    assert_eq!(installed.revision, revision);
+    assert_eq!(ws.revision().expect("revision"), revision);
+    assert_eq!(std::fs::read(dir.path().join(".scriptorium/revision")).expect("record"), record);
     assert!(stages(dir.path()).is_empty());
 }
 
@@ -466,19 +471,23 @@ fn organizer_counters_install_with_the_transaction_or_alone() {
     staged.write_file("topics/people/dana.md", &text.replace("Lyon", "Paris")).expect("write");
     staged.set_counters(counters.clone());
     let installed = staged.validate().expect("valid").install().expect("install");
-    assert!(installed.changed_files.contains(&".scriptorium/runtime.json".to_owned()));
+    assert_eq!(installed.changed_files, ["topics/people/dana.md"]);
+    assert!(!installed.noop);
     assert_eq!(ws.counters().expect("counters"), counters);
     let runtime = std::fs::read_to_string(dir.path().join(".scriptorium/runtime.json"))
         .expect("runtime.json");
     assert!(runtime.contains("\"local_tokens\": 300,\n"), "{runtime}");
     assert!(runtime.contains("\"last_global_at\": \"2026-11-30T03:00:00+00:00\"\n"), "{runtime}");
-    // Alone: only runtime.json changes, and the revision moves.
+    // Alone: the counters are saved, but no topic byte changed, so nothing is installed and
+    // the revision stays.
     let before = ws.revision().expect("revision");
     let mut staged = ws.begin(BeginOptions::default()).expect("begin");
     assert_eq!(staged.counters(), counters);
     staged.set_counters(Counters { local_batches: 0, local_tokens: 0, ..counters });
     let installed = staged.validate().expect("valid").install().expect("install");
-    assert_eq!(installed.changed_files, vec![".scriptorium/runtime.json".to_owned()]);
-    assert_ne!(ws.revision().expect("revision"), before);
+    assert!(installed.noop);
+    assert!(installed.changed_files.is_empty());
+    assert_eq!(installed.revision, before);
+    assert_eq!(ws.revision().expect("revision"), before);
     assert_eq!(ws.counters().expect("counters").local_batches, 0);
 }

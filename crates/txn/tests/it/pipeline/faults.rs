@@ -8,62 +8,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use scriptorium_txn::{BeginOptions, FaultFs, Fs, LockTimeout, RealFs, Workspace};
-
-use scriptorium_txn::fs::{FileKind, Meta};
+use scriptorium_txn::fs::NoSync;
+use scriptorium_txn::{BeginOptions, FaultFs, Fs, LockTimeout, Workspace};
 
 use super::{fixture_with, options, records, stages, topic, tree_state};
-
-/// The real filesystem without `fsync`/`syncfs` (the calls still count in [`FaultFs`]):
-/// durability against power loss is not what these tests can observe, and skipping the
-/// flushes keeps hundreds of runs fast.
-#[derive(Debug)]
-struct NoSync;
-
-impl Fs for NoSync {
-    fn metadata(&self, path: &Path) -> std::io::Result<Meta> {
-        RealFs.metadata(path)
-    }
-    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<(std::ffi::OsString, FileKind)>> {
-        RealFs.read_dir(path)
-    }
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        RealFs.read(path)
-    }
-    fn write(&self, path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-        RealFs.write(path, bytes, mode)
-    }
-    fn sync_file(&self, _: &Path) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn sync_dir(&self, _: &Path) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn sync_fs(&self, _: &Path) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        RealFs.hard_link(from, to)
-    }
-    fn create_dir(&self, path: &Path, mode: u32) -> std::io::Result<()> {
-        RealFs.create_dir(path, mode)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
-        RealFs.rename(from, to)
-    }
-    fn exchange(&self, a: &Path, b: &Path) -> std::io::Result<()> {
-        RealFs.exchange(a, b)
-    }
-    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
-        RealFs.remove_file(path)
-    }
-    fn remove_tree(&self, path: &Path) -> std::io::Result<()> {
-        RealFs.remove_tree(path)
-    }
-    fn set_mode(&self, path: &Path, mode: u32) -> std::io::Result<()> {
-        RealFs.set_mode(path, mode)
-    }
-}
 
 fn fixture(root: &Path) -> Workspace {
     fixture_with(root, Arc::new(NoSync))
@@ -281,4 +229,38 @@ fn tree_state_of_fixture() -> State {
     let dir = tempfile::tempdir().expect("tempdir");
     drop(fixture(dir.path()));
     tree_state(dir.path(), true)
+}
+
+/// Sets the mtime of the revision record (the reference point of the racy check).
+fn touch_record(root: &Path, at: std::time::SystemTime) {
+    let file = std::fs::File::options()
+        .write(true)
+        .open(root.join(".scriptorium/revision"))
+        .expect("open record");
+    file.set_modified(at).expect("set mtime");
+}
+
+/// Regression: a sweep once failed with "call 172 never happened" under load. Whether a
+/// topic file's stat can be trusted depends on how long ago the revision record was written,
+/// and the re-hash reads of untrusted files used to count as calls, so the same operation made
+/// a different number of calls on a loaded machine. Here the same transaction runs once with
+/// every file trusted and once with every file racy: the counted calls are the same.
+#[test]
+fn the_counted_calls_of_an_operation_do_not_depend_on_timestamps() {
+    let counted = |racy: bool| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(fixture(dir.path()));
+        let topic = std::fs::metadata(dir.path().join("topics/people/dana.md")).expect("stat");
+        let at = if racy {
+            topic.modified().expect("mtime")
+        } else {
+            std::time::SystemTime::now() + std::time::Duration::from_secs(3600)
+        };
+        touch_record(dir.path(), at);
+        let fs = Arc::new(FaultFs::counting(real()));
+        let ws = Workspace::open_with(dir.path(), options(fs.clone(), 99)).expect("open");
+        transaction(&ws).expect("transaction");
+        fs.calls()
+    };
+    assert_eq!(counted(true), counted(false));
 }
