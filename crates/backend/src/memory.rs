@@ -293,7 +293,10 @@ pub struct MemoryWorkspace {
 
 /// Opens (or creates) the history and brings it up to the installed transaction. Runs under
 /// the workspace write lock, the only place commits are made from, so lock files a killed
-/// committer left in `.git` are stale and removed first.
+/// committer left in `.git` are stale and removed first. When `HEAD` does not name the
+/// installed transaction, the process that installed it died before its commit, so possibly
+/// while it rewrote the views: they are rebuilt from the installed tree before the catch-up
+/// commit records them.
 fn open_history(workspace: &Workspace) -> Result<History, String> {
     let root = workspace.root();
     let repair = || -> Result<History, String> {
@@ -301,6 +304,14 @@ fn open_history(workspace: &Workspace) -> Result<History, String> {
         history.remove_stale_locks().map_err(|e| e.to_string())?;
         let installed = workspace.revision_state().map_err(|e| e.to_string())?.txn_id;
         if !installed.is_empty() {
+            let behind = history.last_txn_id().map_err(|e| e.to_string())?.as_deref()
+                != Some(installed.as_str());
+            if behind {
+                let options = scriptorium_views::RebuildOptions::default();
+                if let Err(error) = scriptorium_views::rebuild_workspace(root, &options) {
+                    tracing::warn!(%error, "rebuilding the views after a crash failed");
+                }
+            }
             history.catch_up(&installed, now()).map_err(|e| e.to_string())?;
         }
         Ok(history)

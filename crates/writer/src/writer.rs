@@ -9,9 +9,13 @@
 //! (with the organizer counters) → mark the batch, only when the install changed a topic file
 //! → organize triggers.
 //!
-//! Key decision: effects happen in the order archive → install → mark. A crash between install
-//! and mark re-does the batch: the archive append is idempotent (no duplicate frames) and the
-//! model sees its own earlier write in the structure listing.
+//! Key decision: effects happen in the order archive → install → mark, and the install records
+//! the batch it wrote (its source IDs' key, in the revision record, atomically with the topics:
+//! [`BeginOptions::batch`]). A write that dies between install and mark (a kill, ENOSPC, a
+//! failing session store) is finished by the next pass, which finds the batch among the
+//! workspace's installed batches and marks it without running the model again: a batch is never
+//! written twice. The archive append is idempotent, so a crash before the install re-archives
+//! nothing either.
 
 use std::collections::BTreeSet;
 use std::io::Write as _;
@@ -24,7 +28,7 @@ use scriptorium_topics_format::source::ArchiveRecord;
 use scriptorium_topics_format::source::id::handle_part;
 use scriptorium_topics_format::tokens;
 use scriptorium_txn::validate::Required;
-use scriptorium_txn::{BeginOptions, Counters, Installed, LockTimeout, Staged, Workspace};
+use scriptorium_txn::{Batch, BeginOptions, Counters, Installed, LockTimeout, Staged, Workspace};
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -93,6 +97,11 @@ pub struct BatchReport {
     pub revision: String,
     /// Whether the repair turn was needed.
     pub repaired: bool,
+    /// The batch had been installed by an earlier, interrupted write and was only marked now
+    /// (no model ran; `changed_files` and `block_ids` are empty).
+    pub recovered: bool,
+    /// The transaction that installed the batch.
+    pub txn_id: String,
     /// Organize passes this batch triggered.
     pub organized: Vec<OrganizeReport>,
 }
@@ -256,6 +265,9 @@ impl Writer {
         owed: &[Node],
         force: bool,
     ) -> Result<Pass, WriteFailure> {
+        if let Some(report) = self.finish_installed(session, tip, owed)? {
+            return Ok(Pass::Written(report));
+        }
         let count = |text: &str| tokens::count(text);
         let batch = first_batch(owed, self.config.threshold_tokens, &count);
         if batch.is_empty() {
@@ -280,6 +292,7 @@ impl Writer {
             .unwrap_or("undated")
             .to_owned();
         let allowed: BTreeSet<String> = turns.iter().map(|t| t.source_ref.clone()).collect();
+        let source_ids: Vec<&str> = turns.iter().map(|t| t.source_ref.as_str()).collect();
         let staged = self
             .ws
             .begin(BeginOptions {
@@ -287,6 +300,7 @@ impl Writer {
                 lock_timeout: LockTimeout::new(self.config.lock_timeout),
                 required: Required::StillPresent,
                 message: "memory: incremental transaction".to_owned(),
+                batch: Some(Batch::new(&source_ids)),
                 ..BeginOptions::default()
             })
             .map_err(WriteFailure::from)?;
@@ -327,6 +341,52 @@ impl Writer {
             block_ids: installed.block_ids.values().cloned().collect(),
             revision: installed.revision.as_str().to_owned(),
             repaired,
+            recovered: false,
+            txn_id: installed.txn_id.as_str().to_owned(),
+            organized,
+        }))
+    }
+
+    /// Finishes a batch that an earlier write installed but did not mark (it died in between):
+    /// when the oldest records of `owed` are a batch the workspace recorded as installed, marks
+    /// them, without archiving or running the model again.
+    fn finish_installed(
+        &self,
+        session: &SessionId,
+        tip: Option<&NodeId>,
+        owed: &[Node],
+    ) -> Result<Option<BatchReport>, WriteFailure> {
+        let installed = self.ws.installed_batches().map_err(WriteFailure::from)?;
+        if installed.is_empty() || owed.is_empty() {
+            return Ok(None);
+        }
+        let ids: Vec<String> = owed.iter().map(|n| source_id(session, &n.id)).collect();
+        let Some(found) = installed.iter().rev().find(|stamp| {
+            stamp.batch.count > 0
+                && stamp.batch.count <= ids.len()
+                && Batch::new(&ids[..stamp.batch.count]) == stamp.batch
+        }) else {
+            return Ok(None);
+        };
+        let batch = &owed[..found.batch.count];
+        mark(self.store()?, session, batch, &self.workspace_id()?).map_err(|e| {
+            WriteFailure::permanent(
+                FailureCode::WriterFailureUnknown,
+                format!("could not mark the batch installed by {}: {e}", found.txn_id),
+            )
+        })?;
+        let revision = self.ws.installed_revision().map_err(WriteFailure::from)?;
+        let organized = if self.config.organize { self.organize_triggers() } else { Vec::new() };
+        Ok(Some(BatchReport {
+            tip: tip.map(|t| t.0.clone()),
+            source_ids: ids[..found.batch.count].to_vec(),
+            tokens: batch.iter().map(|n| tokens::count(&n.content)).sum(),
+            changed_files: Vec::new(),
+            block_ids: Vec::new(),
+            revision: revision.as_str().to_owned(),
+            repaired: false,
+            recovered: true,
+            txn_id: found.txn_id.clone(),
             organized,
         }))
     }
@@ -367,6 +427,8 @@ impl Writer {
                     if !changed_topics && !organize {
                         return Ok(None);
                     }
+                    // An organize pass that changed no topic installs nothing (its counters
+                    // are saved, the revision stays, no commit).
                     let installed = validated.install().map_err(WriteFailure::from)?;
                     return Ok(Some((installed, repaired)));
                 }

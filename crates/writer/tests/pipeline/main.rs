@@ -3,6 +3,7 @@
 //! a held lock, a crash between install and marking, the forced loop and its branch rules,
 //! organize triggers and `reorganize` (reference §5.4–§5.8, §12 items 5–8, 20–21, 29–36).
 
+mod faults;
 mod forced;
 mod models;
 mod passes;

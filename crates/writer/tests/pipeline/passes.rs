@@ -216,7 +216,7 @@ impl SessionStore for FailFirstMark {
 }
 
 #[test]
-fn a_crash_between_install_and_marking_redoes_the_batch_without_duplicate_frames() {
+fn a_crash_between_install_and_marking_is_finished_without_writing_the_batch_twice() {
     let fx = Fixture::new();
     two_turns(&fx);
     let store = std::sync::Arc::new(FailFirstMark {
@@ -224,10 +224,10 @@ fn a_crash_between_install_and_marking_redoes_the_batch_without_duplicate_frames
         failed: std::sync::atomic::AtomicBool::new(false),
     });
     let note = topic("Dana", &[("Dana lives in Lyon.", &source(S, "u1"))]);
-    let (_chat, model) = scripted(vec![
+    let (chat, model) = scripted(vec![
         write_step("topics/people/dana.md", &note),
         commit_step(),
-        // The redo: the model sees its earlier write and adds nothing new but a second fact.
+        // What a second run of the model would write: it must never run.
         write_step(
             "topics/people/dana2.md",
             &topic("Dana again", &[("Dana lives in Lyon (redo).", &source(S, "u1"))]),
@@ -243,11 +243,19 @@ fn a_crash_between_install_and_marking_redoes_the_batch_without_duplicate_frames
     assert!(failure.reason.contains("could not mark"), "{failure}");
     assert!(fx.live("topics/people/dana.md").is_some(), "the install happened");
     assert_eq!(fx.pending_ids(S, None), ["u1", "a1"], "nothing marked");
-    let archive = fx.live("sources/openprogram/_v2/s1.md").expect("archive");
-    writer.write(&SessionId(S.into()), false).expect("the redo");
-    assert!(fx.pending_ids(S, None).is_empty());
+    let requests = chat.requests().len();
+    let before = fx.state();
+    let report = writer.write(&SessionId(S.into()), false).expect("the rerun");
+    assert_eq!(report.batches.len(), 1, "{report:?}");
+    let batch = &report.batches[0];
+    assert!(batch.recovered, "{batch:?}");
+    assert_eq!(batch.source_ids, [source(S, "u1"), source(S, "a1")]);
+    assert!(batch.changed_files.is_empty());
+    assert_eq!(chat.requests().len(), requests, "the model ran again");
+    assert!(fx.pending_ids(S, None).is_empty(), "the rerun marked the batch");
+    assert_eq!(fx.state(), before, "the rerun wrote the batch again");
+    assert!(fx.live("topics/people/dana2.md").is_none());
     let after = fx.live("sources/openprogram/_v2/s1.md").expect("archive");
-    assert_eq!(after, archive, "the redo archived no duplicate frame");
     assert_eq!(after.matches("<!-- source-id:openprogram/s1/u1 -->").count(), 1, "{after}");
 }
 
