@@ -729,6 +729,9 @@ async fn the_core_read_waits_for_the_write_lock_and_sees_the_new_text() {
     assert_eq!(body["content"], "# Core\n\nHalf-installed no more.\n");
     assert_eq!(body["rendered_content"], "# Core\n\nHalf-installed no more.\n");
     holder.join().expect("the holder finished");
+    // The revision answered is the one of the text answered, not the one before the writes.
+    let revision = Workspace::open(&root).expect("a handle").revision().expect("revision");
+    assert_eq!(body["revision"], revision.as_str());
 }
 
 #[tokio::test]
