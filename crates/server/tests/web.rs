@@ -478,6 +478,55 @@ async fn path_traversal_and_symlinks_are_refused_on_every_path_route() {
 }
 
 #[tokio::test]
+async fn overlong_topic_names_are_400_on_every_topic_route_not_500() {
+    let server = Server::new();
+    server.seed().await;
+    let base = server.revision().await;
+    // 256 bytes: one more than a file name may have (NAME_MAX), in ASCII and in UTF-8.
+    let long_name = format!("{}.md", "n".repeat(253));
+    let long_utf8 = format!("{}x.md", "%C3%A9".repeat(126));
+    let long_dir = format!("{}/x.md", "d".repeat(256));
+    // Every component short, the whole path beyond PATH_MAX (4096 bytes).
+    let long_path = format!("{}/x.md", vec!["d".repeat(250); 17].join("/"));
+    for param in [long_name.clone(), format!("notes/{long_name}"), long_utf8, long_dir, long_path] {
+        let uri = format!("/api/memory/topics/{param}");
+        let put = json!({"content": "# Long\n", "base_revision": base});
+        for (method, uri, body) in [
+            (Method::GET, uri.clone(), None),
+            (Method::PUT, uri.clone(), Some(put)),
+            (Method::DELETE, format!("{uri}?base_revision={base}"), None),
+        ] {
+            let answer = server.call(method.clone(), &uri, body).await;
+            let what = format!("{method} {} bytes: {}", param.len(), answer.body);
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{what}");
+            assert_eq!(error_code(&answer), "INVALID_ARGUMENT", "{what}");
+            assert!(answer.body["error"]["path"].as_str().is_some(), "{what}");
+        }
+    }
+    assert_eq!(server.revision().await, base, "nothing was installed");
+    // 255 bytes is a name like any other.
+    let topic =
+        std::fs::read_to_string(server.memory().join("topics/projects/budget.md")).expect("read");
+    let start = topic.find("](../../sources/").expect("a source link") + 2;
+    let link = &topic[start..start + topic[start..].find(')').expect("link end")];
+    let content = format!(
+        "# Longest\n\nA fact with a long name.[^e1]\n\n[^e1]: Time: `undated`; Sources: [k]({link})\n"
+    );
+    let longest = format!("notes/{}.md", "n".repeat(252));
+    let uri = format!("/api/memory/topics/{longest}");
+    assert_eq!(server.get(&uri).await.status, StatusCode::NOT_FOUND);
+    let put = server
+        .call(Method::PUT, &uri, Some(json!({"content": content, "base_revision": base})))
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+    let changed = put.body["changed_files"].as_array().expect("changed files");
+    assert!(changed.iter().any(|f| *f == format!("topics/{longest}").as_str()), "{}", put.body);
+    let got = server.get(&uri).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+    assert!(got.body["content"].as_str().is_some_and(|c| c.contains("long name")));
+}
+
+#[tokio::test]
 async fn topic_edits_are_compare_and_set_and_validated() {
     let server = Server::new();
     server.seed().await;

@@ -119,9 +119,15 @@ fn read_regular(root: &Path, rel: &str) -> ApiResult<Option<(String, std::fs::Me
 }
 
 /// Checks a topic path parameter (relative to `topics/`) and returns it workspace-relative
-/// (`topics/…`). Backslashes, NULs, `..`, absolute paths, paths that are not `*.md` and
+/// (`topics/…`). A name or path too long for the filesystem is 400 `INVALID_ARGUMENT` (see
+/// [`too_long`]); backslashes, NULs, `..`, absolute paths, paths that are not `*.md` and
 /// symlinks anywhere on the way are 403.
 fn topic_path(root: &Path, param: &str) -> ApiResult<String> {
+    if let Some(why) = too_long(root, param) {
+        let mut err = ApiError::invalid(why);
+        err.error.path = Some(param.to_owned());
+        return Err(err);
+    }
     if param.contains(['\\', '\0']) || param.starts_with('/') {
         return Err(ApiError::forbidden(param, format!("path escapes topics/: {param}")));
     }
@@ -132,6 +138,36 @@ fn topic_path(root: &Path, param: &str) -> ApiResult<String> {
         return Err(ApiError::forbidden(param, format!("symlinks are not followed: {param}")));
     }
     Ok(ws_path)
+}
+
+/// The longest file name the filesystem takes, in bytes (Linux `NAME_MAX`).
+const NAME_MAX: usize = 255;
+/// The longest path a system call takes, in bytes with its terminating NUL (Linux `PATH_MAX`).
+const PATH_MAX: usize = 4096;
+/// How much longer than `topics/` the deepest copy of a topic an edit makes is: its stage,
+/// `.scriptorium/txn/<txn-id>/old-topics/` (a 24-byte transaction ID), with room to spare.
+const STAGE_ALLOWANCE: usize = 64;
+
+/// Why a topic path parameter is too long for the filesystem, if it is: a component over
+/// [`NAME_MAX`] bytes, or a path whose staged copy would reach [`PATH_MAX`]. Checked before any
+/// filesystem call, so such a request is the client's error (400 `INVALID_ARGUMENT`, not
+/// `PATH_OUTSIDE_WORKSPACE`: the path stays inside `topics/`, it just cannot exist there), never
+/// an `ENAMETOOLONG` that would surface as a 500.
+fn too_long(root: &Path, param: &str) -> Option<String> {
+    if let Some(name) = param.split('/').find(|name| name.len() > NAME_MAX) {
+        return Some(format!(
+            "a file or directory name is {} bytes; at most {NAME_MAX} are allowed",
+            name.len()
+        ));
+    }
+    let full = root.as_os_str().len() + "/topics/".len() + STAGE_ALLOWANCE + param.len();
+    (full >= PATH_MAX).then(|| {
+        format!(
+            "the path is {} bytes; with the memory root ({} bytes) it must stay under {PATH_MAX}",
+            param.len(),
+            root.as_os_str().len() + "/topics/".len() + STAGE_ALLOWANCE
+        )
+    })
 }
 
 /// The update context of the owner's own page.

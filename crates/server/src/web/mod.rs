@@ -28,7 +28,8 @@
 //!
 //! The `{path}` of the topic routes is relative to `topics/` (`people/dave.md`), as in the
 //! topic list; `mtime` values are seconds since the epoch (float). Status codes: 400 a bad
-//! request or a rejected edit (with `violations`), 401 no or wrong token, 403 a path that
+//! request, a rejected edit (with `violations`) or a topic path too long for the filesystem
+//! (a name over 255 bytes, a path near 4096), 401 no or wrong token, 403 a path that
 //! escapes `topics/` (`..`, absolute, encoded, backslashes, symlinks), a bad `Host` or `Origin`,
 //! or an invalid timeline date, 404 a missing topic or memory record, 409 a stale
 //! `base_revision`, 413 a body over [`BODY_LIMIT`], 500 IO or corrupt state, 503 memory
