@@ -125,7 +125,126 @@ impl Server {
 }
 
 fn error_code(answer: &Answer) -> &str {
-    answer.body["error"]["code"].as_str().or(answer.body["detail"]["code"].as_str()).unwrap_or("")
+    answer.body["error"]["code"].as_str().unwrap_or("")
+}
+
+/// Checks that `answer` is an error in the one shape every API refusal has: `{"ok": false,
+/// "error": {"code", "message", "path", "violations"}}`, `path` a string or null, each violation
+/// `{code, message, path, line, col}`. Returns the code.
+fn assert_error_shape(what: &str, answer: &Answer) -> String {
+    let body = &answer.body;
+    assert!(answer.status.is_client_error() || answer.status.is_server_error(), "{what}");
+    let content_type = answer.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    assert_eq!(content_type, Some("application/json"), "{what}: {body}");
+    let keys = |v: &Value| -> Vec<String> {
+        let mut keys: Vec<String> =
+            v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        keys.sort();
+        keys
+    };
+    assert_eq!(keys(body), ["error", "ok"], "{what}: {body}");
+    assert_eq!(body["ok"], false, "{what}: {body}");
+    let error = &body["error"];
+    assert_eq!(keys(error), ["code", "message", "path", "violations"], "{what}: {body}");
+    let code = error["code"].as_str().unwrap_or_default();
+    assert!(
+        !code.is_empty() && code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+        "{what}: {body}"
+    );
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {body}");
+    assert!(error["path"].is_null() || error["path"].is_string(), "{what}: {body}");
+    for violation in error["violations"].as_array().expect("violations is an array") {
+        assert_eq!(keys(violation), ["code", "col", "line", "message", "path"], "{what}: {body}");
+    }
+    code.to_owned()
+}
+
+#[tokio::test]
+async fn every_api_error_answer_has_one_shape_including_the_guards_refusals() {
+    let server = Server::new();
+    server.seed().await;
+    let base = server.revision().await;
+    let token = format!("Bearer {}", server.state.token());
+    let raw = |method: Method, uri: &str, headers: &[(header::HeaderName, &str)]| {
+        let mut request = Request::builder().method(method).uri(uri);
+        for (name, value) in headers {
+            request = request.header(name, *value);
+        }
+        request.body(Body::empty()).expect("request")
+    };
+    let mut cases: Vec<(&str, Answer, &str)> = Vec::new();
+    // The guards.
+    let answer = server.send(raw(Method::GET, "/api/memory/status", &[(header::HOST, HOST)])).await;
+    cases.push(("no token", answer, "UNAUTHORIZED"));
+    let foreign = [(header::HOST, "evil.example:7878"), (header::AUTHORIZATION, token.as_str())];
+    let answer = server.send(raw(Method::GET, "/api/memory/status", &foreign)).await;
+    cases.push(("foreign Host", answer, "FORBIDDEN_HOST"));
+    let answer = server.send(raw(Method::GET, "/", &foreign)).await;
+    cases.push(("foreign Host on the page", answer, "FORBIDDEN_HOST"));
+    let no_origin = [(header::HOST, HOST), (header::AUTHORIZATION, token.as_str())];
+    let answer = server.send(raw(Method::PUT, "/api/memory/core", &no_origin)).await;
+    cases.push(("no Origin", answer, "FORBIDDEN_ORIGIN"));
+    let big =
+        json!({"content": "x".repeat(scriptorium_server::web::BODY_LIMIT), "base_revision": base});
+    let answer = server.call(Method::PUT, "/api/memory/core", Some(big)).await;
+    cases.push(("body over the limit", answer, "SIZE_LIMIT"));
+    // What axum refuses before a handler runs.
+    let answer = server.call(Method::POST, "/api/memory/status", None).await;
+    cases.push(("method not allowed", answer, "METHOD_NOT_ALLOWED"));
+    let answer = server.get("/api/memory/search?q=x&top_k=many").await;
+    cases.push(("a query that does not parse", answer, "INVALID_ARGUMENT"));
+    let answer = server.get("/api/memory/topics/%FF.md").await;
+    cases.push(("a path that is not UTF-8", answer, "INVALID_ARGUMENT"));
+    // The routes.
+    let answer = server.get("/api/memory/nothing").await;
+    cases.push(("unknown route", answer, "NOT_FOUND"));
+    let answer = server.get("/api/memory/topics/projects/none.md").await;
+    cases.push(("missing topic", answer, "NOT_FOUND"));
+    let answer = server.get("/api/memory/topics/..%2Fsecret.md").await;
+    cases.push(("traversal", answer, "PATH_OUTSIDE_WORKSPACE"));
+    let answer = server.get("/api/memory/timeline/x").await;
+    cases.push(("bad date", answer, "PATH_OUTSIDE_WORKSPACE"));
+    let answer = server.get("/api/memory/refs?limit=0").await;
+    cases.push(("bad limit", answer, "INVALID_ARGUMENT"));
+    let stale = json!({"content": "# Core\n", "base_revision": "0-0000000000000000"});
+    let answer = server.call(Method::PUT, "/api/memory/core", Some(stale)).await;
+    cases.push(("stale base", answer, "CONCURRENT_UPDATE"));
+    let uri = "/api/memory/topics/projects/budget.md";
+    let broken =
+        json!({"content": "# Budget tracker\n\nNo evidence.[^x]\n", "base_revision": base});
+    let answer = server.call(Method::PUT, uri, Some(broken)).await;
+    let rejected_code = error_code(&answer).to_owned();
+    cases.push(("rejected edit", answer, rejected_code.as_str()));
+    let patch = "--- a/topics/projects/budget.md\n+++ b/topics/projects/budget.md\n\
+                 @@ -1 +1 @@\n-# Not the title\n+# Budget\n";
+    let answer = server
+        .call(
+            Method::POST,
+            "/api/memory/changes",
+            Some(json!({"base_revision": base, "patch": patch})),
+        )
+        .await;
+    cases.push(("patch conflict", answer, "PATCH_CONFLICT"));
+    for (what, answer, code) in &cases {
+        assert_eq!(assert_error_shape(what, answer), *code, "{what}: {}", answer.body);
+    }
+    let violations = |what: &str| {
+        let (_, answer, _) = cases.iter().find(|(w, _, _)| *w == what).expect("the case");
+        answer.body["error"]["violations"].as_array().cloned().unwrap_or_default()
+    };
+    assert!(violations("rejected edit").iter().any(|v| v["code"] == "BLOCK_ID_REMOVED"));
+    // A patch conflict's line, expected and found text survive, as a violation at that line.
+    let conflict = violations("patch conflict");
+    assert_eq!(conflict.len(), 1, "{conflict:?}");
+    assert_eq!(conflict[0]["line"], 1);
+    assert_eq!(conflict[0]["path"], "topics/projects/budget.md");
+    let message = conflict[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("# Not the title") && message.contains("# Budget tracker"),
+        "{message}"
+    );
+    assert!(violations("missing topic").is_empty());
+    assert_eq!(server.revision().await, base, "nothing refused was installed");
 }
 
 #[tokio::test]
@@ -188,7 +307,7 @@ async fn every_api_route_requires_the_token() {
             }
             let answer = server.send(request.body(Body::empty()).expect("request")).await;
             assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{method} {uri}");
-            assert_eq!(answer.body["detail"]["code"], "UNAUTHORIZED");
+            assert_eq!(answer.body["error"]["code"], "UNAUTHORIZED");
         }
     }
     assert_eq!(server.get("/api/memory/status").await.status, StatusCode::OK);
@@ -210,7 +329,7 @@ async fn a_foreign_host_header_is_refused() {
             request.headers_mut().insert(header::HOST, host.parse().expect("a header value"));
             let answer = server.send(request).await;
             assert_eq!(answer.status, StatusCode::FORBIDDEN, "{host} {uri}");
-            assert_eq!(answer.body["detail"]["code"], "FORBIDDEN_HOST");
+            assert_eq!(answer.body["error"]["code"], "FORBIDDEN_HOST");
         }
     }
     for host in ["localhost:7878", "[::1]:7878", "LOCALHOST:7878"] {
@@ -251,7 +370,7 @@ async fn state_changes_need_this_servers_origin() {
             }
             let answer = server.send(request).await;
             assert_eq!(answer.status, StatusCode::FORBIDDEN, "{method} {uri} from {origin:?}");
-            assert_eq!(answer.body["detail"]["code"], "FORBIDDEN_ORIGIN");
+            assert_eq!(answer.body["error"]["code"], "FORBIDDEN_ORIGIN");
         }
     }
     // Reads need no Origin (a plain navigation or fetch may omit it).
@@ -872,7 +991,10 @@ async fn memory_disabled_answers_503_everywhere_and_creates_nothing() {
             let body: Value = serde_json::from_slice(&bytes).expect("json");
             assert_eq!(
                 body,
-                json!({"detail": {"code": "MEMORY_DISABLED", "message": "memory is disabled by memory.backend=none"}})
+                json!({"ok": false, "error": {
+                    "code": "MEMORY_DISABLED", "message": "memory is disabled by memory.backend=none",
+                    "path": null, "violations": [],
+                }})
             );
         }
     }

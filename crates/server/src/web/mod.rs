@@ -33,8 +33,9 @@
 //! escapes `topics/` (`..`, absolute, encoded, backslashes, symlinks), a bad `Host` or `Origin`,
 //! or an invalid timeline date, 404 a missing topic or memory record, 409 a stale
 //! `base_revision`, 413 a body over [`BODY_LIMIT`], 500 IO or corrupt state, 503 memory
-//! disabled or the write lock busy. See [`security`] for the request checks and [`error`] for
-//! the error shapes.
+//! disabled or the write lock busy. Every error answer is `{"ok": false, "error": {code,
+//! message, path, violations}}`; see [`security`] for the request checks and [`error`] for the
+//! shape.
 //!
 //! # Limitations
 //!
