@@ -1021,6 +1021,75 @@ async fn serve_refuses_a_remote_address_without_the_opt_in() {
     assert!(!dir.path().join("home").exists(), "nothing opened");
 }
 
+/// Sends one `GET /api/memory/status` with `Connection: close` and reads the whole answer.
+async fn status_over_tcp(addr: std::net::SocketAddr, token: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "GET /api/memory/status HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n",
+        addr.port(),
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_open_connections_beyond_the_limit_neither_hang_the_server_nor_stay_open() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    const LIMIT: usize = 64;
+    const HALF_OPEN: usize = 300;
+    // Bounds that no loaded machine comes near; the test's speed never decides its result.
+    const PATIENCE: Duration = Duration::from_secs(120);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("home");
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let options = scriptorium_server::web::ServeOptions {
+        header_read_timeout: Duration::from_millis(500),
+        max_connections: LIMIT,
+        ..scriptorium_server::web::ServeOptions::default()
+    };
+    let server = tokio::spawn(scriptorium_server::web::serve_with(
+        home.clone(),
+        "127.0.0.1:0".parse().expect("addr"),
+        options,
+        move |listening| {
+            let _ = ready_tx.send(listening.addr);
+        },
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let addr = ready_rx.await.expect("listening");
+    let token = std::fs::read_to_string(home.join("server-token")).expect("token file");
+    // Connections that send nothing, or half a request line, and then wait.
+    let mut idle = Vec::with_capacity(HALF_OPEN);
+    for i in 0..HALF_OPEN {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        if i % 2 == 1 {
+            stream.write_all(b"GET /api/memory/sta").await.expect("write");
+        }
+        idle.push(stream);
+    }
+    // A real request is still answered while all of them are open on this side: it waits in
+    // the listen queue until the timeout has freed enough connections.
+    let answer = tokio::time::timeout(PATIENCE, status_over_tcp(addr, token.trim()))
+        .await
+        .expect("the request is answered despite 300 half-open connections");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The server closed every one of them: each reaches its end (an orderly close or a reset).
+    for (i, stream) in idle.iter_mut().enumerate() {
+        let mut rest = Vec::new();
+        let ended = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut rest)).await;
+        assert!(ended.is_ok(), "half-open connection {i} is still open");
+        assert!(!rest.starts_with(b"HTTP/1.1 200"), "connection {i} was answered");
+    }
+    stop_tx.send(()).expect("stop");
+    server.await.expect("joined").expect("served cleanly");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_listens_on_loopback_with_the_token_url() {
     let dir = tempfile::tempdir().expect("temp dir");
