@@ -39,7 +39,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let options = ServeOptions { allow_remote: args.allow_remote };
+    let options = ServeOptions { allow_remote: args.allow_remote, ..ServeOptions::default() };
     let ready = |listening: &Listening| {
         println!("Scriptorium at {}", listening.url);
         eprintln!("press Ctrl-C to stop");

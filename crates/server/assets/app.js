@@ -116,7 +116,8 @@ function dateTitle(date) {
 // ---- API
 class ApiError extends Error {
   constructor(status, body) {
-    const err = (body && (body.error || body.detail)) || {};
+    // Every error answer is {ok: false, error: {code, message, path, violations}}.
+    const err = (body && body.error) || {};
     const message = typeof err === 'string' ? err : err.message || `HTTP ${status}`;
     super(message);
     this.status = status;
@@ -144,7 +145,7 @@ async function api(method, path, body) {
     }
   }
   if (res.status === 401) gate('auth');
-  if (res.status === 503 && data && ((data.error && data.error.code) || (data.detail && data.detail.code)) === 'MEMORY_DISABLED') gate('disabled');
+  if (res.status === 503 && data && data.error && data.error.code === 'MEMORY_DISABLED') gate('disabled');
   if (!res.ok || (data && data.ok === false)) throw new ApiError(res.status, data);
   return { data, headers: res.headers };
 }

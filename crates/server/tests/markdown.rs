@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use scriptorium_server::web::markdown::render;
+use scriptorium_server::web::markdown::{MAX_NESTING, render};
 use scriptorium_testkit::{Failed, Trial, data_trial, fail, run};
 
 /// Fails the trial unless `cond`.
@@ -244,6 +244,99 @@ fn internal_placeholder_lookalikes_are_plain_text() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The deepest element nesting of `html`, and the sum over its start tags of the depth each
+/// opens at. That sum is the work of an HTML tree builder that scans its stack of open elements
+/// at every start tag, as html5ever (inside ammonia) does to close a `<p>` in button scope: a
+/// preview whose depth is bounded keeps the sanitizer linear in the size of its input.
+fn nesting(html: &str) -> (usize, usize) {
+    let (mut depth, mut deepest, mut scans) = (0usize, 0usize, 0usize);
+    for tag in tags(html) {
+        if tag.starts_with("</") {
+            depth = depth.saturating_sub(1);
+            continue;
+        }
+        scans += depth;
+        let void = tag.ends_with("/>") || tag.starts_with("<br") || tag.starts_with("<hr");
+        if !void {
+            depth += 1;
+            deepest = deepest.max(depth);
+        }
+    }
+    (deepest, scans)
+}
+
+/// The deepest nesting the preview may emit: [`MAX_NESTING`] plus what a leaf block (a table:
+/// `table > tbody > tr > td`), a footnote reference (`sup > a`) and the footnote list (`section
+/// > ol > li > p`) add around it.
+const DEEPEST: usize = MAX_NESTING + 10;
+
+/// Inputs whose nesting grows with their size, `n` bytes or a little more.
+fn deep_inputs(n: usize) -> Vec<(&'static str, String)> {
+    vec![
+        ("blockquote markers", ">".repeat(n)),
+        ("spaced blockquote markers", format!("{}deep text\n", "> ".repeat(n / 2))),
+        ("bullet list markers", format!("{}deep text\n", "- ".repeat(n / 2))),
+        ("ordered list markers", format!("{}deep text\n", "1. ".repeat(n / 3))),
+        ("quoted lists", format!("{}deep text\n", "> - ".repeat(n / 4))),
+        ("emphasis", format!("{}deep text{}\n", "*a ".repeat(n / 6), " b*".repeat(n / 6))),
+        ("links", format!("{}deep text{}\n", "[".repeat(n / 5), "](u)".repeat(n / 5))),
+        ("footnote", format!("x[^a]\n\n[^a]: {}deep text\n", "> ".repeat(n / 2))),
+    ]
+}
+
+/// Checks the rendering of one deep input: bounded depth, linear tree-builder work and output,
+/// and its text kept.
+fn check_deep(name: &str, src: &str) -> Result<String, Failed> {
+    let html = render(src);
+    let (deepest, scans) = nesting(&html);
+    check(deepest <= DEEPEST, format!("{name} ({} bytes): {deepest} nested elements", src.len()))?;
+    check(
+        scans <= DEEPEST * src.len(),
+        format!("{name} ({} bytes): {scans} open-element scans", src.len()),
+    )?;
+    check(html.len() <= 16 * src.len() + 4096, format!("{name}: {} bytes of HTML", html.len()))?;
+    check(!src.contains("deep text") || html.contains("deep text"), format!("{name}: text kept"))?;
+    assert_safe(&html)?;
+    Ok(html)
+}
+
+fn deep_nesting_renders_at_a_bounded_depth_in_linear_work() -> Result<(), Failed> {
+    // A 100 KB topic of `>` took minutes: ammonia's tree builder scanned every open element at
+    // every start tag. Small inputs first, so a regression fails fast.
+    for (name, src) in deep_inputs(10_000) {
+        check_deep(name, &src)?;
+    }
+    // Doubling the input at most doubles the output.
+    for ((name, half), (_, full)) in deep_inputs(50_000).into_iter().zip(deep_inputs(100_000)) {
+        let small = check_deep(name, &half)?;
+        let large = check_deep(name, &full)?;
+        check(
+            large.len() <= 2 * small.len() + 4096,
+            format!("{name}: {} bytes of HTML for 50 KB, {} for 100 KB", small.len(), large.len()),
+        )?;
+    }
+    // Nothing beyond the limit is dropped: every level's text is shown, in order.
+    let levels = 3 * MAX_NESTING;
+    let quoted: String = (1..=levels).map(|k| format!("{} level-{k}\n", ">".repeat(k))).collect();
+    let listed: String =
+        (1..=levels).map(|k| format!("{}- level-{k}\n", "  ".repeat(k - 1))).collect();
+    for (name, src) in [("quotes", quoted), ("lists", listed)] {
+        let html = check_deep(name, &src)?;
+        let mut at = 0;
+        for k in 1..=levels {
+            let word = format!("level-{k}");
+            // The word itself, not the start of `level-{k}0`.
+            let found = html[at..]
+                .match_indices(&word)
+                .map(|(i, _)| at + i + word.len())
+                .find(|&end| !html.as_bytes().get(end).is_some_and(u8::is_ascii_digit));
+            check(found.is_some(), format!("{name}: {word} missing after byte {at}"))?;
+            at = found.unwrap_or(at);
+        }
+    }
+    Ok(())
+}
+
 /// The markdown-it-footnote fixtures (`title / . / markdown / . / html / .`).
 fn markdown_it_cases(data: &Path) -> Result<Vec<(String, String, String)>, Failed> {
     let text =
@@ -374,6 +467,10 @@ fn main() -> std::process::ExitCode {
         case(
             "internal_placeholder_lookalikes_are_plain_text",
             internal_placeholder_lookalikes_are_plain_text,
+        ),
+        case(
+            "deep_nesting_renders_at_a_bounded_depth_in_linear_work",
+            deep_nesting_renders_at_a_bounded_depth_in_linear_work,
         ),
         data_trial("markdown_it_footnote_numbering", markdown_it_footnote_numbering),
         data_trial(

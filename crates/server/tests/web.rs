@@ -125,7 +125,126 @@ impl Server {
 }
 
 fn error_code(answer: &Answer) -> &str {
-    answer.body["error"]["code"].as_str().or(answer.body["detail"]["code"].as_str()).unwrap_or("")
+    answer.body["error"]["code"].as_str().unwrap_or("")
+}
+
+/// Checks that `answer` is an error in the one shape every API refusal has: `{"ok": false,
+/// "error": {"code", "message", "path", "violations"}}`, `path` a string or null, each violation
+/// `{code, message, path, line, col}`. Returns the code.
+fn assert_error_shape(what: &str, answer: &Answer) -> String {
+    let body = &answer.body;
+    assert!(answer.status.is_client_error() || answer.status.is_server_error(), "{what}");
+    let content_type = answer.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    assert_eq!(content_type, Some("application/json"), "{what}: {body}");
+    let keys = |v: &Value| -> Vec<String> {
+        let mut keys: Vec<String> =
+            v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        keys.sort();
+        keys
+    };
+    assert_eq!(keys(body), ["error", "ok"], "{what}: {body}");
+    assert_eq!(body["ok"], false, "{what}: {body}");
+    let error = &body["error"];
+    assert_eq!(keys(error), ["code", "message", "path", "violations"], "{what}: {body}");
+    let code = error["code"].as_str().unwrap_or_default();
+    assert!(
+        !code.is_empty() && code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+        "{what}: {body}"
+    );
+    assert!(error["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {body}");
+    assert!(error["path"].is_null() || error["path"].is_string(), "{what}: {body}");
+    for violation in error["violations"].as_array().expect("violations is an array") {
+        assert_eq!(keys(violation), ["code", "col", "line", "message", "path"], "{what}: {body}");
+    }
+    code.to_owned()
+}
+
+#[tokio::test]
+async fn every_api_error_answer_has_one_shape_including_the_guards_refusals() {
+    let server = Server::new();
+    server.seed().await;
+    let base = server.revision().await;
+    let token = format!("Bearer {}", server.state.token());
+    let raw = |method: Method, uri: &str, headers: &[(header::HeaderName, &str)]| {
+        let mut request = Request::builder().method(method).uri(uri);
+        for (name, value) in headers {
+            request = request.header(name, *value);
+        }
+        request.body(Body::empty()).expect("request")
+    };
+    let mut cases: Vec<(&str, Answer, &str)> = Vec::new();
+    // The guards.
+    let answer = server.send(raw(Method::GET, "/api/memory/status", &[(header::HOST, HOST)])).await;
+    cases.push(("no token", answer, "UNAUTHORIZED"));
+    let foreign = [(header::HOST, "evil.example:7878"), (header::AUTHORIZATION, token.as_str())];
+    let answer = server.send(raw(Method::GET, "/api/memory/status", &foreign)).await;
+    cases.push(("foreign Host", answer, "FORBIDDEN_HOST"));
+    let answer = server.send(raw(Method::GET, "/", &foreign)).await;
+    cases.push(("foreign Host on the page", answer, "FORBIDDEN_HOST"));
+    let no_origin = [(header::HOST, HOST), (header::AUTHORIZATION, token.as_str())];
+    let answer = server.send(raw(Method::PUT, "/api/memory/core", &no_origin)).await;
+    cases.push(("no Origin", answer, "FORBIDDEN_ORIGIN"));
+    let big =
+        json!({"content": "x".repeat(scriptorium_server::web::BODY_LIMIT), "base_revision": base});
+    let answer = server.call(Method::PUT, "/api/memory/core", Some(big)).await;
+    cases.push(("body over the limit", answer, "SIZE_LIMIT"));
+    // What axum refuses before a handler runs.
+    let answer = server.call(Method::POST, "/api/memory/status", None).await;
+    cases.push(("method not allowed", answer, "METHOD_NOT_ALLOWED"));
+    let answer = server.get("/api/memory/search?q=x&top_k=many").await;
+    cases.push(("a query that does not parse", answer, "INVALID_ARGUMENT"));
+    let answer = server.get("/api/memory/topics/%FF.md").await;
+    cases.push(("a path that is not UTF-8", answer, "INVALID_ARGUMENT"));
+    // The routes.
+    let answer = server.get("/api/memory/nothing").await;
+    cases.push(("unknown route", answer, "NOT_FOUND"));
+    let answer = server.get("/api/memory/topics/projects/none.md").await;
+    cases.push(("missing topic", answer, "NOT_FOUND"));
+    let answer = server.get("/api/memory/topics/..%2Fsecret.md").await;
+    cases.push(("traversal", answer, "PATH_OUTSIDE_WORKSPACE"));
+    let answer = server.get("/api/memory/timeline/x").await;
+    cases.push(("bad date", answer, "PATH_OUTSIDE_WORKSPACE"));
+    let answer = server.get("/api/memory/refs?limit=0").await;
+    cases.push(("bad limit", answer, "INVALID_ARGUMENT"));
+    let stale = json!({"content": "# Core\n", "base_revision": "0-0000000000000000"});
+    let answer = server.call(Method::PUT, "/api/memory/core", Some(stale)).await;
+    cases.push(("stale base", answer, "CONCURRENT_UPDATE"));
+    let uri = "/api/memory/topics/projects/budget.md";
+    let broken =
+        json!({"content": "# Budget tracker\n\nNo evidence.[^x]\n", "base_revision": base});
+    let answer = server.call(Method::PUT, uri, Some(broken)).await;
+    let rejected_code = error_code(&answer).to_owned();
+    cases.push(("rejected edit", answer, rejected_code.as_str()));
+    let patch = "--- a/topics/projects/budget.md\n+++ b/topics/projects/budget.md\n\
+                 @@ -1 +1 @@\n-# Not the title\n+# Budget\n";
+    let answer = server
+        .call(
+            Method::POST,
+            "/api/memory/changes",
+            Some(json!({"base_revision": base, "patch": patch})),
+        )
+        .await;
+    cases.push(("patch conflict", answer, "PATCH_CONFLICT"));
+    for (what, answer, code) in &cases {
+        assert_eq!(assert_error_shape(what, answer), *code, "{what}: {}", answer.body);
+    }
+    let violations = |what: &str| {
+        let (_, answer, _) = cases.iter().find(|(w, _, _)| *w == what).expect("the case");
+        answer.body["error"]["violations"].as_array().cloned().unwrap_or_default()
+    };
+    assert!(violations("rejected edit").iter().any(|v| v["code"] == "BLOCK_ID_REMOVED"));
+    // A patch conflict's line, expected and found text survive, as a violation at that line.
+    let conflict = violations("patch conflict");
+    assert_eq!(conflict.len(), 1, "{conflict:?}");
+    assert_eq!(conflict[0]["line"], 1);
+    assert_eq!(conflict[0]["path"], "topics/projects/budget.md");
+    let message = conflict[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("# Not the title") && message.contains("# Budget tracker"),
+        "{message}"
+    );
+    assert!(violations("missing topic").is_empty());
+    assert_eq!(server.revision().await, base, "nothing refused was installed");
 }
 
 #[tokio::test]
@@ -188,7 +307,7 @@ async fn every_api_route_requires_the_token() {
             }
             let answer = server.send(request.body(Body::empty()).expect("request")).await;
             assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{method} {uri}");
-            assert_eq!(answer.body["detail"]["code"], "UNAUTHORIZED");
+            assert_eq!(answer.body["error"]["code"], "UNAUTHORIZED");
         }
     }
     assert_eq!(server.get("/api/memory/status").await.status, StatusCode::OK);
@@ -210,7 +329,7 @@ async fn a_foreign_host_header_is_refused() {
             request.headers_mut().insert(header::HOST, host.parse().expect("a header value"));
             let answer = server.send(request).await;
             assert_eq!(answer.status, StatusCode::FORBIDDEN, "{host} {uri}");
-            assert_eq!(answer.body["detail"]["code"], "FORBIDDEN_HOST");
+            assert_eq!(answer.body["error"]["code"], "FORBIDDEN_HOST");
         }
     }
     for host in ["localhost:7878", "[::1]:7878", "LOCALHOST:7878"] {
@@ -251,7 +370,7 @@ async fn state_changes_need_this_servers_origin() {
             }
             let answer = server.send(request).await;
             assert_eq!(answer.status, StatusCode::FORBIDDEN, "{method} {uri} from {origin:?}");
-            assert_eq!(answer.body["detail"]["code"], "FORBIDDEN_ORIGIN");
+            assert_eq!(answer.body["error"]["code"], "FORBIDDEN_ORIGIN");
         }
     }
     // Reads need no Origin (a plain navigation or fetch may omit it).
@@ -475,6 +594,55 @@ async fn path_traversal_and_symlinks_are_refused_on_every_path_route() {
     assert_eq!(server.get("/api/memory/timeline/1999").await.status, StatusCode::FORBIDDEN);
     let list = server.get("/api/memory/topics").await;
     assert!(!list.body.to_string().contains("link"), "symlinks are not listed: {}", list.body);
+}
+
+#[tokio::test]
+async fn overlong_topic_names_are_400_on_every_topic_route_not_500() {
+    let server = Server::new();
+    server.seed().await;
+    let base = server.revision().await;
+    // 256 bytes: one more than a file name may have (NAME_MAX), in ASCII and in UTF-8.
+    let long_name = format!("{}.md", "n".repeat(253));
+    let long_utf8 = format!("{}x.md", "%C3%A9".repeat(126));
+    let long_dir = format!("{}/x.md", "d".repeat(256));
+    // Every component short, the whole path beyond PATH_MAX (4096 bytes).
+    let long_path = format!("{}/x.md", vec!["d".repeat(250); 17].join("/"));
+    for param in [long_name.clone(), format!("notes/{long_name}"), long_utf8, long_dir, long_path] {
+        let uri = format!("/api/memory/topics/{param}");
+        let put = json!({"content": "# Long\n", "base_revision": base});
+        for (method, uri, body) in [
+            (Method::GET, uri.clone(), None),
+            (Method::PUT, uri.clone(), Some(put)),
+            (Method::DELETE, format!("{uri}?base_revision={base}"), None),
+        ] {
+            let answer = server.call(method.clone(), &uri, body).await;
+            let what = format!("{method} {} bytes: {}", param.len(), answer.body);
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{what}");
+            assert_eq!(error_code(&answer), "INVALID_ARGUMENT", "{what}");
+            assert!(answer.body["error"]["path"].as_str().is_some(), "{what}");
+        }
+    }
+    assert_eq!(server.revision().await, base, "nothing was installed");
+    // 255 bytes is a name like any other.
+    let topic =
+        std::fs::read_to_string(server.memory().join("topics/projects/budget.md")).expect("read");
+    let start = topic.find("](../../sources/").expect("a source link") + 2;
+    let link = &topic[start..start + topic[start..].find(')').expect("link end")];
+    let content = format!(
+        "# Longest\n\nA fact with a long name.[^e1]\n\n[^e1]: Time: `undated`; Sources: [k]({link})\n"
+    );
+    let longest = format!("notes/{}.md", "n".repeat(252));
+    let uri = format!("/api/memory/topics/{longest}");
+    assert_eq!(server.get(&uri).await.status, StatusCode::NOT_FOUND);
+    let put = server
+        .call(Method::PUT, &uri, Some(json!({"content": content, "base_revision": base})))
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+    let changed = put.body["changed_files"].as_array().expect("changed files");
+    assert!(changed.iter().any(|f| *f == format!("topics/{longest}").as_str()), "{}", put.body);
+    let got = server.get(&uri).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+    assert!(got.body["content"].as_str().is_some_and(|c| c.contains("long name")));
 }
 
 #[tokio::test]
@@ -729,6 +897,9 @@ async fn the_core_read_waits_for_the_write_lock_and_sees_the_new_text() {
     assert_eq!(body["content"], "# Core\n\nHalf-installed no more.\n");
     assert_eq!(body["rendered_content"], "# Core\n\nHalf-installed no more.\n");
     holder.join().expect("the holder finished");
+    // The revision answered is the one of the text answered, not the one before the writes.
+    let revision = Workspace::open(&root).expect("a handle").revision().expect("revision");
+    assert_eq!(body["revision"], revision.as_str());
 }
 
 #[tokio::test]
@@ -820,7 +991,10 @@ async fn memory_disabled_answers_503_everywhere_and_creates_nothing() {
             let body: Value = serde_json::from_slice(&bytes).expect("json");
             assert_eq!(
                 body,
-                json!({"detail": {"code": "MEMORY_DISABLED", "message": "memory is disabled by memory.backend=none"}})
+                json!({"ok": false, "error": {
+                    "code": "MEMORY_DISABLED", "message": "memory is disabled by memory.backend=none",
+                    "path": null, "violations": [],
+                }})
             );
         }
     }
@@ -845,6 +1019,75 @@ async fn serve_refuses_a_remote_address_without_the_opt_in() {
     .expect_err("refused");
     assert!(err.to_string().contains("--allow-remote"), "{err}");
     assert!(!dir.path().join("home").exists(), "nothing opened");
+}
+
+/// Sends one `GET /api/memory/status` with `Connection: close` and reads the whole answer.
+async fn status_over_tcp(addr: std::net::SocketAddr, token: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "GET /api/memory/status HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n",
+        addr.port(),
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    response
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_open_connections_beyond_the_limit_neither_hang_the_server_nor_stay_open() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    const LIMIT: usize = 64;
+    const HALF_OPEN: usize = 300;
+    // Bounds that no loaded machine comes near; the test's speed never decides its result.
+    const PATIENCE: Duration = Duration::from_secs(120);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("home");
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let options = scriptorium_server::web::ServeOptions {
+        header_read_timeout: Duration::from_millis(500),
+        max_connections: LIMIT,
+        ..scriptorium_server::web::ServeOptions::default()
+    };
+    let server = tokio::spawn(scriptorium_server::web::serve_with(
+        home.clone(),
+        "127.0.0.1:0".parse().expect("addr"),
+        options,
+        move |listening| {
+            let _ = ready_tx.send(listening.addr);
+        },
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let addr = ready_rx.await.expect("listening");
+    let token = std::fs::read_to_string(home.join("server-token")).expect("token file");
+    // Connections that send nothing, or half a request line, and then wait.
+    let mut idle = Vec::with_capacity(HALF_OPEN);
+    for i in 0..HALF_OPEN {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        if i % 2 == 1 {
+            stream.write_all(b"GET /api/memory/sta").await.expect("write");
+        }
+        idle.push(stream);
+    }
+    // A real request is still answered while all of them are open on this side: it waits in
+    // the listen queue until the timeout has freed enough connections.
+    let answer = tokio::time::timeout(PATIENCE, status_over_tcp(addr, token.trim()))
+        .await
+        .expect("the request is answered despite 300 half-open connections");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The server closed every one of them: each reaches its end (an orderly close or a reset).
+    for (i, stream) in idle.iter_mut().enumerate() {
+        let mut rest = Vec::new();
+        let ended = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut rest)).await;
+        assert!(ended.is_ok(), "half-open connection {i} is still open");
+        assert!(!rest.starts_with(b"HTTP/1.1 200"), "connection {i} was answered");
+    }
+    stop_tx.send(()).expect("stop");
+    server.await.expect("joined").expect("served cleanly");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -119,9 +119,15 @@ fn read_regular(root: &Path, rel: &str) -> ApiResult<Option<(String, std::fs::Me
 }
 
 /// Checks a topic path parameter (relative to `topics/`) and returns it workspace-relative
-/// (`topics/…`). Backslashes, NULs, `..`, absolute paths, paths that are not `*.md` and
+/// (`topics/…`). A name or path too long for the filesystem is 400 `INVALID_ARGUMENT` (see
+/// [`too_long`]); backslashes, NULs, `..`, absolute paths, paths that are not `*.md` and
 /// symlinks anywhere on the way are 403.
 fn topic_path(root: &Path, param: &str) -> ApiResult<String> {
+    if let Some(why) = too_long(root, param) {
+        let mut err = ApiError::invalid(why);
+        err.error.path = Some(param.to_owned());
+        return Err(err);
+    }
     if param.contains(['\\', '\0']) || param.starts_with('/') {
         return Err(ApiError::forbidden(param, format!("path escapes topics/: {param}")));
     }
@@ -132,6 +138,36 @@ fn topic_path(root: &Path, param: &str) -> ApiResult<String> {
         return Err(ApiError::forbidden(param, format!("symlinks are not followed: {param}")));
     }
     Ok(ws_path)
+}
+
+/// The longest file name the filesystem takes, in bytes (Linux `NAME_MAX`).
+const NAME_MAX: usize = 255;
+/// The longest path a system call takes, in bytes with its terminating NUL (Linux `PATH_MAX`).
+const PATH_MAX: usize = 4096;
+/// How much longer than `topics/` the deepest copy of a topic an edit makes is: its stage,
+/// `.scriptorium/txn/<txn-id>/old-topics/` (a 24-byte transaction ID), with room to spare.
+const STAGE_ALLOWANCE: usize = 64;
+
+/// Why a topic path parameter is too long for the filesystem, if it is: a component over
+/// [`NAME_MAX`] bytes, or a path whose staged copy would reach [`PATH_MAX`]. Checked before any
+/// filesystem call, so such a request is the client's error (400 `INVALID_ARGUMENT`, not
+/// `PATH_OUTSIDE_WORKSPACE`: the path stays inside `topics/`, it just cannot exist there), never
+/// an `ENAMETOOLONG` that would surface as a 500.
+fn too_long(root: &Path, param: &str) -> Option<String> {
+    if let Some(name) = param.split('/').find(|name| name.len() > NAME_MAX) {
+        return Some(format!(
+            "a file or directory name is {} bytes; at most {NAME_MAX} are allowed",
+            name.len()
+        ));
+    }
+    let full = root.as_os_str().len() + "/topics/".len() + STAGE_ALLOWANCE + param.len();
+    (full >= PATH_MAX).then(|| {
+        format!(
+            "the path is {} bytes; with the memory root ({} bytes) it must stay under {PATH_MAX}",
+            param.len(),
+            root.as_os_str().len() + "/topics/".len() + STAGE_ALLOWANCE
+        )
+    })
 }
 
 /// The update context of the owner's own page.
@@ -537,37 +573,62 @@ async fn recent(State(state): State<AppState>) -> Result<Response, ApiError> {
 // ---- core ----
 
 async fn get_core(State(state): State<AppState>) -> ApiResult {
-    state
-        .blocking(|inner, backend| {
-            let ws = backend.memory().workspace();
-            // Under the write lock: an install is never half-seen (master without its render).
-            ws.with_write_lock(LockTimeout::new(LOCK_WAIT), || core_json(inner, backend))
-                .map_err(txn)?
-        })
-        .await
+    state.blocking(|inner, backend| core_answer(inner, backend, markdown::render)).await
 }
 
-/// The §7.3 answer (the caller holds the write lock).
-fn core_json(inner: &Inner, backend: &LocalBackend) -> ApiResult {
-    let ws = backend.memory().workspace();
-    let root = ws.root();
-    let master = read_regular(root, CORE_PATH)?;
-    let rendered = read_regular(root, "core.md")?;
-    let (content, size, modified) = match master.as_ref().or(rendered.as_ref()) {
-        Some((text, meta)) => (text.clone(), meta.len(), mtime(meta)),
+/// What the core answer is made of, read together under the write lock.
+struct CoreFiles {
+    /// `topics/core.md` and its metadata, if it exists.
+    master: Option<(String, std::fs::Metadata)>,
+    /// The root `core.md` (the render the system prompt receives), if it exists.
+    rendered: Option<(String, std::fs::Metadata)>,
+    /// The revision both belong to.
+    revision: Revision,
+}
+
+impl CoreFiles {
+    /// Reads the master, its render and the revision while holding the write lock, and nothing
+    /// more: the lock is held for three reads, never for rendering.
+    ///
+    /// The lock, not a revision check, because the render is not part of the revision: an
+    /// install writes it after the linearization point (ARCHITECTURE.md, Durability, step 8),
+    /// so between the two the revision is already the new one while the render is still the
+    /// old one. Every install writes both under the lock, so under it they always agree.
+    fn read(ws: &scriptorium_txn::Workspace) -> ApiResult<CoreFiles> {
+        ws.with_write_lock(LockTimeout::new(LOCK_WAIT), || {
+            let root = ws.root();
+            Ok(CoreFiles {
+                master: read_regular(root, CORE_PATH)?,
+                rendered: read_regular(root, "core.md")?,
+                revision: ws.revision().map_err(txn)?,
+            })
+        })
+        .map_err(txn)?
+    }
+}
+
+/// The §7.3 answer: the files read under the lock ([`CoreFiles::read`]), then rendered with
+/// `render` and counted after it is released, so an edit or `scriptorium status` elsewhere is
+/// never kept waiting for a render.
+fn core_answer(
+    inner: &Inner,
+    backend: &LocalBackend,
+    render: impl Fn(&str) -> String,
+) -> ApiResult {
+    let CoreFiles { master, rendered, revision } = CoreFiles::read(backend.memory().workspace())?;
+    let (content, size, modified) = match master.or_else(|| rendered.clone()) {
+        Some((text, meta)) => (text, meta.len(), mtime(&meta)),
         None => (String::new(), 0, 0.0),
     };
-    let (rendered_content, rendered_size, rendered_mtime) = match &rendered {
-        Some((text, meta)) => (text.clone(), meta.len(), mtime(meta)),
+    let (rendered_content, rendered_size, rendered_mtime) = match rendered {
+        Some((text, meta)) => (text, meta.len(), mtime(&meta)),
         None => (String::new(), 0, 0.0),
     };
     let inject = inner.config.memory.core.inject;
     // What the system prompt really receives: the render, fenced.
     let injected =
         if inject { scriptorium_backend::injected_core(&rendered_content) } else { String::new() };
-    let revision = ws.revision().map_err(txn)?;
     Ok(Json(json!({
-        "content": content,
         "size": size,
         "mtime": modified,
         "rendered_tokens": tokens::count(&rendered_content),
@@ -578,8 +639,9 @@ fn core_json(inner: &Inner, backend: &LocalBackend) -> ApiResult {
         "injected_content": injected,
         "budget_tokens": CORE_BUDGET,
         "revision": revision.as_str(),
-        "html": markdown::render(&content),
-        "rendered_html": markdown::render(&rendered_content),
+        "html": render(&content),
+        "rendered_html": render(&rendered_content),
+        "content": content,
         "rendered_content": rendered_content,
     })))
 }
@@ -600,6 +662,25 @@ async fn put_core(State(state): State<AppState>, body: Result<Bytes, BytesReject
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_core_read_renders_without_holding_the_write_lock() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let state = AppState::open(&dir.path().join("home")).expect("the home opens");
+        let backend = state.backend().expect("memory is enabled");
+        let ws = backend.memory().workspace();
+        let renders = std::cell::Cell::new(0);
+        let answer = core_answer(&state.inner, backend, |text| {
+            // An edit or `scriptorium status` in another process can take the lock meanwhile.
+            ws.with_write_lock(LockTimeout::new(Duration::ZERO), || ())
+                .expect("the write lock is free while the core renders");
+            renders.set(renders.get() + 1);
+            markdown::render(text)
+        })
+        .expect("the core answer");
+        assert_eq!(renders.get(), 2, "the master and its render");
+        assert_eq!(answer.0["revision"], ws.revision().expect("revision").as_str());
+    }
 
     #[test]
     fn timeline_dates_are_strict() {

@@ -1,24 +1,30 @@
-//! Error answers of the REST API, with stable codes.
+//! Error answers of the REST API, with stable codes, in one shape.
 //!
-//! Two shapes, as in the reference (§8.5):
+//! Every error answer under `/api/` — a guard's refusal (memory disabled, no token, a wrong
+//! `Host` or `Origin`), a body over the limit, a route's refusal, and what axum itself refuses
+//! before a handler runs (a query or path parameter that does not parse, a method the route
+//! does not have) — is
 //!
-//! - refusals before any memory work (memory disabled, no token, wrong `Host` or `Origin`, a
-//!   workspace that cannot be opened): `{"detail": {"code", "message"}}`;
-//! - everything a route refuses: `{"ok": false, "error": {"code", "message", "path"[,
-//!   "details"][, "violations"]}}`, where `violations` (`[{code, path, line, col, message}]`)
-//!   lists every reason a topic edit was rejected, for the page to show beside the editor.
+//! ```json
+//! {"ok": false, "error": {"code": "…", "message": "…", "path": "topics/…" | null, "violations": […]}}
+//! ```
+//!
+//! `path` is the workspace-relative path concerned, or null; `violations` (`[{code, message,
+//! path, line, col}]`, empty when none apply) lists every reason a topic edit was rejected, for
+//! the page to show beside the editor. A refused change's structured details (a patch
+//! conflict's `line`, `expected` and `found`) are one violation at that line, so nothing the
+//! engine reports is lost and no answer has keys of its own.
+//!
+//! Key decision: [`ApiError`] renders the shape and marks its responses; the request guard
+//! passes every other error response of the API through `reshape`, so a rejection produced
+//! inside axum cannot escape in another shape (plain text, or an empty body).
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use crate::mcp::ToolError;
-
-/// A `{"detail": {"code", "message"}}` answer.
-pub(crate) fn detail(status: StatusCode, code: &str, message: &str) -> (StatusCode, Json<Value>) {
-    (status, Json(json!({ "detail": { "code": code, "message": message } })))
-}
 
 /// A refused API request.
 #[derive(Debug)]
@@ -76,27 +82,95 @@ impl ApiError {
         ApiError { status, error: ToolError::from_txn(err) }
     }
 
-    /// The JSON body.
+    /// The JSON body, in the one shape (see the module docs).
     pub fn body(&self) -> Value {
-        let mut body = self.error.to_json();
-        // Violations are also given at the top of `error`, where the page looks for them.
-        let violations = self
-            .error
-            .details
-            .as_ref()
-            .and_then(|d: &Map<String, Value>| d.get("violations"))
-            .cloned();
-        if let (Some(violations), Some(error)) =
-            (violations, body.get_mut("error").and_then(Value::as_object_mut))
-        {
-            error.insert("violations".into(), violations);
+        let error = &self.error;
+        let mut violations = Vec::new();
+        if let Some(details) = &error.details {
+            let mut rest = details.clone();
+            if let Some(Value::Array(listed)) = rest.remove("violations") {
+                violations.extend(listed);
+            }
+            if !rest.is_empty() {
+                violations.push(details_violation(error, rest));
+            }
         }
-        body
+        json!({
+            "ok": false,
+            "error": {
+                "code": error.code,
+                "message": error.message,
+                "path": error.path,
+                "violations": violations,
+            },
+        })
     }
+}
+
+/// A refused change's structured details as one violation: at their `line` (and `col`), the
+/// others (`expected`, `found`, …) spelled out in the message.
+fn details_violation(error: &ToolError, mut details: Map<String, Value>) -> Value {
+    let line = details.remove("line").unwrap_or(Value::Null);
+    let col = details.remove("col").unwrap_or(Value::Null);
+    let facts: Vec<String> = details.iter().map(|(key, value)| format!("{key} {value}")).collect();
+    let message = if facts.is_empty() {
+        error.message.clone()
+    } else {
+        format!("{}: {}", error.message, facts.join(", "))
+    };
+    json!({ "code": error.code, "message": message, "path": error.path, "line": line, "col": col })
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let mut response = (self.status, Json(self.body())).into_response();
+        response.extensions_mut().insert(Shaped);
+        response
     }
+}
+
+/// Marks a response whose body [`ApiError`] rendered in the error shape.
+#[derive(Clone, Copy, Debug)]
+struct Shaped;
+
+/// The most of an unshaped error body read for its message (axum's rejections are one line).
+const REJECTION_TEXT_LIMIT: usize = 16 * 1024;
+
+/// The code of an error answer that only has its status (an axum rejection).
+fn code_for(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::NOT_FOUND => "NOT_FOUND",
+        StatusCode::METHOD_NOT_ALLOWED => "METHOD_NOT_ALLOWED",
+        StatusCode::PAYLOAD_TOO_LARGE => "SIZE_LIMIT",
+        status if status.is_server_error() => "INTERNAL",
+        _ => "INVALID_ARGUMENT",
+    }
+}
+
+/// `response` in the error shape, if it is an error answer that [`ApiError`] did not render
+/// (axum's rejection of a query or path parameter, of a method the route does not have): the
+/// code its status calls for, its text (or, when it has none, `method path: reason`) as the
+/// message. Other responses are returned unchanged.
+pub(crate) async fn reshape(response: Response, method: &Method, path: &str) -> Response {
+    let status = response.status();
+    let error = status.is_client_error() || status.is_server_error();
+    if !error || response.extensions().get::<Shaped>().is_some() {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, REJECTION_TEXT_LIMIT)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+        .unwrap_or_default();
+    let message = if text.is_empty() {
+        format!("{method} {path}: {}", status.canonical_reason().unwrap_or("refused"))
+    } else {
+        text
+    };
+    let mut shaped = ApiError::new(status, code_for(status), message).into_response();
+    // A 405 names the methods the route has.
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        shaped.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    shaped
 }

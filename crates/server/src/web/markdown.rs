@@ -25,7 +25,19 @@
 //! then sanitized by ammonia with an allow-list of exactly what this renderer emits, so even a
 //! bug here cannot let a script, an event handler or a `javascript:` URL through.
 //!
+//! The work is linear in the input. pulldown-cmark parses deep nesting in linear time, but the
+//! sanitizer's HTML tree builder scans all open elements at every start tag, so HTML nested as
+//! deep as the text is long made a render quadratic (a 100 KB line of `>` took minutes). The
+//! renderer therefore never emits more than [`MAX_NESTING`] nested elements (plus the few a
+//! table or a footnote adds).
+//!
 //! # Limitations
+//!
+//! - Nesting beyond [`MAX_NESTING`] elements is flattened, never dropped: a quote, list,
+//!   emphasis or link that would open deeper is not rendered as such, but its content is, one
+//!   level up, with a line break where a flattened quote, list or list item began or ended.
+//!   Every word of a 100 000-level quote chain is on the page; the levels beyond the cap are
+//!   just not indented further, and a link that deep shows its text without its target.
 //!
 //! - An inline footnote ends with its paragraph: `^[` without its `]` before the end of the
 //!   block stays literal. Its number is taken when it closes, so a named reference inside it
@@ -54,6 +66,9 @@ use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
 pub const FOOTNOTES_CLASS: &str = "footnotes";
 /// The class of an invisible block anchor.
 pub const BLOCK_ANCHOR_CLASS: &str = "block-anchor";
+/// The deepest nesting of elements the preview emits for one text: deeper quotes, lists,
+/// emphasis and links are flattened (see the module docs). Enough for 30 levels of nested lists.
+pub const MAX_NESTING: usize = 64;
 
 type Spanned<'a> = (Event<'a>, Range<usize>);
 
@@ -98,7 +113,7 @@ fn render_unsanitized(src: &str) -> String {
 
     let mut notes = Notes { defined: definitions.keys().cloned().collect(), ..Notes::default() };
     let mut out = String::with_capacity(src.len() * 2);
-    html::push_html(&mut out, transform(src, body, &mut notes).into_iter());
+    html::push_html(&mut out, flatten(transform(src, body, &mut notes)).into_iter());
 
     // Definitions in number order; rendering one may number more (references inside notes).
     let mut items = String::new();
@@ -111,11 +126,14 @@ fn render_unsanitized(src: &str) -> String {
         match note {
             Note::Named(label) => {
                 let events = definitions.remove(&label).unwrap_or_default();
-                html::push_html(&mut inner, transform(src, events, &mut notes).into_iter());
+                html::push_html(
+                    &mut inner,
+                    flatten(transform(src, events, &mut notes)).into_iter(),
+                );
             }
             Note::Inline(body) => {
                 inner.push_str("<p>");
-                html::push_html(&mut inner, body.into_iter());
+                html::push_html(&mut inner, flatten(body).into_iter());
                 inner.push_str("</p>");
             }
         }
@@ -238,6 +256,115 @@ fn is_inline(event: &Event<'_>) -> bool {
                 | TagEnd::Image
         ),
         _ => false,
+    }
+}
+
+/// Whether `tag` is a leaf block or a part of a table: an element that cannot hold another of
+/// its kind, so it adds a bounded depth and is always kept.
+fn is_leaf(tag: &Tag<'_>) -> bool {
+    matches!(
+        tag,
+        Tag::Paragraph
+            | Tag::Heading { .. }
+            | Tag::CodeBlock(_)
+            | Tag::HtmlBlock
+            | Tag::MetadataBlock(_)
+            | Tag::Table(_)
+            | Tag::TableHead
+            | Tag::TableRow
+            | Tag::TableCell
+    )
+}
+
+/// Whether the element `end` closes holds blocks (so its content needs a separator when the
+/// element itself is flattened away).
+fn is_block_container(end: TagEnd) -> bool {
+    matches!(
+        end,
+        TagEnd::BlockQuote(_)
+            | TagEnd::List(_)
+            | TagEnd::Item
+            | TagEnd::FootnoteDefinition
+            | TagEnd::DefinitionList
+            | TagEnd::DefinitionListTitle
+            | TagEnd::DefinitionListDefinition
+    )
+}
+
+/// Caps the element nesting of one event sequence at [`MAX_NESTING`]: a container that would
+/// open deeper (a quote, a list with its items, emphasis, a link, …) is left out, its start
+/// and end tags only; everything inside it is kept, one level up. Leaf blocks (paragraphs,
+/// headings, code, tables) are always kept: they add a bounded depth. A flattened block
+/// container leaves a line break (`<br>`) in its place, so the texts of flattened list items
+/// stay on lines of their own.
+///
+/// Why: the sanitizer's HTML tree builder scans its stack of open elements at every start tag,
+/// so nesting as deep as the input is long made a render quadratic in the input size. With the
+/// depth bounded it is linear. Elements still open at the end are closed, so each sequence is
+/// balanced on its own. An end tag that closes nothing open (an inline note that began inside
+/// an emphasis takes the start tag with it) goes out unchanged, as it always did.
+fn flatten(events: Vec<Event<'_>>) -> Vec<Event<'_>> {
+    let mut out = Vec::with_capacity(events.len());
+    // Per open element: its end tag and whether it was kept.
+    let mut open: Vec<(TagEnd, bool)> = Vec::new();
+    let mut depth = 0usize;
+    for event in events {
+        match event {
+            Event::Start(tag) => {
+                let end = tag.to_end();
+                let keep = match &tag {
+                    // A list's items go with it: it is kept only with room for one.
+                    Tag::Item => matches!(open.last(), Some((TagEnd::List(_), true))),
+                    Tag::List(_) => depth + 2 <= MAX_NESTING,
+                    leaf if is_leaf(leaf) => true,
+                    _ => depth < MAX_NESTING,
+                };
+                open.push((end, keep));
+                if keep {
+                    depth += 1;
+                    out.push(Event::Start(tag));
+                } else if is_block_container(end) {
+                    separate(&mut out);
+                }
+            }
+            Event::End(end) => match open.last() {
+                Some(&(top, kept)) if top == end => {
+                    open.pop();
+                    if kept {
+                        depth -= 1;
+                        out.push(Event::End(end));
+                    } else if is_block_container(end) {
+                        separate(&mut out);
+                    }
+                }
+                _ => out.push(Event::End(end)),
+            },
+            other => out.push(other),
+        }
+    }
+    out.extend(open.into_iter().rev().filter(|&(_, kept)| kept).map(|(end, _)| Event::End(end)));
+    out
+}
+
+/// Puts a line break after inline content that a flattened block container ends or precedes
+/// (once: a run of flattened containers leaves one break, not one per container).
+fn separate(out: &mut Vec<Event<'_>>) {
+    let inline_last = match out.last() {
+        Some(Event::End(end)) => matches!(
+            end,
+            TagEnd::Emphasis
+                | TagEnd::Strong
+                | TagEnd::Strikethrough
+                | TagEnd::Superscript
+                | TagEnd::Subscript
+                | TagEnd::Link
+                | TagEnd::Image
+        ),
+        Some(Event::Start(_) | Event::SoftBreak | Event::HardBreak) | None => false,
+        Some(_) => true,
+    };
+    if inline_last {
+        out.push(Event::HardBreak);
     }
 }
 
@@ -542,6 +669,22 @@ mod tests {
         assert_eq!(split_block_ids("^abc", false).1, Vec::<String>::new());
         assert_eq!(split_block_ids("x ^ab_c", false).1, Vec::<String>::new());
         assert_eq!(split_block_ids("x ^abc y", false).1, Vec::<String>::new());
+    }
+
+    #[test]
+    fn flattening_keeps_the_content_and_balances_the_tags() {
+        let deep = ">".repeat(MAX_NESTING * 2) + " deep";
+        let events = flatten(Parser::new(&deep).collect());
+        let quotes = events.iter().filter(|e| matches!(e, Event::Start(Tag::BlockQuote(_))));
+        assert_eq!(quotes.count(), MAX_NESTING);
+        assert!(events.iter().any(|e| matches!(e, Event::Text(t) if t.as_ref() == "deep")));
+        let ends = events.iter().filter(|e| matches!(e, Event::End(TagEnd::BlockQuote(_))));
+        assert_eq!(ends.count(), MAX_NESTING);
+        // An element left open is closed; an end tag without its start passes unchanged.
+        let open = flatten(vec![Event::Start(Tag::Emphasis), Event::Text("a".into())]);
+        assert_eq!(open.last(), Some(&Event::End(TagEnd::Emphasis)));
+        let stray = flatten(vec![Event::Text("a".into()), Event::End(TagEnd::Strong)]);
+        assert_eq!(stray.last(), Some(&Event::End(TagEnd::Strong)));
     }
 
     #[test]

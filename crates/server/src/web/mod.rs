@@ -28,12 +28,14 @@
 //!
 //! The `{path}` of the topic routes is relative to `topics/` (`people/dave.md`), as in the
 //! topic list; `mtime` values are seconds since the epoch (float). Status codes: 400 a bad
-//! request or a rejected edit (with `violations`), 401 no or wrong token, 403 a path that
+//! request, a rejected edit (with `violations`) or a topic path too long for the filesystem
+//! (a name over 255 bytes, a path near 4096), 401 no or wrong token, 403 a path that
 //! escapes `topics/` (`..`, absolute, encoded, backslashes, symlinks), a bad `Host` or `Origin`,
 //! or an invalid timeline date, 404 a missing topic or memory record, 409 a stale
 //! `base_revision`, 413 a body over [`BODY_LIMIT`], 500 IO or corrupt state, 503 memory
-//! disabled or the write lock busy. See [`security`] for the request checks and [`error`] for
-//! the error shapes.
+//! disabled or the write lock busy. Every error answer is `{"ok": false, "error": {code,
+//! message, path, violations}}`; see [`security`] for the request checks and [`error`] for the
+//! shape.
 //!
 //! # Limitations
 //!
@@ -41,6 +43,10 @@
 //!   swapped in between the check and the read is not caught (the workspace is the owner's own
 //!   directory, mode 0700).
 //! - `refs` is a substring match, not a ranked search (`search` is the ranked one).
+//! - [`serve_with`] times out a connection that is slow to send a request's headers, not one
+//!   that trickles a request body or reads its answer slowly: such a client keeps one of the
+//!   [`ServeOptions::max_connections`] slots for as long as it goes on. With every slot taken,
+//!   new clients wait in the listen queue until a connection closes.
 
 mod api;
 pub mod error;
@@ -51,6 +57,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -58,7 +65,10 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use scriptorium_backend::{Config, LocalBackend, OpenError};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use api::CHANGES_ORIGIN;
 pub use error::ApiError;
@@ -67,6 +77,10 @@ pub use error::ApiError;
 pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 /// The address `scriptorium serve` listens on by default.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7878";
+/// How long a connection may take to send a request's headers (see [`ServeOptions`]).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many connections are served at once (see [`ServeOptions`]).
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// The page, embedded in the binary.
 const INDEX_HTML: &str = include_str!("../../assets/index.html");
@@ -230,11 +244,28 @@ fn page(content_type: &'static str, body: &'static str) -> impl IntoResponse {
 }
 
 /// How [`serve_with`] runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServeOptions {
     /// Allow a non-loopback address (`--allow-remote`): the server is then reachable from the
     /// network, over plain HTTP, guarded by the token alone.
     pub allow_remote: bool,
+    /// How long a client has to send a request's headers, from the moment its connection is
+    /// taken up (or its previous response is sent); a connection that has not sent them by
+    /// then is closed. Default [`HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// The most connections served at once; more wait in the listen queue until one closes.
+    /// Default [`MAX_CONNECTIONS`].
+    pub max_connections: usize,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            allow_remote: false,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
 }
 
 /// Where a started server listens.
@@ -282,6 +313,96 @@ pub async fn serve_with(
     };
     ready(&Listening { addr: local, url: format!("http://{host}/#token={}", state.token()) });
     tracing::info!(%local, home = %home.display(), "serving the web UI");
-    axum::serve(listener, app(state)).with_graceful_shutdown(shutdown).await?;
+    serve_connections(listener, app(state), options, shutdown).await;
     Ok(())
+}
+
+/// How long to wait before accepting again after an accept failed for want of resources (file
+/// descriptors, memory), so a full process table is not polled in a busy loop.
+const ACCEPT_RETRY: Duration = Duration::from_secs(1);
+
+/// Serves `app` on every connection `listener` accepts until `shutdown` completes; then stops
+/// accepting, asks each open connection to finish (an idle one closes at once, a request in
+/// progress gets its answer) and returns once all are closed.
+///
+/// Why not `axum::serve`: it takes no configuration, and without a timer hyper never times a
+/// connection out, so clients that connect and then send nothing, or half a request line, held
+/// a task and a file descriptor each for as long as they liked. Here hyper's HTTP/1 server
+/// closes a connection that has not sent a request's headers within
+/// [`ServeOptions::header_read_timeout`] (counted from the accept, and again after each
+/// response on a kept-alive connection), and at most [`ServeOptions::max_connections`] are
+/// served at once: with every slot taken the loop stops accepting, so further clients wait in
+/// the kernel's listen queue, holding nothing of this process, until a connection closes.
+async fn serve_connections(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    options: ServeOptions,
+    shutdown: impl Future<Output = ()>,
+) {
+    let max = u32::try_from(options.max_connections.max(1)).unwrap_or(u32::MAX);
+    let slots = Arc::new(Semaphore::new(max as usize));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(options.header_read_timeout);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(());
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = next_connection(&listener, &slots) => accepted,
+        };
+        let Some((stream, slot)) = accepted else { continue };
+        let connection =
+            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let mut stop = stop_rx.clone();
+        tokio::spawn(async move {
+            // The slot is free again when the connection is closed, however it ends.
+            let _slot = slot;
+            let mut connection = std::pin::pin!(connection);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                _ = stop.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(err) = ended {
+                // Timeouts and clients that go away are routine; nothing to report above debug.
+                tracing::debug!(%err, "connection ended");
+            }
+        });
+    }
+    drop(listener);
+    // Sending fails only when no connection is left to tell.
+    let _ = stop_tx.send(());
+    // Every connection holds a slot until it is closed: all slots free means all closed.
+    let _all = slots.acquire_many(max).await;
+}
+
+/// Waits for a free slot, then accepts one connection; `None` when the accept failed (the
+/// caller tries again). Cancel-safe: dropping it loses no accepted connection.
+async fn next_connection(
+    listener: &tokio::net::TcpListener,
+    slots: &Arc<Semaphore>,
+) -> Option<(tokio::net::TcpStream, OwnedSemaphorePermit)> {
+    let slot = Arc::clone(slots).acquire_owned().await.expect("the slots are never closed");
+    match listener.accept().await {
+        Ok((stream, _peer)) => Some((stream, slot)),
+        Err(err) => {
+            // A connection reset or aborted before it was accepted is the client's affair; any
+            // other failure (out of file descriptors) is the process's, and retrying at once
+            // would only spin.
+            let client_side = matches!(
+                err.kind(),
+                std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionRefused
+            );
+            if !client_side {
+                tracing::warn!(%err, "accepting a connection failed; retrying");
+                drop(slot);
+                tokio::time::sleep(ACCEPT_RETRY).await;
+            }
+            None
+        }
+    }
 }

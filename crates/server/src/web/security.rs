@@ -15,6 +15,9 @@
 //!    `FORBIDDEN_ORIGIN`. This stops cross-site request forgery even if a token leaked into a
 //!    page of another origin.
 //!
+//! A refusal answers in the API's one error shape (see [`super::error`]), on the page's routes
+//! too; every other error answer of the API is put in that shape here.
+//!
 //! Every response then gets the strict [`CSP`], `X-Content-Type-Options: nosniff`,
 //! `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and, for the API, `Cache-Control:
 //! no-store`.
@@ -36,8 +39,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::AppState;
-use super::error::detail;
+use super::error::reshape;
+use super::{ApiError, AppState};
 
 /// The Content-Security-Policy of every response.
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -143,7 +146,11 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     let is_api = request.uri().path().starts_with("/api/") || request.uri().path() == "/api";
     let refusal = check(&state, &request, is_api);
     let mut response = match refusal {
-        Some(refused) => refused,
+        Some(refused) => refused.into_response(),
+        None if is_api => {
+            let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+            reshape(next.run(request).await, &method, &path).await
+        }
         None => next.run(request).await,
     };
     let headers = response.headers_mut();
@@ -158,37 +165,32 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
 }
 
 /// The refusal of a request, if it is refused.
-fn check(state: &AppState, request: &Request, is_api: bool) -> Option<Response> {
+fn check(state: &AppState, request: &Request, is_api: bool) -> Option<ApiError> {
     let headers = request.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or_default();
     if !state.hosts().iter().any(|h| h.eq_ignore_ascii_case(host)) {
-        return Some(
-            detail(StatusCode::FORBIDDEN, "FORBIDDEN_HOST", "the Host header is not this server")
-                .into_response(),
-        );
+        return Some(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "FORBIDDEN_HOST",
+            "the Host header is not this server",
+        ));
     }
     if !is_api {
         return None;
     }
     if state.is_disabled() {
-        return Some(
-            detail(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "MEMORY_DISABLED",
-                "memory is disabled by memory.backend=none",
-            )
-            .into_response(),
-        );
+        return Some(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "MEMORY_DISABLED",
+            "memory is disabled by memory.backend=none",
+        ));
     }
     if !authorized(headers, state.token()) {
-        return Some(
-            detail(
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                "a valid `Authorization: Bearer <token>` header is required",
-            )
-            .into_response(),
-        );
+        return Some(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "UNAUTHORIZED",
+            "a valid `Authorization: Bearer <token>` header is required",
+        ));
     }
     let safe = matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     if !safe {
@@ -197,14 +199,11 @@ fn check(state: &AppState, request: &Request, is_api: bool) -> Option<Response> 
             state.hosts().iter().any(|h| o.eq_ignore_ascii_case(&format!("http://{h}")))
         });
         if !own {
-            return Some(
-                detail(
-                    StatusCode::FORBIDDEN,
-                    "FORBIDDEN_ORIGIN",
-                    "a state-changing request must come from this server's own page (Origin)",
-                )
-                .into_response(),
-            );
+            return Some(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN_ORIGIN",
+                "a state-changing request must come from this server's own page (Origin)",
+            ));
         }
     }
     None
