@@ -66,8 +66,7 @@ pub(crate) struct Args {
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let format = Format::from(args.format);
     let (units, errors) = import::discover(format, &args.paths);
-    let mut failed: Vec<(String, String)> =
-        errors.iter().map(|e| (error_path(e), e.to_string())).collect();
+    let mut failed: Vec<Failure> = errors.iter().map(Failure::new).collect();
     let dir = home.sessions();
     let store = EmbeddedStore::open(&dir)
         .with_context(|| format!("cannot open the session store at {}", dir.display()))?;
@@ -87,7 +86,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         bar.set_message(unit.first_path().display().to_string());
         match import::import_unit(&store, unit) {
             Ok(s) => summary.merge(s),
-            Err(err) => failed.push((unit.first_path().display().to_string(), err.to_string())),
+            Err(err) => failed.push(Failure::new(&err)),
         }
         bar.inc(*size);
     }
@@ -102,8 +101,12 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             summary.report.bad_lines.len() - BAD_LINES_SHOWN
         );
     }
-    for (_, err) in &failed {
-        eprintln!("error: {err}");
+    // What the store skipped or could not update (torn tails, a registry it refused).
+    for warning in store.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    for failure in &failed {
+        eprintln!("error: {}", failure.message);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json(&summary, &failed))?);
@@ -113,12 +116,20 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn error_path(err: &import::Error) -> String {
-    match err {
-        import::Error::Io { path, .. }
-        | import::Error::NotJsonl { path, .. }
-        | import::Error::Store { path, .. } => path.display().to_string(),
-        _ => String::new(),
+/// A file or path that was not imported.
+struct Failure {
+    path: String,
+    code: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(err: &import::Error) -> Failure {
+        Failure {
+            path: err.path().display().to_string(),
+            code: err.code().as_str(),
+            message: err.to_string(),
+        }
     }
 }
 
@@ -151,7 +162,7 @@ fn line(summary: &Summary, failed: usize) -> String {
 }
 
 /// The `--json` summary.
-fn json(summary: &Summary, failed: &[(String, String)]) -> serde_json::Value {
+fn json(summary: &Summary, failed: &[Failure]) -> serde_json::Value {
     let nodes = summary.nodes();
     let new = summary.new_nodes();
     serde_json::json!({
@@ -167,9 +178,10 @@ fn json(summary: &Summary, failed: &[(String, String)]) -> serde_json::Value {
             "line": b.line,
             "reason": b.reason,
         })).collect::<Vec<_>>(),
-        "failed": failed.iter().map(|(path, error)| serde_json::json!({
-            "path": path,
-            "error": error,
+        "failed": failed.iter().map(|f| serde_json::json!({
+            "path": f.path,
+            "code": f.code,
+            "error": f.message,
         })).collect::<Vec<_>>(),
         "session_list": summary.sessions.iter().map(|s| serde_json::json!({
             "id": s.session.as_str(),

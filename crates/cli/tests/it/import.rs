@@ -122,3 +122,120 @@ fn usage_errors_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// The permission bits of `path` (not following a symlink).
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path).expect("stat").permissions().mode() & 0o777
+}
+
+/// Runs `scriptorium --home home args…` under `umask`, through `sh` (std has no umask call).
+fn scriptorium_with_umask(umask: &str, home: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .expect("sh runs the scriptorium binary")
+}
+
+/// `import` run as the first command created the home and `sessions/` 0755 and the logs and
+/// the registry 0644 (whatever the umask allowed); they are private whatever the umask.
+#[test]
+fn import_as_the_first_command_creates_a_private_home_whatever_the_umask() {
+    for umask in ["000", "022", "277"] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let transcript = write_transcript(tmp.path());
+        // The home's parent is missing too: everything on the way is created private.
+        let home = tmp.path().join("data/scriptorium");
+        let out =
+            scriptorium_with_umask(umask, &home, &["import", "claude-code", path_str(&transcript)]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let sessions = home.join("sessions");
+        for dir in [&tmp.path().join("data"), &home, &sessions] {
+            assert_eq!(mode(dir), 0o700, "umask {umask}: {}", dir.display());
+        }
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&sessions).expect("list sessions/") {
+            let path = entry.expect("entry").path();
+            assert_eq!(mode(&path), 0o600, "umask {umask}: {}", path.display());
+            names.push(path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_owned());
+        }
+        names.sort();
+        assert_eq!(names, ["registry.jsonl", "registry.lock", "s_sess-1.log"], "umask {umask}");
+    }
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// An import truncated and appended to a file outside the home through a symlink planted at
+/// `sessions/s_<id>.log`; the store refuses the symlink and the file outside is untouched.
+#[test]
+fn a_symlink_planted_at_a_log_path_is_refused_and_the_file_outside_is_untouched() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let transcript = write_transcript(tmp.path());
+    let sessions = home.join("sessions");
+    std::fs::create_dir_all(&sessions).expect("mkdir");
+    // No final newline: a store that follows the link sees a torn tail and truncates it.
+    let outside = tmp.path().join("outside.txt");
+    let precious = b"{\"precious\": true}\nnot a log line, and no newline";
+    std::fs::write(&outside, precious).expect("write");
+    std::os::unix::fs::symlink(&outside, sessions.join("s_sess-1.log")).expect("symlink");
+
+    let out = scriptorium(&home, &["import", "claude-code", path_str(&transcript), "--json"]);
+    let after = std::fs::read(&outside).expect("read");
+    assert_eq!(String::from_utf8_lossy(&after), String::from_utf8_lossy(precious));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("s_sess-1.log") && stderr.contains("symlink"), "{stderr}");
+    let v = stdout_json(&out);
+    assert_eq!(v["new_nodes"], 0);
+    assert_eq!(v["failed"][0]["code"], "SYMLINK_REFUSED", "{v}");
+}
+
+/// A symlinked registry is never written through either (it is a cache: the import succeeds
+/// and says the registry was not updated).
+#[test]
+fn a_symlink_planted_at_the_registry_is_refused_and_the_file_outside_is_untouched() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let transcript = write_transcript(tmp.path());
+    let sessions = home.join("sessions");
+    std::fs::create_dir_all(&sessions).expect("mkdir");
+    let outside = tmp.path().join("outside.txt");
+    std::fs::write(&outside, b"precious").expect("write");
+    std::os::unix::fs::symlink(&outside, sessions.join("registry.jsonl")).expect("symlink");
+
+    let out = scriptorium(&home, &["import", "claude-code", path_str(&transcript), "--json"]);
+    assert_eq!(String::from_utf8_lossy(&std::fs::read(&outside).expect("read")), "precious");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout_json(&out)["new_nodes"], 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("registry.jsonl") && stderr.contains("symlink"), "{stderr}");
+}
+
+/// A symlinked `sessions/` directory is refused before anything is written through it.
+#[test]
+fn a_symlinked_sessions_directory_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let transcript = write_transcript(tmp.path());
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    std::os::unix::fs::symlink(&elsewhere, home.join("sessions")).expect("symlink");
+
+    let out = scriptorium(&home, &["import", "claude-code", path_str(&transcript)]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("symlink"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&elsewhere).expect("list").count(), 0);
+}

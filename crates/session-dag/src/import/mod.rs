@@ -202,6 +202,26 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The stable code ([`Error::Store`] gives the store error's code).
+    pub fn code(&self) -> crate::ErrorCode {
+        match self {
+            Error::Io { .. } => crate::ErrorCode::Io,
+            Error::NotJsonl { .. } => crate::ErrorCode::NotJsonl,
+            Error::Store { source, .. } => source.code(),
+        }
+    }
+
+    /// The file or directory the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            Error::Io { path, .. } | Error::NotJsonl { path, .. } | Error::Store { path, .. } => {
+                path
+            }
+        }
+    }
+}
+
 /// A transcript format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
