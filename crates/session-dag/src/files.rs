@@ -39,12 +39,25 @@ pub(crate) enum Access {
     Truncate,
 }
 
+/// Whether a symlink as the last component of the path is followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Symlinks {
+    /// Followed: the file it names must still be a regular file (transcripts named on the
+    /// command line).
+    Follow,
+    /// Refused with [`Error::SymlinkRefused`] (`O_NOFOLLOW`: everything the store opens).
+    Refuse,
+}
+
 /// Opens the regular file at `path`. `Ok(None)`: it does not exist (and was not to be
-/// created). A symlink is never followed (`O_NOFOLLOW`): it is [`Error::SymlinkRefused`]; a FIFO,
+/// created). A symlink (with [`Symlinks::Refuse`]) is [`Error::SymlinkRefused`]; a FIFO,
 /// socket, device or directory is [`Error::NotRegularFile`], and opening one never blocks. A
 /// file opened for writing whose mode is not 0600 is set to 0600.
-pub(crate) fn open(path: &Path, access: Access) -> Result<Option<File>, Error> {
-    let mut flags = OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW;
+pub(crate) fn open(path: &Path, access: Access, symlinks: Symlinks) -> Result<Option<File>, Error> {
+    let mut flags = OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    if symlinks == Symlinks::Refuse {
+        flags |= OFlags::NOFOLLOW;
+    }
     let (writes, may_be_missing) = match access {
         Access::Read => (false, true),
         Access::Append { create } => {
@@ -62,7 +75,7 @@ pub(crate) fn open(path: &Path, access: Access) -> Result<Option<File>, Error> {
     let fd = match rustix::fs::open(path, flags, Mode::RUSR | Mode::WUSR) {
         Ok(fd) => fd,
         Err(Errno::NOENT) if may_be_missing => return Ok(None),
-        Err(errno) => return Err(refusal(path).unwrap_or_else(|| io_error(path, errno))),
+        Err(errno) => return Err(refusal(path, symlinks).unwrap_or_else(|| io_error(path, errno))),
     };
     let file = File::from(fd);
     let meta = file.metadata().map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
@@ -76,10 +89,15 @@ pub(crate) fn open(path: &Path, access: Access) -> Result<Option<File>, Error> {
     Ok(Some(file))
 }
 
-/// Why an open of `path` failed, when the path itself is the reason: a symlink, or something that is not a regular file (a socket cannot be opened at all, a
+/// Why an open of `path` failed, when the path itself is the reason: a symlink that must not
+/// be followed, or something that is not a regular file (a socket cannot be opened at all, a
 /// FIFO opened for writing without a reader fails with `ENXIO`).
-fn refusal(path: &Path) -> Option<Error> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
+fn refusal(path: &Path, symlinks: Symlinks) -> Option<Error> {
+    let meta = match symlinks {
+        Symlinks::Refuse => std::fs::symlink_metadata(path),
+        Symlinks::Follow => std::fs::metadata(path),
+    }
+    .ok()?;
     if meta.file_type().is_symlink() {
         Some(Error::SymlinkRefused { path: path.to_path_buf() })
     } else if !meta.is_file() {
@@ -197,22 +215,25 @@ mod tests {
         )
         .expect("mkfifo");
         for access in [Access::Read, Access::Append { create: true }, Access::Truncate] {
-            let err = open(&fifo, access).expect_err("a FIFO is refused");
-            assert!(matches!(err, Error::NotRegularFile { kind: "FIFO", .. }), "{err}");
+            for symlinks in [Symlinks::Follow, Symlinks::Refuse] {
+                let err = open(&fifo, access, symlinks).expect_err("a FIFO is refused");
+                assert!(matches!(err, Error::NotRegularFile { kind: "FIFO", .. }), "{err}");
+            }
         }
     }
 
     #[test]
-    fn a_symlink_is_refused() {
+    fn a_symlink_is_refused_or_followed_as_asked() {
         let dir = tempfile::tempdir().expect("tempdir");
         let target = dir.path().join("target");
         std::fs::write(&target, b"x").expect("write");
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).expect("symlink");
         for access in [Access::Read, Access::Append { create: true }, Access::Truncate] {
-            let err = open(&link, access).expect_err("refused");
+            let err = open(&link, access, Symlinks::Refuse).expect_err("refused");
             assert!(matches!(err, Error::SymlinkRefused { .. }), "{err}");
         }
+        assert!(open(&link, Access::Read, Symlinks::Follow).expect("followed").is_some());
         assert_eq!(std::fs::read(&target).expect("read"), b"x");
     }
 
@@ -225,13 +246,13 @@ mod tests {
             assert_eq!(mode(&d), 0o700, "{}", d.display());
         }
         let log = store.join("s_x.log");
-        open(&log, Access::Append { create: true }).expect("create");
+        open(&log, Access::Append { create: true }, Symlinks::Refuse).expect("create");
         assert_eq!(mode(&log), 0o600);
         // A looser store directory and file (written before modes were explicit) are tightened.
         std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         ensure_private_dir(&store).expect("exists");
-        open(&log, Access::Append { create: false }).expect("open");
+        open(&log, Access::Append { create: false }, Symlinks::Refuse).expect("open");
         assert_eq!((mode(&store), mode(&log)), (0o700, 0o600));
     }
 }

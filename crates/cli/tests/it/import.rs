@@ -239,3 +239,74 @@ fn a_symlinked_sessions_directory_is_refused() {
     assert!(stderr.contains("symlink"), "{stderr}");
     assert_eq!(std::fs::read_dir(&elsewhere).expect("list").count(), 0);
 }
+
+/// Runs `scriptorium --home home args…`, killing it after a minute: only a safety net so that a
+/// hang fails the test instead of the whole run (a healthy run takes a fraction of that).
+fn scriptorium_or_kill(home: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the scriptorium binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!("still running after 60 s: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// `scriptorium import claude-code /path/to/fifo` blocked forever in `open`; a FIFO named on
+/// the command line (or reached through a symlink) is a per-file error, and the other files
+/// are still imported.
+#[test]
+fn an_explicit_fifo_is_a_per_file_error_not_a_hang() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let good = write_transcript(tmp.path());
+    let fifo = tmp.path().join("fifo.jsonl");
+    mkfifo(&fifo);
+    let link = tmp.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&fifo, &link).expect("symlink");
+    for format in ["claude-code", "codex", "pi", "jsonl"] {
+        let args = ["import", format, path_str(&fifo), path_str(&link), path_str(&good), "--json"];
+        let out = scriptorium_or_kill(&home, &args);
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for path in [&fifo, &link] {
+            let message = format!("{}: is a FIFO, not a regular file", path.display());
+            assert!(stderr.contains(&message), "{format}: {stderr}");
+        }
+        let v = stdout_json(&out);
+        let codes: Vec<&Value> = v["failed"].as_array().expect("failed").iter().collect();
+        assert_eq!(codes.len(), 2, "{format}: {v}");
+        assert!(codes.iter().all(|f| f["code"] == "NOT_A_REGULAR_FILE"), "{format}: {v}");
+    }
+}
+
+/// A symlink named on the command line is followed when it resolves to a regular file.
+#[test]
+fn an_explicit_symlink_to_a_transcript_is_followed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let good = write_transcript(tmp.path());
+    let link = tmp.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&good, &link).expect("symlink");
+    let out = scriptorium_or_kill(&home, &["import", "claude-code", path_str(&link), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout_json(&out)["new_nodes"], 2);
+}

@@ -1,12 +1,22 @@
 //! Finding transcripts under command-line paths and grouping the files that must be parsed
 //! together (a Claude Code session with its sidechains).
+//!
+//! Only regular files are read. A path named on the command line is checked with `lstat`
+//! before anything opens it: a FIFO, socket or device is an [`Error::NotRegularFile`] (opening
+//! a FIFO would block the import forever), and a symlink is followed only when it resolves to
+//! a directory (searched) or a regular file (the user named it; `~/.claude` is often a link).
+//! In a directory search, entries that are not regular `*.jsonl` files are skipped, a
+//! symlinked file is followed when its target is a regular file, and symlinked directories
+//! are not descended. Every open still refuses a non-regular file without blocking (see
+//! `crate::files`), so a path swapped for a FIFO after the check cannot hang the import.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::{Error, Format, Input, Parsed, parse};
+use crate::files::{self, Access, Symlinks};
 
 /// One file of a [`Unit`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,7 +58,7 @@ impl Unit {
         for file in &self.files {
             let bytes = read(&file.path)?;
             // A missing or unreadable `.meta.json` only loses the agent's description.
-            let meta = file.meta.as_ref().and_then(|m| fs::read(m).ok());
+            let meta = file.meta.as_ref().and_then(|m| read(m).ok());
             contents.push((bytes, meta));
         }
         let inputs: Vec<Input<'_>> = self
@@ -66,8 +76,34 @@ impl Unit {
     }
 }
 
+/// Opens a transcript for reading, following a symlink to a regular file, refusing anything
+/// else without blocking.
+fn open(path: &Path) -> Result<fs::File, Error> {
+    match files::open(path, Access::Read, Symlinks::Follow) {
+        Ok(Some(file)) => Ok(file),
+        Ok(None) => Err(Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        }),
+        Err(err) => Err(file_error(err, path)),
+    }
+}
+
+/// An error of `crate::files` as an import error about `path`.
+fn file_error(err: crate::Error, path: &Path) -> Error {
+    match err {
+        crate::Error::NotRegularFile { path, kind } => Error::NotRegularFile { path, kind },
+        crate::Error::Io { path, source } => Error::Io { path, source },
+        other => Error::Io { path: path.to_path_buf(), source: std::io::Error::other(other) },
+    }
+}
+
 fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })
+    let mut bytes = Vec::new();
+    open(path)?
+        .read_to_end(&mut bytes)
+        .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    Ok(bytes)
 }
 
 /// Finds the transcripts under `paths` (files are taken as given; directories are searched
@@ -76,22 +112,29 @@ fn read(path: &Path) -> Result<Vec<u8>, Error> {
 /// sidechains join their session whether they sit beside it (`agent-*.jsonl`) or under
 /// `<session>/subagents/`.
 ///
-/// A path that does not exist or cannot be listed is returned in the error list; the other
-/// paths are still discovered.
+/// A path that does not exist or cannot be listed, and a path that is not a regular file or
+/// a directory (a FIFO, socket or device, or a symlink to one: [`Error::NotRegularFile`]), is
+/// returned in the error list without being opened; the other paths are still discovered.
 pub fn discover(format: Format, paths: &[PathBuf]) -> (Vec<Unit>, Vec<Error>) {
-    let mut files = Vec::new();
+    let mut found = Vec::new();
     let mut errors = Vec::new();
     for path in paths {
-        match fs::metadata(path) {
-            Ok(m) if m.is_dir() => walk(path, &mut files, &mut errors),
-            Ok(_) => files.push(path.clone()),
+        // `lstat` first: a symlink is judged by what it resolves to, anything else as it is.
+        let meta = fs::symlink_metadata(path)
+            .and_then(|m| if m.file_type().is_symlink() { fs::metadata(path) } else { Ok(m) });
+        match meta {
+            Ok(m) if m.is_dir() => walk(path, &mut found, &mut errors),
+            Ok(m) if m.is_file() => found.push(path.clone()),
+            Ok(m) => {
+                errors.push(Error::NotRegularFile { path: path.clone(), kind: files::kind(&m) });
+            }
             Err(source) => errors.push(Error::Io { path: path.clone(), source }),
         }
     }
-    files.sort();
-    files.dedup();
+    found.sort();
+    found.dedup();
     if format != Format::ClaudeCode {
-        let units = files
+        let units = found
             .into_iter()
             .map(|path| Unit {
                 format,
@@ -103,7 +146,7 @@ pub fn discover(format: Format, paths: &[PathBuf]) -> (Vec<Unit>, Vec<Error>) {
     // Group by session key; mains before sidechains, each in path order.
     let mut groups: BTreeMap<String, (Vec<UnitFile>, Vec<UnitFile>)> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    for path in files {
+    for path in found {
         let sidechain = is_sidechain_path(&path);
         let key = match session_key(&path) {
             Ok(Some(key)) => key,
@@ -150,8 +193,7 @@ fn session_key(path: &Path) -> Result<Option<String>, Error> {
         session_id: Option<String>,
     }
     let io = |source| Error::Io { path: path.to_path_buf(), source };
-    let file = fs::File::open(path).map_err(io)?;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(open(path)?);
     let mut line = Vec::new();
     loop {
         line.clear();

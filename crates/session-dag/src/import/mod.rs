@@ -191,6 +191,15 @@ pub enum Error {
         /// Why that line is not a JSON object.
         reason: String,
     },
+    /// A path named on the command line (or a file reached through one) is a FIFO, socket,
+    /// device or other non-regular file: it is never opened for reading (a FIFO would block).
+    #[error("{path}: is a {kind}, not a regular file")]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is: `FIFO`, `socket`, `character device`, `block device`, …
+        kind: &'static str,
+    },
     /// The session store failed while importing a file.
     #[error("{path}: session store: {source}")]
     Store {
@@ -208,6 +217,7 @@ impl Error {
         match self {
             Error::Io { .. } => crate::ErrorCode::Io,
             Error::NotJsonl { .. } => crate::ErrorCode::NotJsonl,
+            Error::NotRegularFile { .. } => crate::ErrorCode::NotRegularFile,
             Error::Store { source, .. } => source.code(),
         }
     }
@@ -215,9 +225,10 @@ impl Error {
     /// The file or directory the error is about.
     pub fn path(&self) -> &Path {
         match self {
-            Error::Io { path, .. } | Error::NotJsonl { path, .. } | Error::Store { path, .. } => {
-                path
-            }
+            Error::Io { path, .. }
+            | Error::NotJsonl { path, .. }
+            | Error::NotRegularFile { path, .. }
+            | Error::Store { path, .. } => path,
         }
     }
 }

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::files::{self, Access};
+use crate::files::{self, Access, Symlinks};
 use crate::{
     Error, MetadataBatch, Node, NodeId, Page, Session, SessionId, SessionStore, Timestamp,
 };
@@ -332,7 +332,7 @@ impl EmbeddedStore {
 
     /// The session ID in a log's header line, if it has a readable one.
     fn header_id(&self, path: &Path) -> Result<Option<SessionId>, Error> {
-        let Some(file) = files::open(path, Access::Read)? else {
+        let Some(file) = files::open(path, Access::Read, Symlinks::Refuse)? else {
             return Ok(None);
         };
         self.logs_read.fetch_add(1, Ordering::Relaxed);
@@ -408,7 +408,7 @@ impl EmbeddedStore {
         if len == state.seen_len {
             return Ok(());
         }
-        let Some(mut file) = files::open(&state.path, Access::Read)? else {
+        let Some(mut file) = files::open(&state.path, Access::Read, Symlinks::Refuse)? else {
             return Ok(());
         };
         file.lock_shared().map_err(|e| io_error(&state.path, e))?;
@@ -460,7 +460,8 @@ impl EmbeddedStore {
             let state = guard
                 .get_or_insert_with(|| SessionState::new(session.clone(), self.log_path(session)));
             let path = state.path.clone();
-            let Some(mut file) = files::open(&path, Access::Append { create })? else {
+            let Some(mut file) = files::open(&path, Access::Append { create }, Symlinks::Refuse)?
+            else {
                 return Err(Error::SessionNotFound(session.clone()));
             };
             file.lock().map_err(|e| io_error(&path, e))?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{self, Access};
+use crate::files::{self, Access, Symlinks};
 use crate::{NodeId, SessionId, Timestamp};
 
 use super::io_error;
@@ -52,7 +52,7 @@ pub(crate) struct Entry {
 pub(crate) fn read(dir: &Path) -> Result<(HashMap<SessionId, Entry>, usize), crate::Error> {
     let path = dir.join(REGISTRY_FILE);
     let mut bytes = Vec::new();
-    if let Some(mut file) = files::open(&path, Access::Read)? {
+    if let Some(mut file) = files::open(&path, Access::Read, Symlinks::Refuse)? {
         file.read_to_end(&mut bytes).map_err(|e| io_error(&path, e))?;
     }
     let mut entries: HashMap<SessionId, Entry> = HashMap::new();
@@ -86,7 +86,7 @@ pub(crate) fn append(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error> 
     }
     let _lock = lock(dir)?;
     let path = dir.join(REGISTRY_FILE);
-    let mut file = files::open(&path, Access::Append { create: true })?
+    let mut file = files::open(&path, Access::Append { create: true }, Symlinks::Refuse)?
         .expect("a file opened with create exists");
     file.write_all(&buf).map_err(|e| io_error(&path, e))
 }
@@ -101,7 +101,8 @@ pub(crate) fn rewrite(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error>
     let _lock = lock(dir)?;
     let path = dir.join(REGISTRY_FILE);
     let tmp = dir.join(format!("registry-{}.tmp", std::process::id()));
-    let mut file = files::open(&tmp, Access::Truncate)?.expect("a file opened with create exists");
+    let mut file = files::open(&tmp, Access::Truncate, Symlinks::Refuse)?
+        .expect("a file opened with create exists");
     let mut write = || -> std::io::Result<()> {
         file.write_all(&buf)?;
         file.sync_all()?;
@@ -118,7 +119,7 @@ pub(crate) fn rewrite(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error>
 /// Holds the registry lock until dropped.
 fn lock(dir: &Path) -> Result<File, crate::Error> {
     let path: PathBuf = dir.join(REGISTRY_LOCK);
-    let file = files::open(&path, Access::Append { create: true })?
+    let file = files::open(&path, Access::Append { create: true }, Symlinks::Refuse)?
         .expect("a file opened with create exists");
     file.lock().map_err(|e| io_error(&path, e))?;
     Ok(file)

@@ -683,6 +683,32 @@ fn discovery_groups_sidechains_with_their_session() {
     assert!(matches!(&errors[..], [Error::Io { path, .. }] if path.ends_with("missing")));
 }
 
+/// Discovery of a FIFO named on the command line opened it (and blocked forever); it is an
+/// error without being opened, as is a symlink to one, and a FIFO met in a directory search is
+/// not a transcript.
+#[test]
+fn discovery_refuses_a_fifo_without_opening_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo.jsonl");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&fifo, &link).expect("symlink");
+    for format in Format::ALL {
+        let paths = [fifo.clone(), link.clone(), dir.path().to_path_buf()];
+        let (units, errors) = import::discover(format, &paths);
+        assert!(units.is_empty(), "{format}: {units:?}");
+        let refused: Vec<&Path> = errors
+            .iter()
+            .map(|e| match e {
+                Error::NotRegularFile { path, kind: "FIFO" } => path.as_path(),
+                other => panic!("{format}: {other}"),
+            })
+            .collect();
+        assert_eq!(refused, [fifo.as_path(), link.as_path()], "{format}");
+    }
+}
+
 // ---- proptest: re-imports of prefixes ----------------------------------------------------------
 
 /// A Claude-like transcript: each record's parent is an earlier record (or none), with skipped
