@@ -282,8 +282,13 @@ fn an_explicit_fifo_is_a_per_file_error_not_a_hang() {
     mkfifo(&fifo);
     let link = tmp.path().join("link.jsonl");
     std::os::unix::fs::symlink(&fifo, &link).expect("symlink");
-    for format in ["claude-code", "codex", "pi", "jsonl"] {
-        let args = ["import", format, path_str(&fifo), path_str(&link), path_str(&good), "--json"];
+    for format in ["auto", "claude-code", "codex", "pi", "jsonl"] {
+        let mut args = vec!["import", format, path_str(&fifo), path_str(&link), "--json"];
+        // The transcript beside them is still imported.
+        let with_good = matches!(format, "auto" | "claude-code");
+        if with_good {
+            args.push(path_str(&good));
+        }
         let out = scriptorium_or_kill(&home, &args);
         assert_eq!(out.status.code(), Some(1), "{format}");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -295,6 +300,7 @@ fn an_explicit_fifo_is_a_per_file_error_not_a_hang() {
         let codes: Vec<&Value> = v["failed"].as_array().expect("failed").iter().collect();
         assert_eq!(codes.len(), 2, "{format}: {v}");
         assert!(codes.iter().all(|f| f["code"] == "NOT_A_REGULAR_FILE"), "{format}: {v}");
+        assert_eq!(v["nodes"], if with_good { 2 } else { 0 }, "{format}: {v}");
     }
 }
 
@@ -309,4 +315,145 @@ fn an_explicit_symlink_to_a_transcript_is_followed() {
     let out = scriptorium_or_kill(&home, &["import", "claude-code", path_str(&link), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout_json(&out)["new_nodes"], 2);
+}
+
+fn codex_rollout(dir: &Path, name: &str, id: &str) -> std::path::PathBuf {
+    let line = |kind: &str, payload: Value| {
+        json!({"timestamp": "2026-05-11T08:27:17.490Z", "type": kind, "payload": payload})
+            .to_string()
+    };
+    let text = [
+        line("session_meta", json!({"id": id, "cwd": "/w"})),
+        line("turn_context", json!({"model": "gpt-x"})),
+        line(
+            "response_item",
+            json!({"type": "message", "role": "user",
+                   "content": [{"type": "input_text", "text": "Plan the trip"}]}),
+        ),
+        line(
+            "response_item",
+            json!({"type": "message", "role": "assistant",
+                   "content": [{"type": "output_text", "text": "Sure"}]}),
+        ),
+    ]
+    .join("\n");
+    let path = dir.join(name);
+    std::fs::write(&path, text + "\n").expect("write");
+    path
+}
+
+/// `scriptorium import pi <dir of Codex rollouts>` skipped every record, said it imported and
+/// exited 0; each file is refused with what it looks like and the command to use, and
+/// nothing is imported.
+#[test]
+fn an_import_in_the_wrong_format_says_what_the_files_look_like_and_imports_nothing() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let rollouts = tmp.path().join("rollouts");
+    std::fs::create_dir_all(&rollouts).expect("mkdir");
+    let a = codex_rollout(&rollouts, "rollout-a.jsonl", "r-a");
+    let b = codex_rollout(&rollouts, "rollout-b.jsonl", "r-b");
+
+    let out = scriptorium(&home, &["import", "pi", path_str(&rollouts)]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for path in [&a, &b] {
+        let message = format!(
+            "error: {}: looks like a Codex rollout, not a pi session; try `scriptorium import \
+             codex` or `scriptorium import auto`",
+            path.display()
+        );
+        assert!(stderr.contains(&message), "{stderr}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("imported 0 sessions: 0 nodes"), "{stdout}");
+    assert!(stdout.trim_end().ends_with("; 2 failed"), "{stdout}");
+    let logs = std::fs::read_dir(home.join("sessions"))
+        .expect("sessions/")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".log")))
+        .count();
+    assert_eq!(logs, 0);
+
+    let out = scriptorium(&home, &["import", "claude-code", path_str(&a), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = stdout_json(&out);
+    assert_eq!((v["sessions"].clone(), v["nodes"].clone()), (json!(0), json!(0)), "{v}");
+    assert_eq!(v["failed"][0]["code"], "WRONG_FORMAT", "{v}");
+    assert_eq!(v["files"], json!([]), "{v}");
+}
+
+/// `import auto` on a directory of every kind of file imports each file as the format it looks
+/// like, says which it chose for each, and reports the file it could not recognise.
+#[test]
+fn import_auto_imports_each_file_of_a_mixed_directory_with_its_format() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let mixed = tmp.path().join("mixed");
+    std::fs::create_dir_all(&mixed).expect("mkdir");
+    let claude = write_transcript(tmp.path());
+    std::fs::copy(&claude, mixed.join("claude.jsonl")).expect("copy");
+    codex_rollout(&mixed, "rollout.jsonl", "r-1");
+    let pi = [
+        json!({"type": "session", "version": 3, "id": "p-1", "timestamp": "2026-01-01T00:00:00Z"}),
+        json!({"type": "message", "id": "e1", "parentId": null, "timestamp": "2026-01-01T00:00:01Z",
+               "message": {"role": "user", "content": "Plan the trip"}}),
+        json!({"type": "message", "id": "e2", "parentId": "e1", "timestamp": "2026-01-01T00:00:02Z",
+               "message": {"role": "assistant", "content": [{"type": "text", "text": "Sure"}]}}),
+    ];
+    let pi: Vec<String> = pi.iter().map(Value::to_string).collect();
+    std::fs::write(mixed.join("pi.jsonl"), pi.join("\n")).expect("write");
+    let chat = [
+        json!({"id": "m1", "role": "user", "content": "Plan the trip", "session": "chat-1"}),
+        json!({"id": "m2", "parent": "m1", "role": "assistant", "content": "Sure",
+               "session": "chat-1"}),
+    ];
+    let chat: Vec<String> = chat.iter().map(Value::to_string).collect();
+    std::fs::write(mixed.join("chat.jsonl"), chat.join("\n")).expect("write");
+    std::fs::write(mixed.join("empty.jsonl"), "").expect("write");
+    std::fs::write(mixed.join("notes.jsonl"), "# not a transcript\n").expect("write");
+
+    let out = scriptorium(&home, &["import", "auto", path_str(&mixed)]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let dir = mixed.display();
+    let want = format!(
+        "{dir}/chat.jsonl: jsonl\n{dir}/claude.jsonl: claude-code\n{dir}/empty.jsonl: empty, \
+         nothing to import\n{dir}/pi.jsonl: pi\n{dir}/rollout.jsonl: codex\nimported 4 sessions: \
+         8 nodes (8 new, 0 already present), 4 branches; skipped 2 records \
+         (file-history-snapshot 1, turn_context 1); 0 bad lines; 1 failed\n"
+    );
+    assert_eq!(stdout, want);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("error: {dir}/notes.jsonl: not a recognised transcript")));
+
+    let out = scriptorium(&home, &["import", "auto", path_str(&mixed), "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!(v["new_nodes"], 0, "{v}");
+    assert_eq!(v["failed"][0]["code"], "UNRECOGNISED_FORMAT", "{v}");
+    let formats: Vec<(String, Value)> = v["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| {
+            (f["path"].as_str().unwrap_or("").replace(&dir.to_string(), ""), f["format"].clone())
+        })
+        .collect();
+    assert_eq!(
+        formats,
+        [
+            ("/chat.jsonl".to_owned(), json!("jsonl")),
+            ("/claude.jsonl".to_owned(), json!("claude-code")),
+            ("/empty.jsonl".to_owned(), Value::Null),
+            ("/pi.jsonl".to_owned(), json!("pi")),
+            ("/rollout.jsonl".to_owned(), json!("codex")),
+        ]
+    );
+    let mut ids: Vec<&str> = v["session_list"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["chat-1", "p-1", "r-1", "sess-1"]);
 }

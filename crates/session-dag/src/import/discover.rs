@@ -15,6 +15,7 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use super::detect::{Detection, detect, read_head};
 use super::{Error, Format, Input, Parsed, parse};
 use crate::files::{self, Access, Symlinks};
 
@@ -108,14 +109,81 @@ fn read(path: &Path) -> Result<Vec<u8>, Error> {
 
 /// Finds the transcripts under `paths` (files are taken as given; directories are searched
 /// recursively for `*.jsonl`, symlinked directories are not followed) and groups them into
-/// [`Unit`]s. Claude Code files are grouped by their first `sessionId` (see the module docs), so
-/// sidechains join their session whether they sit beside it (`agent-*.jsonl`) or under
-/// `<session>/subagents/`.
+/// [`Unit`]s of `format`. Claude Code files are grouped by their first `sessionId` (see the
+/// module docs), so sidechains join their session whether they sit beside it
+/// (`agent-*.jsonl`) or under `<session>/subagents/`.
+///
+/// Each file's first lines are checked with [`detect`]: a file that looks like another format
+/// is [`Error::WrongFormat`] and is not imported (parsing it as `format` would skip every
+/// record and report success with nothing imported). A file of no recognisable shape is
+/// taken as `format`, as asked.
 ///
 /// A path that does not exist or cannot be listed, and a path that is not a regular file or
 /// a directory (a FIFO, socket or device, or a symlink to one: [`Error::NotRegularFile`]), is
 /// returned in the error list without being opened; the other paths are still discovered.
 pub fn discover(format: Format, paths: &[PathBuf]) -> (Vec<Unit>, Vec<Error>) {
+    let (found, mut errors) = find(paths);
+    let mut files = Vec::with_capacity(found.len());
+    for path in found {
+        match detect_file(&path) {
+            Ok(Detection::Format(other)) if other != format => {
+                errors.push(Error::WrongFormat { path, expected: format, found: other });
+            }
+            Ok(_) => files.push(path),
+            Err(err) => errors.push(err),
+        }
+    }
+    let units = group(format, files, &mut errors);
+    (units, errors)
+}
+
+/// What [`discover_auto`] found.
+#[derive(Debug, Default)]
+pub struct AutoDiscovery {
+    /// The units, in path order, each of the format its files were detected as.
+    pub units: Vec<Unit>,
+    /// Files without a non-blank line: nothing to import, in any format.
+    pub empty: Vec<PathBuf>,
+    /// Paths that could not be read or listed, paths that are not regular files, and files of
+    /// no recognised format ([`Error::Unrecognised`]).
+    pub errors: Vec<Error>,
+}
+
+/// Finds the transcripts under `paths` as [`discover`] does and detects each file's format from
+/// its first lines ([`detect`]); files of one format are grouped as [`discover`] groups them.
+pub fn discover_auto(paths: &[PathBuf]) -> AutoDiscovery {
+    let (found, mut errors) = find(paths);
+    let mut by_format: Vec<Vec<PathBuf>> = vec![Vec::new(); Format::ALL.len()];
+    let mut empty = Vec::new();
+    for path in found {
+        match detect_file(&path) {
+            Ok(Detection::Format(format)) => {
+                if let Some(i) = Format::ALL.iter().position(|&f| f == format) {
+                    by_format[i].push(path);
+                }
+            }
+            Ok(Detection::Empty) => empty.push(path),
+            Ok(Detection::Unrecognised) => errors.push(Error::Unrecognised { path }),
+            Err(err) => errors.push(err),
+        }
+    }
+    let mut units = Vec::new();
+    for (format, files) in Format::ALL.into_iter().zip(by_format) {
+        units.extend(group(format, files, &mut errors));
+    }
+    units.sort_by(|a, b| a.first_path().cmp(b.first_path()));
+    AutoDiscovery { units, empty, errors }
+}
+
+/// The format `path`'s first lines look like.
+fn detect_file(path: &Path) -> Result<Detection, Error> {
+    let head =
+        read_head(open(path)?).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    Ok(detect(&head))
+}
+
+/// The regular files named by or found under `paths`, sorted, with the paths that failed.
+fn find(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Error>) {
     let mut found = Vec::new();
     let mut errors = Vec::new();
     for path in paths {
@@ -133,20 +201,24 @@ pub fn discover(format: Format, paths: &[PathBuf]) -> (Vec<Unit>, Vec<Error>) {
     }
     found.sort();
     found.dedup();
+    (found, errors)
+}
+
+/// Groups `files` (sorted) of `format` into units: one per file, or for Claude Code one per
+/// session key, mains before sidechains, each in path order.
+fn group(format: Format, files: Vec<PathBuf>, errors: &mut Vec<Error>) -> Vec<Unit> {
     if format != Format::ClaudeCode {
-        let units = found
+        return files
             .into_iter()
             .map(|path| Unit {
                 format,
                 files: vec![UnitFile { path, sidechain: false, meta: None }],
             })
             .collect();
-        return (units, errors);
     }
-    // Group by session key; mains before sidechains, each in path order.
     let mut groups: BTreeMap<String, (Vec<UnitFile>, Vec<UnitFile>)> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    for path in found {
+    for path in files {
         let sidechain = is_sidechain_path(&path);
         let key = match session_key(&path) {
             Ok(Some(key)) => key,
@@ -167,15 +239,14 @@ pub fn discover(format: Format, paths: &[PathBuf]) -> (Vec<Unit>, Vec<Error>) {
         let file = UnitFile { path, sidechain, meta };
         if sidechain { group.1.push(file) } else { group.0.push(file) }
     }
-    let units = order
+    order
         .into_iter()
         .filter_map(|key| groups.remove(&key))
         .map(|(mut mains, sidechains)| {
             mains.extend(sidechains);
             Unit { format, files: mains }
         })
-        .collect();
-    (units, errors)
+        .collect()
 }
 
 /// Whether a Claude Code file is a sub-agent transcript: `agent-*.jsonl`, or anything under a
