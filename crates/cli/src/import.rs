@@ -1,13 +1,21 @@
-//! `scriptorium import <claude-code|codex|pi|jsonl> PATH…`: imports transcripts into the session
-//! store at `<home>/sessions`.
+//! `scriptorium import <auto|claude-code|codex|pi|jsonl> PATH…`: imports transcripts into the
+//! session store at `<home>/sessions`.
 //!
 //! Paths are files or directories (searched recursively for `*.jsonl`; Claude Code sidechains,
-//! beside their session or under `<session>/subagents/`, join their session). A progress bar
-//! runs on stderr when it is a terminal; the summary goes to stdout (one line, or JSON with
-//! `--json`); bad lines are listed on stderr as `path:line: reason`.
+//! beside their session or under `<session>/subagents/`, join their session). A FIFO, socket or
+//! device is refused without being opened. Every file's first lines are checked
+//! (`import::detect`): with a named format, a file that looks like another one is refused with
+//! what it looks like and the command to use, and nothing is imported from it; with `auto`,
+//! each file is imported as the format it looks like, `path: format` is printed for each, and a
+//! file of no known shape is refused. A progress bar runs on stderr when it is a terminal; the
+//! summary goes to stdout (one line, or JSON with `--json`, where `files` lists each file with
+//! its format, `null` for an empty file); bad lines are listed on stderr as `path:line: reason`,
+//! then the store's warnings, then the failures as `error: …` (in `--json`, `failed` with a
+//! stable `code`).
 //!
 //! Exit codes: 0 everything imported (bad lines are skipped, not failures); 1 some file or path
-//! failed (the others were still imported); 2 usage errors or a store that cannot be opened.
+//! failed — unreadable, not a regular file, in another format, unrecognised, refused by the
+//! store (the others were still imported); 2 usage errors or a store that cannot be opened.
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
@@ -27,6 +35,8 @@ const BAD_LINES_SHOWN: usize = 20;
 /// A transcript format on the command line.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub(crate) enum FormatArg {
+    /// Each file's format, detected from its first lines.
+    Auto,
     /// Claude Code session JSONL (`~/.claude/projects/…`).
     ClaudeCode,
     /// Codex rollout JSONL (`~/.codex/sessions/…`).
@@ -37,13 +47,15 @@ pub(crate) enum FormatArg {
     Jsonl,
 }
 
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::ClaudeCode => Format::ClaudeCode,
-            FormatArg::Codex => Format::Codex,
-            FormatArg::Pi => Format::Pi,
-            FormatArg::Jsonl => Format::Jsonl,
+impl FormatArg {
+    /// The format asked for; `None` for `auto`.
+    fn format(self) -> Option<Format> {
+        match self {
+            FormatArg::Auto => None,
+            FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+            FormatArg::Codex => Some(Format::Codex),
+            FormatArg::Pi => Some(Format::Pi),
+            FormatArg::Jsonl => Some(Format::Jsonl),
         }
     }
 }
@@ -51,7 +63,7 @@ impl From<FormatArg> for Format {
 /// Arguments of `scriptorium import`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The transcript format.
+    /// The transcript format, or `auto` to detect each file's.
     #[arg(value_enum)]
     format: FormatArg,
     /// Transcript files or directories (searched recursively for `*.jsonl`).
@@ -64,10 +76,24 @@ pub(crate) struct Args {
 
 /// Runs the command.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
-    let format = Format::from(args.format);
-    let (units, errors) = import::discover(format, &args.paths);
-    let mut failed: Vec<(String, String)> =
-        errors.iter().map(|e| (error_path(e), e.to_string())).collect();
+    let (units, errors, empty) = match args.format.format() {
+        Some(format) => {
+            let (units, errors) = import::discover(format, &args.paths);
+            (units, errors, Vec::new())
+        }
+        None => {
+            let found = import::discover_auto(&args.paths);
+            (found.units, found.errors, found.empty)
+        }
+    };
+    let mut failed: Vec<Failure> = errors.iter().map(Failure::new).collect();
+    // Each file with the format it is imported as (`None`: empty, nothing to import).
+    let mut files: Vec<(String, Option<Format>)> = units
+        .iter()
+        .flat_map(|u| u.files.iter().map(|f| (f.path.display().to_string(), Some(u.format))))
+        .chain(empty.iter().map(|p| (p.display().to_string(), None)))
+        .collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
     let dir = home.sessions();
     let store = EmbeddedStore::open(&dir)
         .with_context(|| format!("cannot open the session store at {}", dir.display()))?;
@@ -87,7 +113,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         bar.set_message(unit.first_path().display().to_string());
         match import::import_unit(&store, unit) {
             Ok(s) => summary.merge(s),
-            Err(err) => failed.push((unit.first_path().display().to_string(), err.to_string())),
+            Err(err) => failed.push(Failure::new(&err)),
         }
         bar.inc(*size);
     }
@@ -102,28 +128,58 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             summary.report.bad_lines.len() - BAD_LINES_SHOWN
         );
     }
-    for (_, err) in &failed {
-        eprintln!("error: {err}");
+    // What the store skipped or could not update (torn tails, a registry it refused).
+    for warning in store.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    for failure in &failed {
+        eprintln!("error: {}", failure.message);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json(&summary, &failed))?);
+        println!("{}", serde_json::to_string_pretty(&json(&summary, &files, &failed))?);
     } else {
+        if args.format.format().is_none() {
+            for (path, format) in &files {
+                match format {
+                    Some(format) => println!("{path}: {format}"),
+                    None => println!("{path}: empty, nothing to import"),
+                }
+            }
+        }
         println!("{}", line(&summary, failed.len()));
     }
     Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-fn error_path(err: &import::Error) -> String {
-    match err {
-        import::Error::Io { path, .. }
-        | import::Error::NotJsonl { path, .. }
-        | import::Error::Store { path, .. } => path.display().to_string(),
-        _ => String::new(),
+/// A file or path that was not imported.
+struct Failure {
+    path: String,
+    code: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(err: &import::Error) -> Failure {
+        let mut message = err.to_string();
+        if let import::Error::WrongFormat { found, .. } = err {
+            message.push_str(&format!(
+                "; try `scriptorium import {found}` or `scriptorium import auto`"
+            ));
+        }
+        Failure { path: err.path().display().to_string(), code: err.code().as_str(), message }
     }
 }
 
+/// Sessions with at least one node in the imported files (a file whose records were all
+/// skipped gives a session of no node, which the store never holds).
 fn sessions(summary: &Summary) -> usize {
-    summary.sessions.iter().map(|s| &s.session).collect::<BTreeSet<_>>().len()
+    summary
+        .sessions
+        .iter()
+        .filter(|s| s.nodes > 0)
+        .map(|s| &s.session)
+        .collect::<BTreeSet<_>>()
+        .len()
 }
 
 /// The human summary line.
@@ -151,7 +207,11 @@ fn line(summary: &Summary, failed: usize) -> String {
 }
 
 /// The `--json` summary.
-fn json(summary: &Summary, failed: &[(String, String)]) -> serde_json::Value {
+fn json(
+    summary: &Summary,
+    files: &[(String, Option<Format>)],
+    failed: &[Failure],
+) -> serde_json::Value {
     let nodes = summary.nodes();
     let new = summary.new_nodes();
     serde_json::json!({
@@ -167,11 +227,16 @@ fn json(summary: &Summary, failed: &[(String, String)]) -> serde_json::Value {
             "line": b.line,
             "reason": b.reason,
         })).collect::<Vec<_>>(),
-        "failed": failed.iter().map(|(path, error)| serde_json::json!({
+        "files": files.iter().map(|(path, format)| serde_json::json!({
             "path": path,
-            "error": error,
+            "format": format.map(Format::name),
         })).collect::<Vec<_>>(),
-        "session_list": summary.sessions.iter().map(|s| serde_json::json!({
+        "failed": failed.iter().map(|f| serde_json::json!({
+            "path": f.path,
+            "code": f.code,
+            "error": f.message,
+        })).collect::<Vec<_>>(),
+        "session_list": summary.sessions.iter().filter(|s| s.nodes > 0).map(|s| serde_json::json!({
             "id": s.session.as_str(),
             "title": s.title,
             "nodes": s.nodes,

@@ -125,31 +125,83 @@ fn d_fragment(target: &str) -> Option<String> {
 }
 
 /// Link text instead of links, no HTML comments, whitespace collapsed.
+///
+/// A link is `[text](target)` where `text` holds no `[`, `]` or newline and `target` runs to the
+/// first `)`; an unclosed `<!--` hides the rest of the text. Linear in the length of `text`:
+/// each of its four searches (the next `<` or `[`, the end of a link text, the next `)`, the end
+/// of a comment) examines every byte at most once, so a message of bracket soup costs what any
+/// other message of its size costs.
 pub(crate) fn clean_text(text: &str) -> String {
+    clean_text_counting(text, &mut 0)
+}
+
+/// [`clean_text`], adding to `steps` the bytes its searches examined.
+fn clean_text_counting(text: &str, steps: &mut usize) -> String {
+    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix("<!--") {
-            rest = after.find("-->").map_or("", |end| &after[end + 3..]);
+    // The first `)` at or after the position it was searched from: link targets are searched
+    // from ever later positions, so one search serves every `[` until the `)` is passed, and a
+    // text without `)` is searched once, not once per `[`.
+    let mut paren: Option<(usize, Option<usize>)> = None;
+    let mut at = 0;
+    while at < bytes.len() {
+        let Some(skip) = position(&bytes[at..], steps, |b| b == b'<' || b == b'[') else {
+            out.push_str(&text[at..]);
+            break;
+        };
+        out.push_str(&text[at..at + skip]);
+        at += skip;
+        if bytes[at..].starts_with(b"<!--") {
+            let body = &text[at + 4..];
+            let end = body.find("-->");
+            *steps += end.map_or(body.len(), |end| end + 3);
+            at = end.map_or(bytes.len(), |end| at + 4 + end + 3);
             out.push(' ');
             continue;
         }
-        if rest.starts_with('[')
-            && let Some(close) = rest.find("](")
-            && let Some(end) = rest[close..].find(')')
-            && !rest[1..close].contains(['[', ']', '\n'])
-        {
-            out.push_str(&rest[1..close]);
-            rest = &rest[close + end + 1..];
-            continue;
+        if bytes[at] == b'[' {
+            // The link text ends at the first `[`, `]` or newline; only a `](` there opens a
+            // target. The bytes examined lie before the next `[`, so these searches never
+            // overlap.
+            let from = at + 1;
+            let stop = position(&bytes[from..], steps, |b| matches!(b, b'[' | b']' | b'\n'));
+            if let Some(close) = stop.map(|i| from + i)
+                && bytes[close] == b']'
+                && bytes.get(close + 1) == Some(&b'(')
+            {
+                let start = close + 2;
+                let target_end = match paren {
+                    Some((searched, found))
+                        if searched <= start && found.is_none_or(|p| p >= start) =>
+                    {
+                        found
+                    }
+                    _ => {
+                        let found =
+                            position(&bytes[start..], steps, |b| b == b')').map(|i| start + i);
+                        paren = Some((start, found));
+                        found
+                    }
+                };
+                if let Some(end) = target_end {
+                    out.push_str(&text[from..close]);
+                    at = end + 1;
+                    continue;
+                }
+            }
         }
-        let mut chars = rest.chars();
-        if let Some(c) = chars.next() {
-            out.push(c);
-        }
-        rest = chars.as_str();
+        // A `<` or `[` that opens nothing: ASCII, so one byte is one character.
+        out.push(char::from(bytes[at]));
+        at += 1;
     }
     out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The first index of `hay` whose byte satisfies `pred`, adding the bytes examined to `steps`.
+fn position(hay: &[u8], steps: &mut usize, pred: impl Fn(u8) -> bool) -> Option<usize> {
+    let found = hay.iter().position(|&b| pred(b));
+    *steps += found.map_or(hay.len(), |i| i + 1);
+    found
 }
 
 fn add_dates(doc: &mut TantivyDocument, fields: &Fields, dates: &[String]) {
@@ -285,6 +337,86 @@ mod tests {
         );
         assert_eq!(archive_key("a.md", "../x.md#y"), None);
         assert_eq!(d_fragment("../sources/D1.md#d1-3").as_deref(), Some("D1:3"));
+    }
+
+    /// Bracket runs of a 200 KB message made the cleaning quadratic: every `[` searched the
+    /// rest of the text for `](` (and every `[](` for a `)`), ~30 s per message at indexing.
+    #[test]
+    fn bracket_soup_is_cleaned_in_linear_steps() {
+        for unit in ["[", "[^", "[x]", "[](", "[a](b", "[[](", "<!--[", "]("] {
+            let text = unit.repeat(200 * 1024 / unit.len());
+            let mut steps = 0;
+            let cleaned = clean_text_counting(&text, &mut steps);
+            assert!(steps <= 4 * text.len(), "{unit:?}: {steps} steps for {} bytes", text.len());
+            // Nothing here is a complete link or comment: the text survives, except a comment
+            // that is never closed, which hides the rest.
+            if !unit.starts_with("<!--") {
+                assert_eq!(cleaned, text, "{unit:?}");
+            }
+        }
+    }
+
+    /// The quadratic cleaning this module used before, kept as the reference the linear one must
+    /// agree with.
+    fn clean_text_reference(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while !rest.is_empty() {
+            if let Some(after) = rest.strip_prefix("<!--") {
+                rest = after.find("-->").map_or("", |end| &after[end + 3..]);
+                out.push(' ');
+                continue;
+            }
+            if rest.starts_with('[')
+                && let Some(close) = rest.find("](")
+                && let Some(end) = rest[close..].find(')')
+                && !rest[1..close].contains(['[', ']', '\n'])
+            {
+                out.push_str(&rest[1..close]);
+                rest = &rest[close + end + 1..];
+                continue;
+            }
+            let mut chars = rest.chars();
+            if let Some(c) = chars.next() {
+                out.push(c);
+            }
+            rest = chars.as_str();
+        }
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn links_and_comments() {
+        for (text, want) in [
+            ("[a](x) [b](y)", "a b"),
+            ("[a [b](x)", "[a b"),
+            ("[a]](x)", "[a]](x)"),
+            ("[a\nb](x)", "[a b](x)"),
+            ("[a](x\ny) z", "a z"),
+            ("[a](no close", "[a](no close"),
+            ("[](x)é", "é"),
+            ("<!-- [a](x) --> b <!-- open", "b"),
+            ("[a<!--](x)-->", "a<!---->"),
+            ("<b>[^1]</b>", "<b>[^1]</b>"),
+        ] {
+            assert_eq!(clean_text(text), want, "{text:?}");
+            assert_eq!(clean_text_reference(text), want, "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn agrees_with_the_reference(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "[", "]", "(", ")", "](", "<", "<!--", "-->", "\n", " ", "a", "é", "^",
+                ]),
+                0..40,
+            )
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(clean_text(&text), clean_text_reference(&text));
+        }
     }
 
     #[test]

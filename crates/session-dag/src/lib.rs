@@ -52,6 +52,7 @@
 //! # }
 //! ```
 
+mod files;
 pub mod store;
 mod types;
 
@@ -108,6 +109,92 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A path the store (or an importer) would open is a symlink: the store never reads or
+    /// writes through one, so nothing outside its directory is ever touched.
+    #[error("{path}: is a symlink; the session store never follows symlinks")]
+    SymlinkRefused {
+        /// The symlink.
+        path: std::path::PathBuf,
+    },
+    /// A path that must be a regular file is a FIFO, socket, device or directory (opening a
+    /// FIFO would block forever); it was not read.
+    #[error("{path}: is a {kind}, not a regular file")]
+    NotRegularFile {
+        /// The path.
+        path: std::path::PathBuf,
+        /// What it is: `FIFO`, `socket`, `character device`, `block device`, `directory`.
+        kind: &'static str,
+    },
+}
+
+/// The stable code of an [`Error`] or an [`import::Error`]: callers match on this, never on
+/// message text. A code is never renamed, only added.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// [`Error::DuplicateNode`].
+    DuplicateNode,
+    /// [`Error::SessionNotFound`].
+    SessionNotFound,
+    /// [`Error::NodeNotFound`].
+    NodeNotFound,
+    /// [`Error::ParentCycle`].
+    ParentCycle,
+    /// [`Error::Unsupported`].
+    Unsupported,
+    /// [`Error::Io`], [`import::Error::Io`].
+    Io,
+    /// [`Error::SymlinkRefused`].
+    SymlinkRefused,
+    /// [`Error::NotRegularFile`].
+    NotRegularFile,
+    /// [`import::Error::NotJsonl`].
+    NotJsonl,
+    /// [`import::Error::WrongFormat`].
+    WrongFormat,
+    /// [`import::Error::Unrecognised`].
+    UnrecognisedFormat,
+}
+
+impl ErrorCode {
+    /// The stable SCREAMING_SNAKE_CASE name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::DuplicateNode => "DUPLICATE_NODE",
+            ErrorCode::SessionNotFound => "SESSION_NOT_FOUND",
+            ErrorCode::NodeNotFound => "NODE_NOT_FOUND",
+            ErrorCode::ParentCycle => "PARENT_CYCLE",
+            ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::Io => "IO_ERROR",
+            ErrorCode::SymlinkRefused => "SYMLINK_REFUSED",
+            ErrorCode::NotRegularFile => "NOT_A_REGULAR_FILE",
+            ErrorCode::NotJsonl => "NOT_JSONL",
+            ErrorCode::WrongFormat => "WRONG_FORMAT",
+            ErrorCode::UnrecognisedFormat => "UNRECOGNISED_FORMAT",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::DuplicateNode { .. } => ErrorCode::DuplicateNode,
+            Error::SessionNotFound(_) => ErrorCode::SessionNotFound,
+            Error::NodeNotFound { .. } => ErrorCode::NodeNotFound,
+            Error::ParentCycle { .. } => ErrorCode::ParentCycle,
+            Error::Unsupported { .. } => ErrorCode::Unsupported,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::SymlinkRefused { .. } => ErrorCode::SymlinkRefused,
+            Error::NotRegularFile { .. } => ErrorCode::NotRegularFile,
+        }
+    }
 }
 
 pub mod import;

@@ -67,5 +67,56 @@ pub(crate) fn trials() -> Vec<Trial> {
         data_trial("import::pi_sessions", |data| {
             import_twice(data, "pi", &["pi-mono", "agent-history/real_sessions/pi"], 3)
         }),
+        data_trial("import::auto_gives_every_data_set_its_format", |data| {
+            // The sessions of the four runs above: 4 + 4 + 3 + 3.
+            let dirs = [
+                "claude-code-log/real_projects",
+                "codemie-code/claude",
+                "agent-history/real_sessions/claude",
+                "codemie-code/codex",
+                "agent-history/real_sessions/codex",
+                "pi-mono",
+                "agent-history/real_sessions/pi",
+            ];
+            import_twice(data, "auto", &dirs, 14)?;
+            let tmp = tempfile::tempdir().map_err(fail)?;
+            let paths: Vec<String> =
+                dirs.iter().map(|d| data.join(d).display().to_string()).collect();
+            let mut args = vec!["import", "auto"];
+            args.extend(paths.iter().map(String::as_str));
+            let (_, v) = run(tmp.path(), &args)?;
+            let files = v["files"].as_array().map_or(0, Vec::len);
+            if files != 17 {
+                return Err(fail(format!("{files} files listed, 17 in the data: {v:#}")));
+            }
+            for file in v["files"].as_array().into_iter().flatten() {
+                let path = file["path"].as_str().unwrap_or("");
+                let want = if path.contains("/codex/") {
+                    "codex"
+                } else if path.contains("/pi") {
+                    "pi"
+                } else {
+                    "claude-code"
+                };
+                let empty = std::fs::metadata(path).map_err(fail)?.len() == 0;
+                let ok = if empty { file["format"].is_null() } else { file["format"] == want };
+                if !ok {
+                    return Err(fail(format!("{path}: detected {}", file["format"])));
+                }
+            }
+            Ok(())
+        }),
+        data_trial("import::codex_rollouts_imported_as_pi_are_refused", |data| {
+            let tmp = tempfile::tempdir().map_err(fail)?;
+            let dir = data.join("codemie-code/codex").display().to_string();
+            let (code, v) = run(tmp.path(), &["import", "pi", &dir])?;
+            let refused = v["failed"]
+                .as_array()
+                .map_or(0, |f| f.iter().filter(|f| f["code"] == "WRONG_FORMAT").count());
+            if code != 1 || v["nodes"] != 0 || refused != 2 {
+                return Err(fail(format!("exit {code}: {v:#}")));
+            }
+            Ok(())
+        }),
     ]
 }

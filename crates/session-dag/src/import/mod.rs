@@ -5,6 +5,12 @@
 //! then [`SessionStore::set_head`]). [`discover`] turns command-line paths into [`Unit`]s (files
 //! that must be parsed together), and [`import_unit`] chains reading, parsing and storing.
 //!
+//! [`detect`] tells the formats apart from the shape of a file's first lines (keys and record
+//! types only one format writes). [`discover`] uses it to refuse a file that is plainly in
+//! another format than the one asked for ([`Error::WrongFormat`]: parsed as the wrong format,
+//! every record would be skipped and the import would report success with nothing imported),
+//! and [`discover_auto`] to pick each file's format.
+//!
 //! Key decision: node IDs derive from the source IDs (Claude `uuid`, pi `id`, generic `id`) or,
 //! for formats without IDs (Codex, pi v1), from the physical line number (`line-<n>`, 1-based).
 //! Re-importing the same or a grown file therefore appends only the new nodes; existing nodes and
@@ -153,6 +159,7 @@
 //! [`Role::User`]: crate::Role::User
 mod claude;
 mod codex;
+mod detect;
 mod discover;
 mod generic;
 mod pi;
@@ -163,7 +170,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-pub use discover::{Unit, UnitFile, discover};
+pub use detect::{DETECT_LINES, Detection, detect, read_head};
+pub use discover::{AutoDiscovery, Unit, UnitFile, discover, discover_auto};
 pub use util::owner_speaker;
 
 use crate::{Node, NodeId, SessionId, SessionStore};
@@ -191,6 +199,36 @@ pub enum Error {
         /// Why that line is not a JSON object.
         reason: String,
     },
+    /// A path named on the command line (or a file reached through one) is a FIFO, socket,
+    /// device or other non-regular file: it is never opened for reading (a FIFO would block).
+    #[error("{path}: is a {kind}, not a regular file")]
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is: `FIFO`, `socket`, `character device`, `block device`, …
+        kind: &'static str,
+    },
+    /// The file's first lines have the shape of another format than the one asked for
+    /// (see [`detect`]); nothing was imported from it.
+    #[error("{path}: looks like {}, not {}", found.description(), expected.description())]
+    WrongFormat {
+        /// The file.
+        path: PathBuf,
+        /// The format asked for.
+        expected: Format,
+        /// The format its lines look like.
+        found: Format,
+    },
+    /// The file's first lines have the shape of no known format ([`discover_auto`]); nothing
+    /// was imported from it.
+    #[error(
+        "{path}: not a recognised transcript (its first lines look like no Claude Code, Codex, \
+         pi or generic JSONL records)"
+    )]
+    Unrecognised {
+        /// The file.
+        path: PathBuf,
+    },
     /// The session store failed while importing a file.
     #[error("{path}: session store: {source}")]
     Store {
@@ -200,6 +238,32 @@ pub enum Error {
         #[source]
         source: crate::Error,
     },
+}
+
+impl Error {
+    /// The stable code ([`Error::Store`] gives the store error's code).
+    pub fn code(&self) -> crate::ErrorCode {
+        match self {
+            Error::Io { .. } => crate::ErrorCode::Io,
+            Error::NotJsonl { .. } => crate::ErrorCode::NotJsonl,
+            Error::NotRegularFile { .. } => crate::ErrorCode::NotRegularFile,
+            Error::WrongFormat { .. } => crate::ErrorCode::WrongFormat,
+            Error::Unrecognised { .. } => crate::ErrorCode::UnrecognisedFormat,
+            Error::Store { source, .. } => source.code(),
+        }
+    }
+
+    /// The file or directory the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            Error::Io { path, .. }
+            | Error::NotJsonl { path, .. }
+            | Error::NotRegularFile { path, .. }
+            | Error::WrongFormat { path, .. }
+            | Error::Unrecognised { path }
+            | Error::Store { path, .. } => path,
+        }
+    }
 }
 
 /// A transcript format.
@@ -226,6 +290,16 @@ impl Format {
             Format::Codex => "codex",
             Format::Pi => "pi",
             Format::Jsonl => "jsonl",
+        }
+    }
+
+    /// What a file of this format is, for messages: "a Codex rollout".
+    pub fn description(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "a Claude Code session",
+            Format::Codex => "a Codex rollout",
+            Format::Pi => "a pi session",
+            Format::Jsonl => "a generic JSONL transcript",
         }
     }
 }

@@ -15,14 +15,25 @@
 //! `fdatasync`s before returning (the directory is fsynced too when the log is new). Readers
 //! take a shared lock while reading a log, so they never see a half-written line of a live
 //! writer; what they find unfinished is a crash's leftovers, which are skipped with a warning.
+//!
+//! # Privacy and symlinks
+//!
+//! The directory and every directory the store creates on the way to it are 0700, every file
+//! it writes 0600, whatever the umask (a store directory or log left looser by an earlier
+//! version is tightened when opened for writing). Logs and registry files are opened with
+//! `O_NOFOLLOW`, and a symlinked store directory is refused at [`EmbeddedStore::open`]: a
+//! symlink planted at a log path is [`Error::SymlinkRefused`], and the store never reads or
+//! writes anything outside its directory through one. A FIFO or device at a log path is
+//! [`Error::NotRegularFile`] (never blocks).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::files::{self, Access, Symlinks};
 use crate::{
     Error, MetadataBatch, Node, NodeId, Page, Session, SessionId, SessionStore, Timestamp,
 };
@@ -159,7 +170,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl EmbeddedStore {
     /// Opens (creating it if needed) the store in `dir`, with the system clock. Reads no log.
     ///
-    /// Disk effect: creates `dir` and its parents if missing (not fsynced); nothing else.
+    /// Disk effect: creates `dir` and its missing parents with mode 0700 (not fsynced), or sets
+    /// an existing `dir` that is open to group or others to 0700; nothing else. A `dir` that is
+    /// a symlink is [`Error::SymlinkRefused`].
     pub fn open(dir: impl Into<PathBuf>) -> Result<EmbeddedStore, Error> {
         EmbeddedStore::open_with_clock(dir, Arc::new(SystemClock))
     }
@@ -167,13 +180,13 @@ impl EmbeddedStore {
     /// Opens (creating it if needed) the store in `dir` with `clock` (used for the `at` of head
     /// moves and rewinds). Reads no log.
     ///
-    /// Disk effect: creates `dir` and its parents if missing (not fsynced); nothing else.
+    /// Disk effect: as [`EmbeddedStore::open`].
     pub fn open_with_clock(
         dir: impl Into<PathBuf>,
         clock: Arc<dyn Clock>,
     ) -> Result<EmbeddedStore, Error> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+        files::ensure_private_dir(&dir)?;
         Ok(EmbeddedStore {
             dir,
             clock,
@@ -224,7 +237,15 @@ impl EmbeddedStore {
     /// Disk effects: appends to the registry (not fsynced), and may compact it atomically
     /// (temporary file, fsync, rename, directory fsync).
     pub fn list_summaries(&self, page: Page) -> Result<Vec<SessionSummary>, Error> {
-        let (mut entries, lines) = registry::read(&self.dir)?;
+        // The registry is a cache: one that cannot be trusted (a symlink) is no cache at all.
+        let (mut entries, lines) = match registry::read(&self.dir) {
+            Ok(read) => read,
+            Err(err @ Error::SymlinkRefused { .. }) => {
+                self.warn_registry(&err);
+                (HashMap::new(), 0)
+            }
+            Err(err) => return Err(err),
+        };
         let by_name: HashMap<String, SessionId> =
             entries.keys().map(|id| (naming::log_file_name(id), id.clone())).collect();
         let mut all = Vec::new();
@@ -311,7 +332,9 @@ impl EmbeddedStore {
 
     /// The session ID in a log's header line, if it has a readable one.
     fn header_id(&self, path: &Path) -> Result<Option<SessionId>, Error> {
-        let file = File::open(path).map_err(|e| io_error(path, e))?;
+        let Some(file) = files::open(path, Access::Read, Symlinks::Refuse)? else {
+            return Ok(None);
+        };
         self.logs_read.fetch_add(1, Ordering::Relaxed);
         let mut first = Vec::new();
         BufReader::new(file.take(64 * 1024))
@@ -370,7 +393,14 @@ impl EmbeddedStore {
 
     /// Applies what the log holds beyond what `state` has read, under a shared lock.
     fn catch_up(&self, state: &mut SessionState) -> Result<(), Error> {
-        let len = match std::fs::metadata(&state.path) {
+        let len = match std::fs::symlink_metadata(&state.path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(Error::SymlinkRefused { path: state.path.clone() });
+            }
+            Ok(meta) if !meta.is_file() => {
+                let kind = files::kind(&meta);
+                return Err(Error::NotRegularFile { path: state.path.clone(), kind });
+            }
             Ok(meta) => meta.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(io_error(&state.path, e)),
@@ -378,10 +408,8 @@ impl EmbeddedStore {
         if len == state.seen_len {
             return Ok(());
         }
-        let mut file = match File::open(&state.path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_error(&state.path, e)),
+        let Some(mut file) = files::open(&state.path, Access::Read, Symlinks::Refuse)? else {
+            return Ok(());
         };
         file.lock_shared().map_err(|e| io_error(&state.path, e))?;
         self.read_tail(&mut file, state)
@@ -432,14 +460,9 @@ impl EmbeddedStore {
             let state = guard
                 .get_or_insert_with(|| SessionState::new(session.clone(), self.log_path(session)));
             let path = state.path.clone();
-            let mut options = OpenOptions::new();
-            options.read(true).append(true).create(create);
-            let mut file = match options.open(&path) {
-                Ok(file) => file,
-                Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(Error::SessionNotFound(session.clone()));
-                }
-                Err(e) => return Err(io_error(&path, e)),
+            let Some(mut file) = files::open(&path, Access::Append { create }, Symlinks::Refuse)?
+            else {
+                return Err(Error::SessionNotFound(session.clone()));
             };
             file.lock().map_err(|e| io_error(&path, e))?;
             self.read_tail(&mut file, state)?;

@@ -15,12 +15,13 @@
 //! fsynced, renamed over the old one, and the directory fsynced.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::files::{self, Access, Symlinks};
 use crate::{NodeId, SessionId, Timestamp};
 
 use super::io_error;
@@ -51,12 +52,8 @@ pub(crate) struct Entry {
 pub(crate) fn read(dir: &Path) -> Result<(HashMap<SessionId, Entry>, usize), crate::Error> {
     let path = dir.join(REGISTRY_FILE);
     let mut bytes = Vec::new();
-    match File::open(&path) {
-        Ok(mut file) => {
-            file.read_to_end(&mut bytes).map_err(|e| io_error(&path, e))?;
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_error(&path, e)),
+    if let Some(mut file) = files::open(&path, Access::Read, Symlinks::Refuse)? {
+        file.read_to_end(&mut bytes).map_err(|e| io_error(&path, e))?;
     }
     let mut entries: HashMap<SessionId, Entry> = HashMap::new();
     let mut lines = 0;
@@ -89,8 +86,8 @@ pub(crate) fn append(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error> 
     }
     let _lock = lock(dir)?;
     let path = dir.join(REGISTRY_FILE);
-    let mut file =
-        OpenOptions::new().create(true).append(true).open(&path).map_err(|e| io_error(&path, e))?;
+    let mut file = files::open(&path, Access::Append { create: true }, Symlinks::Refuse)?
+        .expect("a file opened with create exists");
     file.write_all(&buf).map_err(|e| io_error(&path, e))
 }
 
@@ -104,10 +101,12 @@ pub(crate) fn rewrite(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error>
     let _lock = lock(dir)?;
     let path = dir.join(REGISTRY_FILE);
     let tmp = dir.join(format!("registry-{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut file = File::create(&tmp)?;
+    let mut file = files::open(&tmp, Access::Truncate, Symlinks::Refuse)?
+        .expect("a file opened with create exists");
+    let mut write = || -> std::io::Result<()> {
         file.write_all(&buf)?;
         file.sync_all()?;
+        // `rename` replaces a symlink at `path` itself; it never writes through it.
         std::fs::rename(&tmp, &path)?;
         super::sync_dir(dir)
     };
@@ -120,12 +119,8 @@ pub(crate) fn rewrite(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error>
 /// Holds the registry lock until dropped.
 fn lock(dir: &Path) -> Result<File, crate::Error> {
     let path: PathBuf = dir.join(REGISTRY_LOCK);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io_error(&path, e))?;
+    let file = files::open(&path, Access::Append { create: true }, Symlinks::Refuse)?
+        .expect("a file opened with create exists");
     file.lock().map_err(|e| io_error(&path, e))?;
     Ok(file)
 }

@@ -54,17 +54,7 @@ fn session(id: &str) -> SessionId {
 /// Every real transcript imports without a bad line, and every session is a connected set of
 /// branches whose nodes all have their parent in the store.
 fn every_real_file_imports(data: &Path) -> Res {
-    let cases: [(Format, &str); 8] = [
-        (Format::ClaudeCode, "claude-code-log/real_projects"),
-        (Format::ClaudeCode, "claude-code-log/synthetic"),
-        (Format::ClaudeCode, "codemie-code/claude"),
-        (Format::Codex, "codemie-code/codex"),
-        (Format::Pi, "pi-mono"),
-        (Format::ClaudeCode, "agent-history/real_sessions/claude"),
-        (Format::Codex, "agent-history/real_sessions/codex"),
-        (Format::Pi, "agent-history/real_sessions/pi"),
-    ];
-    for (format, dir) in cases {
+    for (format, dir) in REAL {
         // The synthetic files reuse the same uuids across files: give each its own store.
         let (units, errors) = import::discover(format, &[data.join(dir)]);
         ensure(errors.is_empty(), || format!("{dir}: {errors:?}"))?;
@@ -103,6 +93,74 @@ fn every_real_file_imports(data: &Path) -> Res {
         }
     }
     Ok(())
+}
+
+/// Where each format's real transcripts are.
+const REAL: [(Format, &str); 8] = [
+    (Format::ClaudeCode, "claude-code-log/real_projects"),
+    (Format::ClaudeCode, "claude-code-log/synthetic"),
+    (Format::ClaudeCode, "codemie-code/claude"),
+    (Format::Codex, "codemie-code/codex"),
+    (Format::Pi, "pi-mono"),
+    (Format::ClaudeCode, "agent-history/real_sessions/claude"),
+    (Format::Codex, "agent-history/real_sessions/codex"),
+    (Format::Pi, "agent-history/real_sessions/pi"),
+];
+
+/// The `*.jsonl` files under `dir`, recursively, sorted.
+fn jsonl_files(dir: &Path) -> Result<Vec<PathBuf>, Failed> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(fail)? {
+        let path = entry.map_err(fail)?.path();
+        if path.is_dir() {
+            out.extend(jsonl_files(&path)?);
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every real transcript is detected as its true format from its first lines (the empty
+/// Claude Code file as empty), both from its whole content and from what `read_head` reads;
+/// `discover_auto` over every data set at once gives each file its format, and the explicit
+/// `discover` of each data set refuses nothing.
+fn every_real_file_is_detected_as_its_format(data: &Path) -> Res {
+    let mut want: BTreeMap<PathBuf, Format> = BTreeMap::new();
+    let mut files = 0;
+    for (format, dir) in REAL {
+        for path in jsonl_files(&data.join(dir))? {
+            files += 1;
+            let bytes = std::fs::read(&path).map_err(fail)?;
+            let head = import::read_head(bytes.as_slice()).map_err(fail)?;
+            let expected = if bytes.is_empty() {
+                import::Detection::Empty
+            } else {
+                import::Detection::Format(format)
+            };
+            for (what, got) in [("whole", import::detect(&bytes)), ("head", import::detect(&head))]
+            {
+                ensure(got == expected, || format!("{} ({what}): {got:?}", path.display()))?;
+            }
+            if !bytes.is_empty() {
+                want.insert(path, format);
+            }
+        }
+        let (_, errors) = import::discover(format, &[data.join(dir)]);
+        ensure(errors.is_empty(), || format!("{dir} as {format}: {errors:?}"))?;
+    }
+    ensure(files >= 23, || format!("only {files} transcripts found"))?;
+    let dirs: Vec<PathBuf> = REAL.iter().map(|(_, dir)| data.join(dir)).collect();
+    let found = import::discover_auto(&dirs);
+    ensure(found.errors.is_empty(), || format!("{:?}", found.errors))?;
+    ensure(found.empty.len() == 1, || format!("empty: {:?}", found.empty))?;
+    let got: BTreeMap<PathBuf, Format> = found
+        .units
+        .iter()
+        .flat_map(|u| u.files.iter().map(move |f| (f.path.clone(), u.format)))
+        .collect();
+    ensure(got == want, || format!("auto: {got:?}\nwant: {want:?}"))
 }
 
 /// The user-edit fork of `-experiments-ideas`: two branches sharing a prefix.
@@ -395,6 +453,10 @@ fn linear_formats(data: &Path) -> Res {
 pub(crate) fn trials() -> Vec<Trial> {
     vec![
         data_trial("import::every_real_file_imports", every_real_file_imports),
+        data_trial(
+            "import::every_real_file_is_detected_as_its_format",
+            every_real_file_is_detected_as_its_format,
+        ),
         data_trial("import::user_edit_fork_has_two_branches", user_edit_fork_has_two_branches),
         data_trial("import::compaction_summary_node", compaction_summary_node),
         data_trial(

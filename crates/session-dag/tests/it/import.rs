@@ -678,9 +678,152 @@ fn discovery_groups_sidechains_with_their_session() {
             ("agent-new.jsonl".to_owned(), true, true),
         ]
     );
+    // Asked for as Codex, every file is refused as what it looks like; a missing path is an
+    // error too.
     let (units, errors) = import::discover(Format::Codex, &[root.clone(), root.join("missing")]);
-    assert_eq!(units.len(), 4);
-    assert!(matches!(&errors[..], [Error::Io { path, .. }] if path.ends_with("missing")));
+    assert!(units.is_empty(), "{units:?}");
+    let wrong = |e: &Error| {
+        matches!(e, Error::WrongFormat { expected: Format::Codex, found: Format::ClaudeCode, .. })
+    };
+    assert_eq!(errors.iter().filter(|e| wrong(e)).count(), 4, "{errors:?}");
+    assert!(
+        errors.iter().any(|e| matches!(e, Error::Io { path, .. } if path.ends_with("missing")))
+    );
+}
+
+/// Six files of every kind in one directory.
+fn mixed_directory(dir: &Path) {
+    let write = |name: &str, records: &[Value]| {
+        std::fs::write(dir.join(name), jsonl(records)).expect("write");
+    };
+    write("claude.jsonl", &[cc("user", "u1", None, json!("hello"))]);
+    write(
+        "rollout.jsonl",
+        &[
+            cx("session_meta", json!({"id": "r1"})),
+            cx(
+                "response_item",
+                json!({"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": "hi"}]}),
+            ),
+        ],
+    );
+    write(
+        "pi.jsonl",
+        &[
+            json!({"type": "session", "version": 3, "id": "p1"}),
+            json!({"type": "message", "id": "e1", "parentId": null,
+                   "message": {"role": "user", "content": "hi"}}),
+        ],
+    );
+    write("chat.jsonl", &[json!({"id": "m1", "role": "user", "content": "hi"})]);
+    write("empty.jsonl", &[]);
+    std::fs::write(dir.join("notes.jsonl"), "# notes\n").expect("write");
+}
+
+/// `import pi` of a Codex rollout skipped every record and reported success: a file that
+/// looks like another format is refused, naming what it looks like; a file of no known shape
+/// (or an empty one) is still taken as the format asked for.
+#[test]
+fn discovery_refuses_files_that_look_like_another_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    mixed_directory(dir.path());
+    let (units, errors) = import::discover(Format::Pi, &[dir.path().to_path_buf()]);
+    let taken: Vec<&Path> = units.iter().map(|u| u.first_path()).collect();
+    let names = ["empty.jsonl", "notes.jsonl", "pi.jsonl"].map(|n| dir.path().join(n));
+    assert_eq!(taken, names.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    let refused: Vec<(String, Format)> = errors
+        .iter()
+        .map(|e| match e {
+            Error::WrongFormat { path, expected: Format::Pi, found } => {
+                (path.file_name().unwrap_or_default().to_string_lossy().into_owned(), *found)
+            }
+            other => panic!("{other}"),
+        })
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            ("chat.jsonl".to_owned(), Format::Jsonl),
+            ("claude.jsonl".to_owned(), Format::ClaudeCode),
+            ("rollout.jsonl".to_owned(), Format::Codex),
+        ]
+    );
+    assert_eq!(
+        errors[2].to_string(),
+        format!(
+            "{}: looks like a Codex rollout, not a pi session",
+            dir.path().join("rollout.jsonl").display()
+        )
+    );
+    assert_eq!(errors[2].code().as_str(), "WRONG_FORMAT");
+}
+
+/// `discover_auto` gives each file the format its lines look like, lists the empty ones, and
+/// reports the files of no known shape.
+#[test]
+fn auto_discovery_picks_each_files_format() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    mixed_directory(dir.path());
+    let found = import::discover_auto(&[dir.path().to_path_buf()]);
+    let formats: Vec<(String, Format)> = found
+        .units
+        .iter()
+        .map(|u| {
+            assert_eq!(u.files.len(), 1, "{u:?}");
+            (
+                u.first_path().file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                u.format,
+            )
+        })
+        .collect();
+    assert_eq!(
+        formats,
+        [
+            ("chat.jsonl".to_owned(), Format::Jsonl),
+            ("claude.jsonl".to_owned(), Format::ClaudeCode),
+            ("pi.jsonl".to_owned(), Format::Pi),
+            ("rollout.jsonl".to_owned(), Format::Codex),
+        ]
+    );
+    assert_eq!(found.empty, [dir.path().join("empty.jsonl")]);
+    assert!(
+        matches!(&found.errors[..], [Error::Unrecognised { path }] if path.ends_with("notes.jsonl")),
+        "{:?}",
+        found.errors
+    );
+    // Each unit imports under its format.
+    let (_tmp, store) = store();
+    for unit in &found.units {
+        let summary = import::import_unit(&store, unit).expect("imports");
+        assert_eq!(summary.new_nodes(), 1, "{}: {summary:?}", unit.format);
+    }
+}
+
+/// Discovery of a FIFO named on the command line opened it (and blocked forever); it is an
+/// error without being opened, as is a symlink to one, and a FIFO met in a directory search is
+/// not a transcript.
+#[test]
+fn discovery_refuses_a_fifo_without_opening_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo.jsonl");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&fifo, &link).expect("symlink");
+    for format in Format::ALL {
+        let paths = [fifo.clone(), link.clone(), dir.path().to_path_buf()];
+        let (units, errors) = import::discover(format, &paths);
+        assert!(units.is_empty(), "{format}: {units:?}");
+        let refused: Vec<&Path> = errors
+            .iter()
+            .map(|e| match e {
+                Error::NotRegularFile { path, kind: "FIFO" } => path.as_path(),
+                other => panic!("{format}: {other}"),
+            })
+            .collect();
+        assert_eq!(refused, [fifo.as_path(), link.as_path()], "{format}");
+    }
 }
 
 // ---- proptest: re-imports of prefixes ----------------------------------------------------------

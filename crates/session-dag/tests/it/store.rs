@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use proptest::prelude::*;
 use scriptorium_session_dag::{
-    EmbeddedStore, Error, MetadataBatch, Node, NodeId, NodeKind, Page, Role, SessionId,
+    EmbeddedStore, Error, ErrorCode, MetadataBatch, Node, NodeId, NodeKind, Page, Role, SessionId,
     SessionStore, Timestamp, WarningKind,
 };
 
@@ -245,6 +245,55 @@ fn hostile_session_ids_stay_inside_the_store_directory() {
 
 /// Truncates a copy of the log at every offset inside its last record and checks the store
 /// opens with the record wholly there or wholly absent.
+/// An import truncated and appended to a file outside the store through a symlink planted at
+/// a log path; every read and write of that session is refused with a stable code, and the
+/// file outside is never touched.
+#[test]
+fn a_symlink_at_a_log_path_is_never_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sessions");
+    let store = open(&dir);
+    let outside = tmp.path().join("outside.txt");
+    std::fs::write(&outside, "torn tail without newline").unwrap();
+    let s = sid("s1");
+    std::os::unix::fs::symlink(&outside, store.log_path(&s)).unwrap();
+
+    let err = store.append(&s, node("m1", None, 1)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::SymlinkRefused, "{err}");
+    let err = store.append_batch(&s, vec![node("m1", None, 1)]).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::SymlinkRefused, "{err}");
+    assert_eq!(store.session(&s).unwrap_err().code(), ErrorCode::SymlinkRefused);
+    assert_eq!(open(&dir).session(&s).unwrap_err().code(), ErrorCode::SymlinkRefused);
+    assert_eq!(store.list_sessions(Page { offset: 0, limit: 10 }).unwrap(), []);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "torn tail without newline");
+}
+
+/// A FIFO at a log path is refused at once (opening it for reading would wait for a writer).
+#[test]
+fn a_fifo_at_a_log_path_is_refused_without_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    let s = sid("s1");
+    let status = std::process::Command::new("mkfifo").arg(store.log_path(&s)).status().unwrap();
+    assert!(status.success());
+    assert_eq!(store.session(&s).unwrap_err().code(), ErrorCode::NotRegularFile);
+    let err = store.append(&s, node("m1", None, 1)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotRegularFile, "{err}");
+}
+
+/// A symlinked store directory is refused, so nothing is created through it.
+#[test]
+fn a_symlinked_store_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let dir = tmp.path().join("sessions");
+    std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+    let err = EmbeddedStore::open(&dir).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::SymlinkRefused, "{err}");
+    assert_eq!(err.code().as_str(), "SYMLINK_REFUSED");
+}
+
 fn check_every_truncation(
     last_op: impl Fn(&EmbeddedStore, &SessionId),
     present: impl Fn(&EmbeddedStore, &SessionId) -> bool,
