@@ -41,10 +41,15 @@ pub enum InspectError {
 impl InspectError {
     /// The stable code: `PATH_OUTSIDE_WORKSPACE`, `NOT_FOUND` or `MEMORY_NOT_FOUND`.
     pub fn code(&self) -> &'static str {
+        self.wire_code().as_str()
+    }
+
+    /// [`InspectError::code`] as a wire code.
+    pub fn wire_code(&self) -> crate::wire::Code {
         match self {
-            InspectError::Outside(_) => "PATH_OUTSIDE_WORKSPACE",
-            InspectError::NotFound(_) => "NOT_FOUND",
-            InspectError::NoSuchPart(_) => "MEMORY_NOT_FOUND",
+            InspectError::Outside(_) => crate::wire::Code::PathOutsideWorkspace,
+            InspectError::NotFound(_) => crate::wire::Code::NotFound,
+            InspectError::NoSuchPart(_) => crate::wire::Code::MemoryNotFound,
         }
     }
 }

@@ -43,6 +43,7 @@ pub mod memory;
 pub mod models;
 pub mod runtime;
 pub mod summary;
+pub mod wire;
 
 pub use config::Config;
 pub use interface::{DisabledBackend, MemoryBackend, WriteOutcome};

@@ -299,6 +299,13 @@ pub struct MemoryWorkspace {
 /// commit records them.
 fn open_history(workspace: &Workspace) -> Result<History, String> {
     let root = workspace.root();
+    // Nothing to repair: no lock needed (opening never waits for another process's install).
+    let installed = workspace.revision_state().map_err(|e| e.to_string())?.txn_id;
+    if !installed.is_empty()
+        && let Some(history) = History::settled(root, &installed)
+    {
+        return Ok(history);
+    }
     let repair = || -> Result<History, String> {
         let history = History::open_or_init(root, now()).map_err(|e| e.to_string())?;
         history.remove_stale_locks().map_err(|e| e.to_string())?;

@@ -125,8 +125,11 @@ fn count_sources(root: &Path) -> (usize, usize) {
 }
 
 /// The success shape of an update (reference §8.4, the CLI's `update --json` and the MCP
-/// `memory_update` tool): `{ok, revision, source_ids, block_ids, evidence_ids, changed_files,
-/// memory_committed, git_committed, git_commit}`, evidence keyed `topics/<file>#<label>`.
+/// `memory_update` tool): `{ok, noop, revision, source_ids, block_ids, evidence_ids,
+/// changed_files, memory_committed, git_committed, git_commit}`, evidence keyed
+/// `topics/<file>#<label>`. A change that changed nothing is `noop: true` with the unchanged
+/// revision, no changed file, and nothing committed (`memory_committed`, `git_committed`
+/// false): `after` then describes an earlier install and is not used.
 pub fn update_result(
     outcome: &scriptorium_txn::UpdateOutcome,
     after: &crate::memory::AfterInstall,
@@ -137,16 +140,22 @@ pub fn update_result(
         .iter()
         .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone().into()))
         .collect();
+    let (git_committed, git_commit) = if installed.noop {
+        (false, None)
+    } else {
+        (after.git_commit.is_some(), after.git_commit.clone())
+    };
     serde_json::json!({
         "ok": true,
+        "noop": installed.noop,
         "revision": installed.revision.as_str(),
         "source_ids": outcome.source_ids,
         "block_ids": installed.block_ids,
         "evidence_ids": evidence,
         "changed_files": installed.changed_files,
-        "memory_committed": true,
-        "git_committed": after.git_commit.is_some(),
-        "git_commit": after.git_commit,
+        "memory_committed": !installed.noop,
+        "git_committed": git_committed,
+        "git_commit": git_commit,
     })
 }
 

@@ -15,6 +15,7 @@ use scriptorium_topics_format::{Code, Diagnostic};
 use scriptorium_views::FsSources;
 
 use crate::home::Home;
+use crate::output::outln;
 
 /// Arguments of `scriptorium check`.
 #[derive(Debug, clap::Args)]
@@ -24,7 +25,7 @@ pub(crate) struct Args {
     workspace: Option<PathBuf>,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// One file found under `topics/` or `sources/`.
@@ -32,6 +33,9 @@ enum Found {
     Text(String, String),
     NotUtf8(String, Vec<u8>),
     Symlink(String),
+    /// A file or directory whose name is not UTF-8 (the lossy path): no link can name it, so
+    /// it is not part of memory (transactions carry it over unchanged).
+    BadName(String),
 }
 
 /// Lists the regular files under `dir` (workspace-relative paths under `prefix`), sorted.
@@ -44,6 +48,7 @@ fn walk(root: &Path, prefix: &str, out: &mut Vec<Found>) -> anyhow::Result<()> {
     entries.sort_by_key(std::fs::DirEntry::file_name);
     for entry in entries {
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            out.push(Found::BadName(format!("{prefix}/{}", entry.file_name().to_string_lossy())));
             continue;
         };
         let rel = format!("{prefix}/{name}");
@@ -83,6 +88,18 @@ fn not_utf8(rel: &str, bytes: &[u8]) -> Diagnostic {
     )
 }
 
+/// The diagnostic for a name that is not UTF-8.
+fn bad_name(rel: String) -> Diagnostic {
+    Diagnostic::new(
+        rel,
+        1,
+        1,
+        Code::InvalidUtf8,
+        "the file name is not valid UTF-8, so no link can name it and it is not part of memory; \
+         rename or remove it",
+    )
+}
+
 /// What a check found.
 struct Report {
     topic_files: usize,
@@ -97,44 +114,29 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
         bail!("{} is not a memory workspace (no such directory)", root.display());
     }
     let mut diagnostics = Vec::new();
+    let topics_found = tree(root, "topics", &mut diagnostics)?;
+    let sources_found = tree(root, "sources", &mut diagnostics)?;
+    let (topic_files, source_files) = (topics_found.len(), sources_found.len());
     let mut topics = Vec::new();
-    let mut topic_files = 0;
-    if root.join("topics").is_dir() {
-        let mut found = Vec::new();
-        walk(root, "topics", &mut found)?;
-        for file in found {
-            topic_files += 1;
-            match file {
-                Found::Text(rel, text) => topics
-                    .push(TopicFile { path: rel.trim_start_matches("topics/").to_owned(), text }),
-                Found::NotUtf8(rel, bytes) => diagnostics.push(not_utf8(&rel, &bytes)),
-                Found::Symlink(rel) => diagnostics.push(Diagnostic::new(
-                    rel,
-                    1,
-                    1,
-                    Code::NotRegularFile,
-                    "topic file is a symlink",
-                )),
+    for (file, tree) in topics_found
+        .into_iter()
+        .map(|f| (f, "topic file"))
+        .chain(sources_found.into_iter().map(|f| (f, "source archive")))
+    {
+        match file {
+            Found::BadName(rel) => diagnostics.push(bad_name(rel)),
+            Found::Text(rel, text) if tree == "topic file" => {
+                topics.push(TopicFile { path: rel.trim_start_matches("topics/").to_owned(), text });
             }
-        }
-    }
-    let mut source_files = 0;
-    if root.join("sources").is_dir() {
-        let mut found = Vec::new();
-        walk(root, "sources", &mut found)?;
-        for file in found {
-            source_files += 1;
-            match file {
-                Found::Text(rel, text) => diagnostics.extend(check_archive(&rel, &text)),
-                Found::NotUtf8(rel, bytes) => diagnostics.push(not_utf8(&rel, &bytes)),
-                Found::Symlink(rel) => diagnostics.push(Diagnostic::new(
-                    rel,
-                    1,
-                    1,
-                    Code::NotRegularFile,
-                    "source archive is a symlink",
-                )),
-            }
+            Found::Text(rel, text) => diagnostics.extend(check_archive(&rel, &text)),
+            Found::NotUtf8(rel, bytes) => diagnostics.push(not_utf8(&rel, &bytes)),
+            Found::Symlink(rel) => diagnostics.push(Diagnostic::new(
+                rel,
+                1,
+                1,
+                Code::NotRegularFile,
+                format!("{tree} is a symlink"),
+            )),
         }
     }
     let resolver = ArchiveResolver::new(FsSources::new(root));
@@ -143,6 +145,24 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
     diagnostics.sort();
     diagnostics.dedup();
     Ok(Report { topic_files, source_files, units: parsed.units.len(), diagnostics })
+}
+
+/// The files under `root/<name>` (`topics` or `sources`): none when it is missing, and none
+/// but a diagnostic when it is a symlink (it is never read through).
+fn tree(root: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -> anyhow::Result<Vec<Found>> {
+    let mut found = Vec::new();
+    match std::fs::symlink_metadata(root.join(name)).map(|m| m.file_type()) {
+        Ok(kind) if kind.is_symlink() => diagnostics.push(Diagnostic::new(
+            name,
+            1,
+            1,
+            Code::NotRegularFile,
+            format!("{name}/ is a symlink; it is never read through"),
+        )),
+        Ok(kind) if kind.is_dir() => walk(root, name, &mut found)?,
+        _ => {}
+    }
+    Ok(found)
 }
 
 /// Runs the command: exit 0 when clean, 1 when there are diagnostics, 2 on usage or IO errors.
@@ -168,10 +188,18 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             "blocks": report.units,
             "diagnostics": diagnostics,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let mut out = out;
+        if !report.diagnostics.is_empty() {
+            let error = scriptorium_backend::wire::WireError::new(
+                scriptorium_backend::wire::Code::ProblemsFound,
+                format!("{} problem(s) found (see `diagnostics`)", report.diagnostics.len()),
+            );
+            out["error"] = error.to_json()["error"].clone();
+        }
+        crate::output::document(&out)?;
     } else {
         for diagnostic in &report.diagnostics {
-            println!("{diagnostic}");
+            outln!("{diagnostic}");
         }
         eprintln!(
             "checked {} topic file(s) ({} block(s)) and {} source file(s): {} problem(s)",

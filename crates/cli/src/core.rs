@@ -10,6 +10,7 @@ use scriptorium_views::{FsSources, render_core};
 
 use crate::home::Home;
 use crate::memory;
+use crate::output::outln;
 
 /// Arguments of `scriptorium core`.
 #[derive(Debug, clap::Args)]
@@ -19,7 +20,7 @@ pub(crate) struct Args {
     budget: usize,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Runs the command: the canonical master (`topics/core.md`), its render within the budget,
@@ -44,14 +45,14 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             "rendered_block_ids": report.rendered_block_ids,
             "excluded_block_ids": report.excluded_block_ids,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::output::document(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
     if canonical.is_none() {
-        println!("no core master yet (topics/core.md); nothing is injected");
+        outln!("no core master yet (topics/core.md); nothing is injected");
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{injected}");
+    outln!("{injected}");
     eprintln!(
         "{} / {} tokens rendered, {} block(s) kept, {} excluded{}",
         report.tokens,

@@ -17,6 +17,7 @@ use scriptorium_txn::{UpdateContext, UpdateRequest};
 use scriptorium_writer::source_id;
 
 use crate::home::Home;
+use crate::output::outln;
 
 /// The bundled conversation (written for the project): a trunk, a tool call, a compaction and
 /// an edit fork (the rain-barrel question was abandoned for the compost question).
@@ -45,22 +46,22 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
     if args.no_serve {
         return Ok(ExitCode::SUCCESS);
     }
-    println!("\nThe web UI (Topics, Timeline, Recent, Core) on this home:");
+    outln!("\nThe web UI (Topics, Timeline, Recent, Core) on this home:");
     crate::serve::run(home, &crate::serve::Args::loopback(args.addr))
 }
 
 /// Everything but the server; the backend is closed when it returns.
 fn tour(home: &Home) -> anyhow::Result<()> {
     let root = home.root();
-    println!("Scriptorium demo in {}", root.display());
+    outln!("Scriptorium demo in {}", root.display());
     let config = crate::config(home)?;
     let model = models::build(&config.model, root)?;
     if config.model.kind == ModelKind::Journal {
-        println!(
+        outln!(
             "  no model configured: writing with the journal writer (one cited paragraph per user turn)"
         );
     } else {
-        println!("  writing with the configured model: {}", model.name());
+        outln!("  writing with the configured model: {}", model.name());
     }
     let backend =
         LocalBackend::open(root, config.clone(), model).context("opening the demo home")?;
@@ -69,7 +70,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     let path = Path::new("garden-planning.jsonl");
     let parsed = parse(Format::Jsonl, &[Input::new(path, CONVERSATION.as_bytes())])?;
     let summary = import_into(backend.store().as_ref(), parsed, path)?;
-    println!(
+    outln!(
         "\n1. imported {} nodes ({} new) of session `{SESSION}`: {} branches, a tool call, a compaction",
         summary.nodes(),
         summary.new_nodes(),
@@ -80,9 +81,9 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     let session = SessionId(SESSION.into());
     let report = backend.writer().write(&session, true).map_err(|f| anyhow::anyhow!("{f}"))?;
     let files: Vec<&String> = report.batches.iter().flat_map(|b| &b.changed_files).collect();
-    println!("\n2. wrote {} batch(es) into {} file(s)", report.batches.len(), files.len());
+    outln!("\n2. wrote {} batch(es) into {} file(s)", report.batches.len(), files.len());
     for file in files {
-        println!("     {file}");
+        outln!("     {file}");
     }
     let ws = backend.memory().workspace().clone();
     let workspace = WorkspaceId::parse(ws.workspace_id().as_str())?;
@@ -90,7 +91,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     for tip in store.tips(&session)? {
         let owed = pending(store.as_ref(), &session, Some(&tip), &workspace)?;
         if !owed.is_empty() {
-            println!(
+            outln!(
                 "     the abandoned branch ending at {} owes {} turn(s): below the write threshold, kept pending",
                 tip.0,
                 owed.len()
@@ -100,26 +101,26 @@ fn tour(home: &Home) -> anyhow::Result<()> {
 
     // 3. Pin two preferences to the core (the change API: structured record operations).
     pin_core(&ws, &session)?;
-    println!("\n3. the core block injected into every system prompt:\n");
-    println!("{}", indent(&backend.core_block()));
+    outln!("\n3. the core block injected into every system prompt:\n");
+    outln!("{}", indent(&backend.core_block()));
 
     // 4. Recall before a turn.
     for query in ["when do I plant tomatoes", "compost bin", "wasps near the door"] {
         let recall = backend.recall(query);
         let shown = if recall.is_empty() { "(nothing relevant)".to_owned() } else { recall };
-        println!("\n4. recall for \"{query}\":\n\n{}", indent(&shown));
+        outln!("\n4. recall for \"{query}\":\n\n{}", indent(&shown));
     }
 
     // 5. The tour.
     let status = backend.status();
     let home_arg = root.display();
-    println!(
+    outln!(
         "\n5. revision {}, {} turn(s) pending; every change is a git commit in {}/memory.\n",
         status.revision,
         status.pending_turns.map_or("?".into(), |n| n.to_string()),
         home_arg
     );
-    println!("Look around:");
+    outln!("Look around:");
     for command in [
         "browse",
         "get topics/core.md",
@@ -130,7 +131,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
         "check --workspace {home}/memory",
     ] {
         let command = command.replace("{home}", &home_arg.to_string());
-        println!("  scriptorium --home {home_arg} {command}");
+        outln!("  scriptorium --home {home_arg} {command}");
     }
     Ok(())
 }

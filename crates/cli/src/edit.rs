@@ -16,6 +16,7 @@ use scriptorium_txn::validate::Required;
 use scriptorium_txn::{BeginOptions, Error, LockTimeout, writable_path};
 
 use crate::home::Home;
+use crate::output::outln;
 use crate::{EXIT_RETRYABLE, memory};
 
 /// Arguments of `scriptorium edit`.
@@ -52,13 +53,28 @@ fn run_editor(file: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Saves a rejected edit's text where the user can find it.
+/// Saves a rejected edit's text where the user can find it: `<home>/drafts/` (0700), the file
+/// 0600 and new (a symlink planted at its name is never followed).
 fn save_draft(home: &Home, txn_id: &str, rel: &str, text: &str) -> anyhow::Result<PathBuf> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
     let dir = home.drafts();
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("making {} private", dir.display()))?;
     let name = format!("{txn_id}-{}", rel.replace('/', "__"));
     let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
 
@@ -83,7 +99,11 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         format!("topics/{}", args.path)
     };
-    let rel = writable_path(&ws_path)?;
+    // The path is the command's argument: a path that cannot be edited is a usage error.
+    let rel = writable_path(&ws_path).map_err(|err| {
+        let error = scriptorium_backend::wire::WireError::from_txn(&err);
+        anyhow::Error::from(crate::output::Failure { error, exit: crate::output::EXIT_USAGE })
+    })?;
     let ws_path = format!("topics/{rel}");
     let memory = memory::open(home, false)?;
     let options = BeginOptions {
@@ -119,7 +139,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     if before.as_deref() == Some(text.as_str()) {
-        println!("{ws_path}: unchanged, nothing to install");
+        outln!("{ws_path}: unchanged, nothing to install");
         return Ok(ExitCode::SUCCESS);
     }
     staged.write_file(&ws_path, &text)?;
@@ -129,7 +149,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         Err(rejected) => {
             let draft = save_draft(home, &txn_id, &rel, &text)?;
             for violation in rejected.violations() {
-                println!("{violation}");
+                outln!("{violation}");
             }
             eprintln!(
                 "edit rejected; nothing was changed. Your text is saved in {}",
@@ -140,9 +160,17 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     match validated.install() {
+        Ok(installed) if installed.noop => {
+            outln!(
+                "{ws_path}: nothing changed (its normalized text is the installed one); \
+                 revision {} stays, no commit",
+                installed.revision.as_str()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Ok(installed) => {
             let after = memory.after_install();
-            println!("installed {ws_path}: revision {}", installed.revision.as_str());
+            outln!("installed {ws_path}: revision {}", installed.revision.as_str());
             memory::print_installed(&installed, &after);
             Ok(ExitCode::SUCCESS)
         }

@@ -27,7 +27,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use scriptorium_session_dag::EmbeddedStore;
 use scriptorium_session_dag::import::{self, Format, Summary};
 
+use scriptorium_backend::wire::{Code, WireError, WireViolation};
+
 use crate::home::Home;
+use crate::output::outln;
 
 /// How many bad lines are listed on stderr before the rest is only counted.
 const BAD_LINES_SHOWN: usize = 20;
@@ -71,7 +74,7 @@ pub(crate) struct Args {
     paths: Vec<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Runs the command.
@@ -136,17 +139,37 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("error: {}", failure.message);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json(&summary, &files, &failed))?);
+        let mut value = json(&summary, &files, &failed);
+        value["ok"] = failed.is_empty().into();
+        if let Some(first) = failed.first() {
+            // The one error shape, for the files that could not be imported.
+            let mut error = WireError::new(
+                first.code,
+                format!("{} of the given paths could not be imported", failed.len()),
+            );
+            error.violations = failed
+                .iter()
+                .map(|f| WireViolation {
+                    code: f.code,
+                    message: f.message.clone(),
+                    path: Some(f.path.clone()),
+                    line: 0,
+                    col: 0,
+                })
+                .collect();
+            value["error"] = error.to_json()["error"].clone();
+        }
+        crate::output::document(&value)?;
     } else {
         if args.format.format().is_none() {
             for (path, format) in &files {
                 match format {
-                    Some(format) => println!("{path}: {format}"),
-                    None => println!("{path}: empty, nothing to import"),
+                    Some(format) => outln!("{path}: {format}"),
+                    None => outln!("{path}: empty, nothing to import"),
                 }
             }
         }
-        println!("{}", line(&summary, failed.len()));
+        outln!("{}", line(&summary, failed.len()));
     }
     Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -154,7 +177,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
 /// A file or path that was not imported.
 struct Failure {
     path: String,
-    code: &'static str,
+    code: Code,
     message: String,
 }
 
@@ -166,7 +189,7 @@ impl Failure {
                 "; try `scriptorium import {found}` or `scriptorium import auto`"
             ));
         }
-        Failure { path: err.path().display().to_string(), code: err.code().as_str(), message }
+        Failure { path: err.path().display().to_string(), code: err.code().into(), message }
     }
 }
 

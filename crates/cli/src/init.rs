@@ -4,13 +4,14 @@ use std::process::ExitCode;
 
 use crate::home::Home;
 use crate::memory;
+use crate::output::outln;
 
 /// Arguments of `scriptorium init`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Runs the command. Idempotent: an existing workspace is opened (and recovered), never reset.
@@ -24,13 +25,13 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             "workspace": id, "workspace_path": root, "revision": revision,
             "git": memory.history_error().is_none(), "git_error": memory.history_error(),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::output::document(&out)?;
     } else {
-        println!("memory workspace {id} at {root}");
-        println!("revision {revision}");
+        outln!("memory workspace {id} at {root}");
+        outln!("revision {revision}");
         match &memory.history_error() {
-            None => println!("git history in {root}/.git"),
-            Some(err) => println!("git history unavailable: {err}"),
+            None => outln!("git history in {root}/.git"),
+            Some(err) => outln!("git history unavailable: {err}"),
         }
     }
     Ok(ExitCode::SUCCESS)

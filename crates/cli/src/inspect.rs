@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 
 use crate::home::Home;
+use crate::output::{out, outln};
 
 /// Arguments of `scriptorium grep`.
 #[derive(Debug, clap::Args)]
@@ -19,7 +20,7 @@ pub(crate) struct GrepArgs {
     case_sensitive: bool,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Arguments of `scriptorium get`.
@@ -35,7 +36,7 @@ pub(crate) struct GetArgs {
     block: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Arguments of `scriptorium browse`.
@@ -49,21 +50,25 @@ pub(crate) struct BrowseArgs {
     limit: usize,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
-fn refused(err: &InspectError) -> ExitCode {
-    eprintln!("{}: {err}", err.code());
-    ExitCode::from(1)
+/// A refused read: exit 1 with the inspector's code.
+fn refused(err: &InspectError) -> anyhow::Error {
+    crate::output::problem(err.wire_code(), err.to_string())
 }
 
 fn root(home: &Home) -> anyhow::Result<std::path::PathBuf> {
     let root = home.memory();
-    anyhow::ensure!(
-        root.join("topics").is_dir(),
-        "no memory workspace at {} (run `scriptorium init` first, or pass --home)",
-        root.display()
-    );
+    if !root.join("topics").is_dir() {
+        return Err(crate::output::usage(
+            scriptorium_backend::wire::Code::NoWorkspace,
+            format!(
+                "no memory workspace at {} (run `scriptorium init` first, or pass --home)",
+                root.display()
+            ),
+        ));
+    }
     Ok(root)
 }
 
@@ -71,13 +76,13 @@ fn root(home: &Home) -> anyhow::Result<std::path::PathBuf> {
 pub(crate) fn grep(home: &Home, args: GrepArgs) -> anyhow::Result<ExitCode> {
     let found = match inspect::grep(&root(home)?, &args.text, &args.prefix, args.case_sensitive) {
         Ok(found) => found,
-        Err(err) => return Ok(refused(&err)),
+        Err(err) => return Err(refused(&err)),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&found)?);
+        crate::output::document(&found)?;
     } else {
         for m in &found.matches {
-            println!("{}:{}: {}", m.path, m.line, m.text);
+            outln!("{}:{}: {}", m.path, m.line, m.text);
         }
         if found.truncated {
             eprintln!("(more matches not shown)");
@@ -95,12 +100,12 @@ pub(crate) fn get(home: &Home, args: GetArgs) -> anyhow::Result<ExitCode> {
         args.block.as_deref(),
     ) {
         Ok(excerpt) => excerpt,
-        Err(err) => return Ok(refused(&err)),
+        Err(err) => return Err(refused(&err)),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&excerpt)?);
+        crate::output::document(&excerpt)?;
     } else {
-        print!("{}", excerpt.text);
+        out!("{}", excerpt.text);
         if excerpt.truncated {
             eprintln!("(truncated)");
         }
@@ -112,14 +117,14 @@ pub(crate) fn get(home: &Home, args: GetArgs) -> anyhow::Result<ExitCode> {
 pub(crate) fn browse(home: &Home, args: BrowseArgs) -> anyhow::Result<ExitCode> {
     let listing = match inspect::browse(&root(home)?, &args.prefix, args.limit) {
         Ok(listing) => listing,
-        Err(err) => return Ok(refused(&err)),
+        Err(err) => return Err(refused(&err)),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&listing)?);
+        crate::output::document(&listing)?;
     } else {
         for entry in &listing.entries {
             let derived = if entry.derived { "  (derived)" } else { "" };
-            println!("{:>9}  {}{derived}", entry.size, entry.path);
+            outln!("{:>9}  {}{derived}", entry.size, entry.path);
         }
         if listing.truncated {
             eprintln!("(more files not shown; use --limit or a prefix)");

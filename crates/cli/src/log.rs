@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use crate::home::Home;
 use crate::memory;
+use crate::output::outln;
 
 /// Arguments of `scriptorium log`.
 #[derive(Debug, clap::Args)]
@@ -15,17 +16,20 @@ pub(crate) struct Args {
     limit: usize,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Runs the command.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     let Some(history) = memory.history() else {
-        anyhow::bail!(
-            "git history unavailable: {}",
-            memory.history_error().unwrap_or("unknown error")
-        );
+        return Err(crate::output::usage(
+            scriptorium_backend::wire::Code::GitUnavailable,
+            format!(
+                "git history unavailable: {}",
+                memory.history_error().unwrap_or("unknown error")
+            ),
+        ));
     };
     let path = args.path.as_deref().map(|p| p.trim_start_matches("./").trim_end_matches('/'));
     let entries = history.log(path, args.limit)?;
@@ -39,7 +43,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        crate::output::document(&serde_json::json!({ "commits": rows }))?;
     } else {
         for e in &entries {
             let when = time::OffsetDateTime::from_unix_timestamp(e.time.seconds)
@@ -47,7 +51,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
                 .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
                 .unwrap_or_default();
             let txn = e.txn_id.as_deref().map(|t| format!("  [{t}]")).unwrap_or_default();
-            println!("{}  {when}  {}{txn}", &e.commit[..e.commit.len().min(12)], e.summary);
+            outln!("{}  {when}  {}{txn}", &e.commit[..e.commit.len().min(12)], e.summary);
         }
     }
     Ok(ExitCode::SUCCESS)

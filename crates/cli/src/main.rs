@@ -1,7 +1,9 @@
 //! `scriptorium`: the command-line tool of Scriptorium, long-term memory for LLM agents.
 //!
 //! Exit codes: 0 success; 1 the command ran and found problems (diagnostics, a rejected change);
-//! 2 usage or IO errors; 75 (`EX_TEMPFAIL`) a retryable failure (lock held, concurrent update).
+//! 2 usage or IO errors; 75 (`EX_TEMPFAIL`) a retryable failure (lock held, concurrent update,
+//! disk full). With `--json`, a failure is the JSON error document on standard output
+//! (`{"ok": false, "error": {code, message, path, violations}}`), see [`output`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +21,9 @@ mod inspect;
 mod log;
 mod mcp;
 mod memory;
+mod output;
 mod rebuild;
+mod repair;
 mod search;
 mod serve;
 mod sessions;
@@ -28,19 +32,21 @@ mod update;
 mod watch;
 mod write;
 
-/// The exit code of a retryable failure (lock held, concurrent update): `EX_TEMPFAIL`.
-pub(crate) const EXIT_RETRYABLE: u8 = 75;
+pub(crate) use output::EXIT_RETRYABLE;
 
 /// The home's configuration (`scriptorium.toml` with the environment overrides); memory
-/// disabled by `memory.backend = "none"` is an error here, so every command that uses the home
-/// says so and creates nothing.
+/// disabled by `memory.backend = "none"` is an error here (`MEMORY_DISABLED`), so every command
+/// that uses the home says so and creates nothing.
 pub(crate) fn config(home: &home::Home) -> anyhow::Result<scriptorium_backend::Config> {
     let config = scriptorium_backend::Config::load(home.root())?;
     if !config.enabled() {
-        anyhow::bail!(
-            "memory is disabled by memory.backend=none ({})",
-            home.root().join(scriptorium_backend::config::CONFIG_FILE).display()
-        );
+        return Err(output::usage(
+            scriptorium_backend::wire::Code::MemoryDisabled,
+            format!(
+                "memory is disabled by memory.backend=none ({})",
+                home.root().join(scriptorium_backend::config::CONFIG_FILE).display()
+            ),
+        ));
     }
     Ok(config)
 }
@@ -84,6 +90,8 @@ enum Command {
     Rebuild(rebuild::Args),
     /// Validate a memory workspace's topics/ and sources/ and print every diagnostic.
     Check(check::Args),
+    /// Repair what the workspace refuses to guess (a lost workspace ID).
+    Repair(repair::Args),
     /// Import transcripts (Claude Code, Codex, pi, generic JSONL) into the session store.
     Import(import::Args),
     /// Look at imported sessions: list, show, branches.
@@ -105,8 +113,81 @@ enum Command {
     Demo(demo::Args),
 }
 
+impl Command {
+    /// Whether the command was asked for JSON (its errors are then JSON too).
+    fn json(&self) -> bool {
+        match self {
+            Command::Init(args) => args.json,
+            Command::Status(args) => args.json,
+            Command::Update(args) => args.json,
+            Command::Core(args) => args.json,
+            Command::Search(args) => args.json,
+            Command::Grep(args) => args.json,
+            Command::Get(args) => args.json,
+            Command::Browse(args) => args.json,
+            Command::Rebuild(args) => args.json,
+            Command::Check(args) => args.json,
+            Command::Repair(args) => args.json,
+            Command::Import(args) => args.json,
+            Command::Sessions(args) => args.json,
+            Command::Write(args) => args.json,
+            Command::Sleep(args) => args.json,
+            Command::Log(args) => args.json,
+            Command::Edit(_)
+            | Command::Watch(_)
+            | Command::Serve(_)
+            | Command::Mcp(_)
+            | Command::Demo(_) => false,
+        }
+    }
+}
+
+/// Parses the command line. A usage error is reported like every other failure: as the JSON
+/// error document when `--json` was given (the command could not be parsed, so its flag is
+/// looked for among the raw arguments), exit 2.
+fn parse() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(err) => {
+            use clap::error::ErrorKind;
+            let informational = matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if !informational && std::env::args_os().any(|a| a == "--json") {
+                // clap's text without its usage and help lines, on one line.
+                let text = err.render().to_string();
+                let message = text
+                    .split("\n\nUsage:")
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ")
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let error = scriptorium_backend::wire::WireError::new(
+                    scriptorium_backend::wire::Code::Usage,
+                    message,
+                );
+                output::json(&error.to_json());
+                return Err(ExitCode::from(output::EXIT_USAGE));
+            }
+            // Help and version go to standard output (exit 0), usage errors to standard error.
+            let code = if informational { 0 } else { output::EXIT_USAGE };
+            let _ = err.print();
+            Err(ExitCode::from(code))
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let as_json = cli.command.json();
     let home = match cli.command {
         Command::Demo(_) => demo::home(cli.home),
         _ => home::Home::resolve(cli.home),
@@ -116,8 +197,7 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::Check(_))
         && let Err(err) = config(&home)
     {
-        eprintln!("error: {err:#}");
-        return ExitCode::from(2);
+        return output::report(&err, as_json);
     }
     let result = match cli.command {
         Command::Init(args) => init::run(&home, args),
@@ -132,6 +212,7 @@ fn main() -> ExitCode {
         Command::Browse(args) => inspect::browse(&home, args),
         Command::Rebuild(args) => rebuild::run(&home, args),
         Command::Check(args) => check::run(&home, args),
+        Command::Repair(args) => repair::run(&home, &args),
         Command::Import(args) => import::run(&home, args),
         Command::Sessions(args) => sessions::run(&home, args),
         Command::Write(args) => write::run(&home, args),
@@ -143,9 +224,6 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(2)
-        }
+        Err(err) => output::report(&err, as_json),
     }
 }

@@ -1,20 +1,23 @@
 //! Opening the memory workspace of a home for the commands that change or inspect it.
 
-use anyhow::bail;
 use scriptorium_backend::memory::{AfterInstall, Error, MemoryWorkspace};
 use scriptorium_txn::Installed;
 
 use crate::home::Home;
+use crate::output::outln;
 
 /// Opens (with `create`, initializes) the workspace under `home`: recovery, git catch-up, and
 /// the views+git observer on every install.
 pub(crate) fn open(home: &Home, create: bool) -> anyhow::Result<MemoryWorkspace> {
     match MemoryWorkspace::open(home.memory(), create) {
         Ok(memory) => Ok(memory),
-        Err(Error::NotFound { root }) => bail!(
-            "no memory workspace at {} (run `scriptorium init` first, or pass --home)",
-            root.display()
-        ),
+        Err(Error::NotFound { root }) => Err(crate::output::usage(
+            scriptorium_backend::wire::Code::NoWorkspace,
+            format!(
+                "no memory workspace at {} (run `scriptorium init` first, or pass --home)",
+                root.display()
+            ),
+        )),
         Err(err) => Err(err.into()),
     }
 }
@@ -24,10 +27,10 @@ pub(crate) fn open(home: &Home, create: bool) -> anyhow::Result<MemoryWorkspace>
 /// regardless).
 pub(crate) fn print_installed(installed: &Installed, after: &AfterInstall) {
     for (key, id) in &installed.block_ids {
-        println!("  new block ^{id} ({key})");
+        outln!("  new block ^{id} ({key})");
     }
     if let Some(commit) = &after.git_commit {
-        println!("  git commit {}", &commit[..commit.len().min(12)]);
+        outln!("  git commit {}", &commit[..commit.len().min(12)]);
     }
     let failures = [
         ("the git commit", &after.git_error),

@@ -11,13 +11,14 @@ use scriptorium_views::{
 
 use crate::home::Home;
 use crate::memory;
+use crate::output::outln;
 
 /// Arguments of `scriptorium rebuild`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Promotes a legacy root `core.md` (a workspace from before `topics/core.md` existed) into the
@@ -57,7 +58,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     let promoted = promote_legacy(&memory)?;
     if promoted && !args.json {
-        println!("promoted the legacy core.md to topics/core.md");
+        outln!("promoted the legacy core.md to topics/core.md");
     }
     let root = memory.workspace().root();
     let report = rebuild_workspace(root, &RebuildOptions::default())?;
@@ -72,9 +73,9 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             "indexed_documents": docs,
             "promoted_legacy_core": promoted,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::output::document(&out)?;
     } else {
-        println!(
+        outln!(
             "rebuilt views from {} block(s): {} file(s) written, {} removed; core {} / {} tokens; \
              index of {docs} document(s)",
             report.units,

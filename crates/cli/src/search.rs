@@ -6,6 +6,7 @@ use scriptorium_search::{Query, fence, recall_text};
 
 use crate::home::Home;
 use crate::memory;
+use crate::output::{out, outln};
 
 /// Arguments of `scriptorium search`.
 #[derive(Debug, clap::Args)]
@@ -35,10 +36,11 @@ pub(crate) struct Args {
     fenced: bool,
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
-/// Runs the command: exit 0 (also when nothing is recalled), 1 on a refused query.
+/// Runs the command: exit 0 (also when nothing is recalled), 2 on a malformed query (a bad
+/// date, an out-of-range `--top-k`).
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     let mut query = Query::new(args.query);
@@ -48,23 +50,17 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     query.date_to = args.to;
     query.speaker = args.speaker;
     query.include_sources = !args.topics_only;
-    let hits = match memory.search(&query) {
-        Ok(hits) => hits,
-        Err(err) => {
-            eprintln!("{}: {err}", err.code());
-            return Ok(ExitCode::from(1));
-        }
-    };
+    let hits = memory.search(&query)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&hits)?);
+        crate::output::document(&serde_json::json!({ "hits": hits }))?;
     } else if args.fenced {
-        print!("{}", fence(&recall_text(&hits)));
+        out!("{}", fence(&recall_text(&hits)));
     } else if hits.is_empty() {
-        println!("nothing recalled");
+        outln!("nothing recalled");
     } else {
         for hit in &hits {
-            println!("{}  ({:.2})", hit.link(), hit.score);
-            println!("    {}", hit.snippet.replace('\n', " "));
+            outln!("{}  ({:.2})", hit.link(), hit.score);
+            outln!("    {}", hit.snippet.replace('\n', " "));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -12,6 +12,7 @@ use anyhow::Context;
 use scriptorium_server::web::{Listening, ServeOptions, serve_with};
 
 use crate::home::Home;
+use crate::output::outln;
 
 /// Arguments of `scriptorium serve`.
 #[derive(Debug, clap::Args)]
@@ -41,7 +42,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         .context("starting the async runtime")?;
     let options = ServeOptions { allow_remote: args.allow_remote, ..ServeOptions::default() };
     let ready = |listening: &Listening| {
-        println!("Scriptorium at {}", listening.url);
+        outln!("Scriptorium at {}", listening.url);
         eprintln!("press Ctrl-C to stop");
     };
     runtime.block_on(async {

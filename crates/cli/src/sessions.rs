@@ -15,6 +15,7 @@ use scriptorium_session_dag::{
 use serde_json::{Value, json};
 
 use crate::home::Home;
+use crate::output::outln;
 
 /// Arguments of `scriptorium sessions`.
 #[derive(Debug, clap::Args)]
@@ -23,7 +24,7 @@ pub(crate) struct Args {
     command: Command,
     /// Print stable machine-readable JSON instead of text.
     #[arg(long, global = true)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,9 +82,11 @@ fn time(at: Timestamp) -> String {
     at.to_rfc3339().unwrap_or_else(|| format!("{} ms", at.0))
 }
 
-fn not_found(id: &SessionId) -> ExitCode {
-    eprintln!("error: session not found: {id}");
-    ExitCode::from(1)
+fn not_found(id: &SessionId) -> anyhow::Error {
+    crate::output::problem(
+        scriptorium_backend::wire::Code::SessionNotFound,
+        format!("session not found: {id}"),
+    )
 }
 
 fn found(store: Option<&EmbeddedStore>, id: &SessionId) -> anyhow::Result<Option<Session>> {
@@ -134,7 +137,7 @@ fn session_json(session: &Session) -> Value {
 }
 
 fn print_json(value: &Value) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    crate::output::document(value)?;
     Ok(())
 }
 
@@ -156,7 +159,7 @@ fn list(store: Option<&EmbeddedStore>, page: Page, as_json: bool) -> anyhow::Res
         return Ok(ExitCode::SUCCESS);
     }
     if summaries.is_empty() {
-        println!("no sessions");
+        outln!("no sessions");
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<[String; 5]> = summaries
@@ -194,7 +197,7 @@ fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
                 out.push_str(&" ".repeat(pad + 2));
             }
         }
-        println!("{}", out.trim_end());
+        outln!("{}", out.trim_end());
     };
     line(header.to_vec());
     for row in rows {
@@ -204,7 +207,7 @@ fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
 
 fn show(store: Option<&EmbeddedStore>, id: &SessionId, as_json: bool) -> anyhow::Result<ExitCode> {
     let (Some(store), Some(session)) = (store, found(store, id)?) else {
-        return Ok(not_found(id));
+        return Err(not_found(id));
     };
     let branch = store.branch(id, None)?;
     if as_json {
@@ -212,15 +215,15 @@ fn show(store: Option<&EmbeddedStore>, id: &SessionId, as_json: bool) -> anyhow:
         print_json(&json!({ "session": session_json(&session), "branch": nodes }))?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("session {}", session.id);
+    outln!("session {}", session.id);
     if let Some(title) = &session.title {
-        println!("title   {title}");
+        outln!("title   {title}");
     }
-    println!("updated {}", time(session.updated_at));
-    println!("head    {}", session.head.as_ref().map_or("-", |h| h.as_str()));
-    println!("{} nodes on the head branch", branch.len());
+    outln!("updated {}", time(session.updated_at));
+    outln!("head    {}", session.head.as_ref().map_or("-", |h| h.as_str()));
+    outln!("{} nodes on the head branch", branch.len());
     for node in &branch {
-        println!(
+        outln!(
             "{}  {}/{}  {}",
             time(node.created_at),
             role(node.role),
@@ -252,7 +255,7 @@ fn branches(
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
     let (Some(store), Some(session)) = (store, found(store, id)?) else {
-        return Ok(not_found(id));
+        return Err(not_found(id));
     };
     let mut rows = Vec::new();
     for (i, tip) in store.tips(id)?.into_iter().enumerate() {
@@ -288,8 +291,8 @@ fn branches(
         return Ok(ExitCode::SUCCESS);
     }
     match workspace {
-        Some(workspace) => println!("workspace {workspace}"),
-        None => println!("workspace: no workspace yet (every record counts as pending)"),
+        Some(workspace) => outln!("workspace {workspace}"),
+        None => outln!("workspace: no workspace yet (every record counts as pending)"),
     }
     let table: Vec<[String; 5]> = rows
         .iter()

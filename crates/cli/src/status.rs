@@ -8,13 +8,14 @@ use scriptorium_session_dag::EmbeddedStore;
 
 use crate::home::Home;
 use crate::memory;
+use crate::output::outln;
 
 /// Arguments of `scriptorium status`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Print the result as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Runs the command.
@@ -35,16 +36,16 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         out["workspace_path"] = root.display().to_string().into();
         out["writer"] = writer.to_json();
         out["pending_turns"] = pending.into();
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::output::document(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("workspace   {} at {}", status.workspace, root.display());
-    println!("revision    {} ({} installs and appends)", status.revision, status.transactions);
+    outln!("workspace   {} at {}", status.workspace, root.display());
+    outln!("revision    {} ({} installs and appends)", status.revision, status.transactions);
     match &status.last_transaction {
-        None => println!("last txn    none yet"),
-        Some(txn) => println!("last txn    {txn}"),
+        None => outln!("last txn    none yet"),
+        Some(txn) => outln!("last txn    {txn}"),
     }
-    println!(
+    outln!(
         "topics      {} file(s), {} block(s){}{}",
         status.topic_files,
         status.blocks,
@@ -54,18 +55,18 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             n => format!(", {n} problem(s) (run `scriptorium check`)"),
         }
     );
-    println!("sources     {} archive(s), {} record(s)", status.source_files, status.source_records);
+    outln!("sources     {} archive(s), {} record(s)", status.source_files, status.source_records);
     if status.topics_edited_outside {
-        println!("note        topics/ was edited outside a transaction");
+        outln!("note        topics/ was edited outside a transaction");
     }
     match pending {
-        Some(n) => println!("sessions    {n} turn(s) not yet written into memory"),
-        None => println!("sessions    the pending count failed"),
+        Some(n) => outln!("sessions    {n} turn(s) not yet written into memory"),
+        None => outln!("sessions    the pending count failed"),
     }
     if let Some(failure) = &writer.last_failure
         && writer.last_outcome == Some(Outcome::Failure)
     {
-        println!(
+        outln!(
             "writer      last write failed: {} ({})",
             failure.reason_code,
             if failure.retryable { "retryable" } else { "permanent" }
@@ -73,8 +74,8 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     }
     let git = &status.git;
     match (&git.error, &git.head) {
-        (Some(err), _) => println!("git         unavailable: {err}"),
-        (None, Some(head)) => println!(
+        (Some(err), _) => outln!("git         unavailable: {err}"),
+        (None, Some(head)) => outln!(
             "git         HEAD {} ({})",
             &head[..head.len().min(12)],
             if git.in_sync {
@@ -83,7 +84,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
                 "behind: the next open catches up"
             }
         ),
-        (None, None) => println!("git         no commits yet"),
+        (None, None) => outln!("git         no commits yet"),
     }
     Ok(ExitCode::SUCCESS)
 }

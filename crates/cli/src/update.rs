@@ -8,11 +8,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use scriptorium_backend::summary::update_result;
-use scriptorium_txn::Error;
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 
 use crate::home::Home;
-use crate::{EXIT_RETRYABLE, memory};
+use crate::memory;
+use crate::output::outln;
 
 /// Arguments of `scriptorium update`.
 #[derive(Debug, clap::Args)]
@@ -45,7 +45,7 @@ pub(crate) struct Args {
     message: Option<String>,
     /// Print the result or the error as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 fn read_input(path: &Path) -> anyhow::Result<String> {
@@ -56,34 +56,6 @@ fn read_input(path: &Path) -> anyhow::Result<String> {
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
     }
-}
-
-/// Prints a refused update and returns its exit code: 75 when retrying can succeed, else 1.
-fn refused(err: &Error, json: bool) -> anyhow::Result<ExitCode> {
-    let code = err.code();
-    if json {
-        let (message, path, details) = match err {
-            Error::Change { message, path, details, .. } => {
-                (message.clone(), path.clone(), details.clone())
-            }
-            _ => (err.to_string(), None, serde_json::Map::new()),
-        };
-        let violations: Vec<String> = err.violations().iter().map(ToString::to_string).collect();
-        let out = serde_json::json!({
-            "ok": false,
-            "error": {
-                "code": code.as_str(), "message": message, "path": path,
-                "details": details, "violations": violations,
-            },
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        eprintln!("{code}: {err}");
-        for violation in err.violations() {
-            eprintln!("  {violation}");
-        }
-    }
-    Ok(ExitCode::from(if code.is_retryable() { EXIT_RETRYABLE } else { 1 }))
 }
 
 /// Runs the command.
@@ -115,26 +87,22 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(message) = &args.message {
         body.insert("commit_message".into(), message.clone().into());
     }
-    let request = match UpdateRequest::from_json(&serde_json::Value::Object(body).to_string()) {
-        Ok(request) => request,
-        Err(err) => return refused(&err, args.json),
-    };
+    let request = UpdateRequest::from_json(&serde_json::Value::Object(body).to_string())?;
     let memory = memory::open(home, false)?;
     // The person at the terminal is the workspace owner: sources they declare are archived
     // with the local owner's authority, never with identity fields from the payload.
     let context = UpdateContext::owner("owner-cli/update");
-    let outcome = match memory.workspace().update_with(request, context) {
-        Ok(outcome) => outcome,
-        Err(err) => return refused(&err, args.json),
-    };
+    let outcome = memory.workspace().update_with(request, context)?;
     let after = memory.after_install();
     let installed = &outcome.installed;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&update_result(&outcome, &after))?);
+        crate::output::document(&update_result(&outcome, &after))?;
+    } else if installed.noop {
+        outln!("nothing changed: revision {} stays, no commit", installed.revision.as_str());
     } else {
-        println!("installed: revision {}", installed.revision.as_str());
+        outln!("installed: revision {}", installed.revision.as_str());
         for file in &installed.changed_files {
-            println!("  changed {file}");
+            outln!("  changed {file}");
         }
         memory::print_installed(installed, &after);
     }

@@ -17,6 +17,7 @@ use scriptorium_session_dag::{EmbeddedStore, Page, SessionId, SessionStore};
 use scriptorium_writer::{Model, OrganizeReport, WriteFailure, WriteReport, Writer, WriterConfig};
 
 use crate::home::Home;
+use crate::output::outln;
 use crate::{EXIT_RETRYABLE, memory};
 
 /// Which model writes.
@@ -147,7 +148,7 @@ pub(crate) struct Args {
     model: ModelArgs,
     /// Print the outcome as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 fn threshold(text: &str) -> Result<usize, String> {
@@ -164,7 +165,7 @@ pub(crate) struct SleepArgs {
     model: ModelArgs,
     /// Print the outcome as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// Runs `scriptorium write`.
@@ -201,7 +202,21 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
                 }
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let failed: Vec<String> = outcomes
+            .iter()
+            .filter_map(|(session, outcome)| {
+                outcome.as_ref().err().map(|f| format!("{session}: {} ({})", f.code, f.reason))
+            })
+            .collect();
+        let mut value = serde_json::json!({ "ok": failed.is_empty(), "sessions": out });
+        if !failed.is_empty() {
+            let error = scriptorium_backend::wire::WireError::new(
+                scriptorium_backend::wire::Code::WriteFailed,
+                format!("{} session(s) failed: {}", failed.len(), failed.join("; ")),
+            );
+            value["error"] = error.to_json()["error"].clone();
+        }
+        crate::output::document(&value)?;
     } else {
         for (session, outcome) in &outcomes {
             print_outcome(session, outcome);
@@ -234,12 +249,12 @@ fn all_sessions(home: &Home) -> anyhow::Result<Vec<SessionId>> {
 fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
     match outcome {
         Ok(report) if report.batches.is_empty() => {
-            println!("{session}: nothing due (nothing owed, or below the threshold)");
+            outln!("{session}: nothing due (nothing owed, or below the threshold)");
         }
         Ok(report) => {
-            println!("{session}: wrote {} batch(es)", report.batches.len());
+            outln!("{session}: wrote {} batch(es)", report.batches.len());
             for batch in &report.batches {
-                println!(
+                outln!(
                     "  batch of {} turn(s), {} tokens{} → revision {}",
                     batch.source_ids.len(),
                     batch.tokens,
@@ -247,10 +262,10 @@ fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
                     batch.revision
                 );
                 for file in &batch.changed_files {
-                    println!("    {file}");
+                    outln!("    {file}");
                 }
                 for id in &batch.block_ids {
-                    println!("    new block ^{id}");
+                    outln!("    new block ^{id}");
                 }
                 for organized in &batch.organized {
                     print_organize("    organize", organized);
@@ -265,14 +280,14 @@ fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
 }
 
 fn print_organize(prefix: &str, report: &OrganizeReport) {
-    println!(
+    outln!(
         "{prefix}: {} over {} topic(s), {} changed",
         report.status,
         report.topics,
         report.changed_files.len()
     );
     for file in &report.changed_files {
-        println!("{prefix}   {file}");
+        outln!("{prefix}   {file}");
     }
     if let Some(error) = &report.error {
         eprintln!("{prefix}: {}: {}", error.code, error.reason);
@@ -286,7 +301,19 @@ pub(crate) fn sleep(home: &Home, args: SleepArgs) -> anyhow::Result<ExitCode> {
     let writer = Writer::organizer(memory.workspace().clone(), model, config);
     let report = writer.reorganize();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut value = serde_json::to_value(&report)?;
+        let ok = matches!(report.status.as_str(), "ok" | "empty");
+        value["ok"] = ok.into();
+        if !ok {
+            use scriptorium_backend::wire::{Code, WireError};
+            let code = if report.status == "busy" { Code::Busy } else { Code::WriteFailed };
+            let reason = report.error.as_ref().map_or_else(
+                || report.status.clone(),
+                |error| format!("{}: {}", error.code, error.reason),
+            );
+            value["error"] = WireError::new(code, reason).to_json()["error"].clone();
+        }
+        crate::output::document(&value)?;
     } else {
         print_organize("reorganize", &report);
     }

@@ -182,6 +182,50 @@ impl History {
         Ok(history)
     }
 
+    /// The history at `root` when it needs no repair for `installed_txn_id`: the repository
+    /// exists, `.git/info/exclude` holds [`EXCLUDES`], no lock file a killed committer could
+    /// have left is present, `HEAD` names the installed transaction and `.git/index` is not
+    /// older than the branch. Reads only; `None` means: repair under the workspace lock
+    /// ([`History::open_or_init`], [`History::remove_stale_locks`], [`History::catch_up`]).
+    pub fn settled(root: impl AsRef<Path>, installed_txn_id: &str) -> Option<History> {
+        let history = History { root: root.as_ref().to_path_buf() };
+        let git = history.root.join(".git");
+        let exclude = std::fs::read_to_string(git.join("info/exclude")).ok()?;
+        if !EXCLUDES.iter().all(|line| exclude.lines().any(|l| l.trim() == *line)) {
+            return None;
+        }
+        if history.lock_files().iter().any(|path| path.exists()) {
+            return None;
+        }
+        let open = history.open().ok()?;
+        let head = open.head().ok()??;
+        if head.txn_id.as_deref() != Some(installed_txn_id) || open.index_is_stale().ok()? {
+            return None;
+        }
+        Some(history)
+    }
+
+    /// Every lock file a committer takes (`HEAD.lock`, `index.lock`, `packed-refs.lock`, and
+    /// `*.lock` under `refs/`).
+    fn lock_files(&self) -> Vec<PathBuf> {
+        let git = self.root.join(".git");
+        let mut found: Vec<PathBuf> =
+            ["HEAD.lock", "index.lock", "packed-refs.lock"].iter().map(|n| git.join(n)).collect();
+        let mut dirs = vec![git.join("refs")];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else { continue };
+                if kind.is_dir() {
+                    dirs.push(entry.path());
+                } else if entry.file_name().to_string_lossy().ends_with(".lock") {
+                    found.push(entry.path());
+                }
+            }
+        }
+        found
+    }
+
     fn open(&self) -> Result<Repo<'_>, Error> {
         let repo = gix::open_opts(&self.root, gix::open::Options::isolated())
             .map_err(|source| Error::Repository { op: "open", root: self.root.clone(), source })?;
@@ -234,25 +278,8 @@ impl History {
     /// backend calls it under the workspace write lock, the only place it commits from. A git
     /// CLI running in the memory repository at the same moment would lose its lock.
     pub fn remove_stale_locks(&self) -> Result<Vec<String>, Error> {
-        let git = self.root.join(".git");
-        let mut found = Vec::new();
-        for name in ["HEAD.lock", "index.lock", "packed-refs.lock"] {
-            found.push(git.join(name));
-        }
-        let mut dirs = vec![git.join("refs")];
-        while let Some(dir) = dirs.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-            for entry in entries.flatten() {
-                let Ok(kind) = entry.file_type() else { continue };
-                if kind.is_dir() {
-                    dirs.push(entry.path());
-                } else if entry.file_name().to_string_lossy().ends_with(".lock") {
-                    found.push(entry.path());
-                }
-            }
-        }
         let mut removed = Vec::new();
-        for path in found {
+        for path in self.lock_files() {
             if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
                 std::fs::remove_file(&path).map_err(|source| Error::Workspace {
                     op: "remove stale lock",
@@ -415,22 +442,28 @@ impl Repo<'_> {
     /// file holding the ref `HEAD` points to (the loose ref, else `packed-refs`). Every commit
     /// writes the index after the ref, so an older index is one a killed commit never wrote.
     fn refresh_stale_index(&self, head: &HeadInfo) -> Result<(), Error> {
+        if self.index_is_stale()? {
+            self.write_index(head.tree, &Scanner::new(&self.repo, self.root))?;
+        }
+        Ok(())
+    }
+
+    /// Whether `.git/index` is missing or strictly older than the file holding the ref `HEAD`
+    /// points to (see [`Repo::refresh_stale_index`]).
+    fn index_is_stale(&self) -> Result<bool, Error> {
         let git_dir = self.repo.git_dir();
         let mtime = |path: &Path| std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
         let Some(name) =
             self.repo.head_name().map_err(|source| Error::read("read HEAD", None, source))?
         else {
-            return Ok(());
+            return Ok(false);
         };
-        let Ok(rel) = name.as_bstr().to_str() else { return Ok(()) };
+        let Ok(rel) = name.as_bstr().to_str() else { return Ok(false) };
         let loose = git_dir.join(rel);
         let Some(reference) = mtime(&loose).or_else(|| mtime(&git_dir.join("packed-refs"))) else {
-            return Ok(());
+            return Ok(false);
         };
-        match mtime(&git_dir.join("index")) {
-            Some(index) if index >= reference => Ok(()),
-            _ => self.write_index(head.tree, &Scanner::new(&self.repo, self.root)),
-        }
+        Ok(mtime(&git_dir.join("index")).is_none_or(|index| index < reference))
     }
 
     fn head(&self) -> Result<Option<HeadInfo>, Error> {

@@ -48,12 +48,12 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    /// The code as it appears in JSON: `INVALID_ARGUMENT`, `IO_ERROR`, `INDEX_BUSY`,
+    /// The code as it appears in JSON: `INVALID_ARGUMENT`, `IO`, `INDEX_BUSY`,
     /// `INDEX_ERROR`.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
-            ErrorCode::Io => "IO_ERROR",
+            ErrorCode::Io => "IO",
             ErrorCode::Busy => "INDEX_BUSY",
             ErrorCode::Index => "INDEX_ERROR",
         }

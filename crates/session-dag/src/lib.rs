@@ -165,7 +165,7 @@ impl ErrorCode {
             ErrorCode::NodeNotFound => "NODE_NOT_FOUND",
             ErrorCode::ParentCycle => "PARENT_CYCLE",
             ErrorCode::Unsupported => "UNSUPPORTED",
-            ErrorCode::Io => "IO_ERROR",
+            ErrorCode::Io => "IO",
             ErrorCode::SymlinkRefused => "SYMLINK_REFUSED",
             ErrorCode::NotRegularFile => "NOT_A_REGULAR_FILE",
             ErrorCode::NotJsonl => "NOT_JSONL",

@@ -39,6 +39,8 @@ pub(crate) struct Job {
     pub(crate) pending: Vec<PlannedWrite>,
     /// The batch of session records the transaction writes, recorded with the topics.
     pub(crate) batch: Option<Batch>,
+    /// How the entries with non-UTF-8 names (carried over unchanged) count in the digest.
+    pub(crate) foreign: Vec<(String, String)>,
 }
 
 pub(crate) fn install(mut job: Job) -> Result<Installed> {
@@ -93,7 +95,11 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     fs.sync_fs(&stage_topics).map_err(Error::io("syncfs", &stage_topics))?;
 
     let manifest = manifest_of(fs, &stage_topics, &job.prepared.hashes)?;
-    let topics = topics_digest(manifest.iter().map(|m| (m.path.as_str(), m.sha256.as_str())));
+    let mut items: Vec<(&str, &str)> =
+        manifest.iter().map(|m| (m.path.as_str(), m.sha256.as_str())).collect();
+    items.extend(job.foreign.iter().map(|(rel, hash)| (rel.as_str(), hash.as_str())));
+    items.sort_unstable();
+    let topics = topics_digest(items.into_iter());
     let installed_topics = topics.clone();
     let runtime = match &job.prepared.runtime {
         Some(text) => sha256_hex(text.as_bytes()),

@@ -319,14 +319,19 @@ fn recycle_tree(fs: &dyn Fs, topics: &Path, snapshot: &Snapshot) -> Result<bool>
         let path = topics.join(rel);
         fs.write(&path, bytes, 0o600).map_err(Error::io("write", &path))?;
     }
+    write_foreign(fs, topics, snapshot)?;
     Ok(true)
 }
 
 /// Removes every directory under `topics` that holds no file (deepest first): a transaction
 /// that drops the last file of a directory does not install the empty directory.
 fn prune_empty_dirs(fs: &dyn Fs, topics: &Path) -> Result<()> {
-    let mut dirs: Vec<String> =
-        walk(fs, topics)?.into_iter().filter(|e| e.kind == FileKind::Dir).map(|e| e.rel).collect();
+    // Directories with non-UTF-8 names are carried over as they are (see `Snapshot::foreign`).
+    let mut dirs: Vec<String> = walk(fs, topics)?
+        .into_iter()
+        .filter(|e| e.kind == FileKind::Dir && e.utf8)
+        .map(|e| e.rel)
+        .collect();
     // Sorted by path, so every directory comes after its parent: reversed, children first.
     dirs.reverse();
     for rel in dirs {
@@ -349,6 +354,23 @@ fn write_tree(ws: &Workspace, topics: &Path, snapshot: &Snapshot) -> Result<()> 
     for (rel, bytes, _) in &snapshot.files {
         let path = topics.join(rel);
         fs.write(&path, bytes, 0o600).map_err(Error::io("write", &path))?;
+    }
+    write_foreign(fs, topics, snapshot)
+}
+
+/// Carries the snapshot's entries with non-UTF-8 names into the stage unchanged (parents
+/// first: `walk` sorts by path, so a directory precedes what it holds).
+fn write_foreign(fs: &dyn Fs, topics: &Path, snapshot: &Snapshot) -> Result<()> {
+    for foreign in &snapshot.foreign {
+        let path = topics.join(&foreign.raw);
+        match &foreign.bytes {
+            None => match fs.create_dir(&path, 0o700) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io("mkdir", &path)(e)),
+            },
+            Some(bytes) => fs.write(&path, bytes, 0o600).map_err(Error::io("write", &path))?,
+        }
     }
     Ok(())
 }
@@ -517,9 +539,14 @@ impl Staged {
         // IO checks: what the stage holds.
         let mut files = Vec::new();
         let mut on_disk: HashMap<String, String> = HashMap::new();
+        let foreign: HashSet<&Path> =
+            begin.snapshot.foreign.iter().map(|f| f.raw.as_path()).collect();
         for entry in walk(fs, &self.stage.topics)? {
             let shown = format!("topics/{}", entry.rel);
             match entry.kind {
+                // Carried over from the live tree (see `Snapshot::foreign`): not memory.
+                FileKind::File | FileKind::Dir
+                    if !entry.utf8 && foreign.contains(entry.raw.as_path()) => {}
                 _ if !entry.utf8 => violations.push(Violation::at(
                     ErrorCode::PathOutsideWorkspace,
                     shown.clone(),
@@ -800,6 +827,12 @@ impl Validated {
             pending_sources: opts.pending_sources,
             pending: begin.pending.clone(),
             batch: opts.batch,
+            foreign: begin
+                .snapshot
+                .foreign
+                .iter()
+                .map(crate::workspace::Foreign::digest_item)
+                .collect(),
             prepared,
         })
     }

@@ -58,6 +58,8 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 pub(crate) struct Entry {
     /// `/`-separated path relative to the walked directory.
     pub(crate) rel: String,
+    /// The exact relative path (differs from `rel` only when a name is not UTF-8).
+    pub(crate) raw: PathBuf,
     pub(crate) kind: FileKind,
     /// Whether every component of the name is valid UTF-8 (else `rel` is lossy).
     pub(crate) utf8: bool,
@@ -67,8 +69,9 @@ pub(crate) struct Entry {
 /// A missing `base` yields nothing.
 pub(crate) fn walk(fs: &dyn Fs, base: &Path) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
-    let mut stack: Vec<(PathBuf, String, bool)> = vec![(base.to_path_buf(), String::new(), true)];
-    while let Some((dir, prefix, utf8)) = stack.pop() {
+    let mut stack: Vec<(PathBuf, String, PathBuf, bool)> =
+        vec![(base.to_path_buf(), String::new(), PathBuf::new(), true)];
+    while let Some((dir, prefix, raw_prefix, utf8)) = stack.pop() {
         let entries = match fs.read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && prefix.is_empty() => {
@@ -82,10 +85,11 @@ pub(crate) fn walk(fs: &dyn Fs, base: &Path) -> Result<Vec<Entry>> {
                 None => (name.to_string_lossy().into_owned(), false),
             };
             let rel = if prefix.is_empty() { text } else { format!("{prefix}/{text}") };
+            let raw = raw_prefix.join(&name);
             if kind == FileKind::Dir {
-                stack.push((dir.join(&name), rel.clone(), ok));
+                stack.push((dir.join(&name), rel.clone(), raw.clone(), ok));
             }
-            out.push(Entry { rel, kind, utf8: ok });
+            out.push(Entry { rel, raw, kind, utf8: ok });
         }
     }
     out.sort_by(|a, b| a.rel.cmp(&b.rel));

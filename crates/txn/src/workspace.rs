@@ -126,8 +126,29 @@ pub(crate) struct Snapshot {
     pub(crate) files: Vec<(String, Vec<u8>, String)>,
     /// Directories (to recreate empty ones in the stage).
     pub(crate) dirs: Vec<String>,
-    /// Entries that are neither regular files nor directories, or whose name is not UTF-8.
+    /// Symlinks, sockets, FIFOs, devices: a transaction cannot keep them.
     pub(crate) irregular: Vec<(String, FileKind)>,
+    /// Regular files and directories whose name is not UTF-8 (so no topic can name them):
+    /// not part of memory, carried over unchanged by every transaction (`scriptorium check`
+    /// reports them). (exact relative path, lossy path, kind, the file's bytes)
+    pub(crate) foreign: Vec<Foreign>,
+}
+
+/// See [`Snapshot::foreign`].
+#[derive(Clone, Debug)]
+pub(crate) struct Foreign {
+    pub(crate) raw: std::path::PathBuf,
+    pub(crate) rel: String,
+    pub(crate) kind: FileKind,
+    pub(crate) bytes: Option<Vec<u8>>,
+}
+
+impl Foreign {
+    /// How the entry counts in the `topics/` digest: by kind, as every non-UTF-8 name does in
+    /// [`Workspace::revision`].
+    pub(crate) fn digest_item(&self) -> (String, String) {
+        (self.rel.clone(), irregular_hash(self.kind))
+    }
 }
 
 impl Snapshot {
@@ -137,6 +158,7 @@ impl Snapshot {
             .iter()
             .map(|(rel, _, hash)| (rel.clone(), hash.clone()))
             .chain(self.irregular.iter().map(|(rel, kind)| (rel.clone(), irregular_hash(*kind))))
+            .chain(self.foreign.iter().map(Foreign::digest_item))
             .collect();
         items.sort();
         topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())))
@@ -173,7 +195,9 @@ impl Workspace {
     /// is lost; `WORKSPACE_ID_MISSING` when it cannot be) and the revision record exist. Still
     /// under the lock, once per workspace (`.scriptorium/permissions` records it), it migrates
     /// permissions (directories 0700, files 0600; symlinks untouched); later opens only check
-    /// the root and its top-level directories.
+    /// the root and its top-level directories. When there is nothing to recover or create (no
+    /// intent record, temporary or abandoned stage; the ID, the record and the marker present)
+    /// opening takes no lock at all, so it never waits for another process's install.
     pub fn open(root: impl AsRef<Path>) -> Result<Workspace> {
         Workspace::open_with(root, Options::default())
     }
@@ -190,27 +214,14 @@ impl Workspace {
         }
         ensure_dir(fs.as_ref(), &layout.runtime)?;
         ensure_dir(fs.as_ref(), &layout.txn)?;
-        let id = {
-            let _lock = lock::acquire(&layout.lock, options.lock)?;
-            recover(fs.as_ref(), &layout, options.ids.as_ref())?;
-            ensure_dir(fs.as_ref(), &layout.topics)?;
-            ensure_dir(fs.as_ref(), &layout.sources)?;
-            let record = read_record(fs.as_ref(), &layout)?;
-            let id =
-                ensure_workspace_id(fs.as_ref(), &layout, options.ids.as_ref(), record.as_ref())?;
-            if record.is_none() {
-                let record = record_from_disk(fs.as_ref(), &layout, 0, "", &id)?;
-                write_atomic(
-                    fs.as_ref(),
-                    &layout,
-                    options.ids.as_ref(),
-                    &layout.revision,
-                    &record.to_bytes(),
-                )?;
+        let id = match settled(fs.as_ref(), &layout)? {
+            // Nothing to recover or create: no lock needed, so opening never waits for (or
+            // fails because of) another process's install.
+            Some(id) => {
+                check_top_modes(fs.as_ref(), &layout)?;
+                id
             }
-            // Under the lock: an install renames and removes files while it runs.
-            migrate_once(fs.as_ref(), &layout, options.ids.as_ref())?;
-            id
+            None => Workspace::open_locked(fs.as_ref(), &layout, &options)?,
         };
         Ok(Workspace {
             inner: Arc::new(Inner {
@@ -225,6 +236,33 @@ impl Workspace {
                 installed_cache: Mutex::new(None),
             }),
         })
+    }
+
+    /// The part of opening that needs the write lock: recovery, the workspace ID, the revision
+    /// record, the permission migration.
+    fn open_locked(fs: &dyn Fs, layout: &Layout, options: &Options) -> Result<WorkspaceId> {
+        let id = {
+            let _lock = lock::acquire(&layout.lock, options.lock)?;
+            recover(fs, layout, options.ids.as_ref())?;
+            ensure_dir(fs, &layout.topics)?;
+            ensure_dir(fs, &layout.sources)?;
+            let record = read_record(fs, layout)?;
+            let id = ensure_workspace_id(fs, layout, options.ids.as_ref(), record.as_ref())?;
+            if record.is_none() {
+                let record = record_from_disk(fs, layout, 0, "", &id)?;
+                write_atomic(
+                    fs,
+                    layout,
+                    options.ids.as_ref(),
+                    &layout.revision,
+                    &record.to_bytes(),
+                )?;
+            }
+            // Under the lock: an install renames and removes files while it runs.
+            migrate_once(fs, layout, options.ids.as_ref())?;
+            id
+        };
+        Ok(id)
     }
 
     /// The memory root.
@@ -394,6 +432,22 @@ pub(crate) fn snapshot_tree(fs: &dyn Fs, topics: &Path) -> Result<Snapshot> {
                 let hash = sha256_hex(&bytes);
                 snapshot.files.push((entry.rel, bytes, hash));
             }
+            FileKind::Dir => snapshot.foreign.push(Foreign {
+                raw: entry.raw,
+                rel: entry.rel,
+                kind: FileKind::Dir,
+                bytes: None,
+            }),
+            FileKind::File => {
+                let path = topics.join(&entry.raw);
+                let bytes = fs.read(&path).map_err(Error::io("read", &path))?;
+                snapshot.foreign.push(Foreign {
+                    raw: entry.raw,
+                    rel: entry.rel,
+                    kind: FileKind::File,
+                    bytes: Some(bytes),
+                });
+            }
             kind => snapshot.irregular.push((entry.rel, kind)),
         }
     }
@@ -558,6 +612,57 @@ pub fn restore_workspace_id(root: impl AsRef<Path>, id: &WorkspaceId) -> Result<
     Ok(())
 }
 
+/// The workspace ID, when opening has nothing to recover or create (no intent record, no
+/// temporary, no stage without a live owner, the ID, the revision record and the migration
+/// marker present, `topics/` and `sources/` directories): then no lock is needed. `None`
+/// sends the caller through the locked path, which decides under the lock. A stage whose owner
+/// is between creating it and locking it looks abandoned here; that only costs the locked path.
+fn settled(fs: &dyn Fs, layout: &Layout) -> Result<Option<WorkspaceId>> {
+    let present = |path: &Path, kind: FileKind| match fs.metadata(path) {
+        Ok(meta) => Ok(meta.kind == kind),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("stat", path)(e)),
+    };
+    if present(&layout.intent, FileKind::File)?
+        || !present(&layout.revision, FileKind::File)?
+        || !present(&layout.runtime.join("permissions"), FileKind::File)?
+        || !present(&layout.topics, FileKind::Dir)?
+        || !present(&layout.sources, FileKind::Dir)?
+    {
+        return Ok(None);
+    }
+    let entries = fs.read_dir(&layout.runtime).map_err(Error::io("read_dir", &layout.runtime))?;
+    if entries.iter().any(|(name, _)| name.to_string_lossy().starts_with("tmp-")) {
+        return Ok(None);
+    }
+    let stages = fs.read_dir(&layout.txn).map_err(Error::io("read_dir", &layout.txn))?;
+    for (name, kind) in stages {
+        let path = layout.txn.join(&name);
+        let live = kind == FileKind::Dir
+            && name != "spare"
+            && crate::lock::OwnerLock::is_held(&path.join("owner.lock"));
+        if name != "spare" && !live {
+            return Ok(None);
+        }
+    }
+    match fs.read(&layout.workspace_id) {
+        Ok(bytes) => Ok(std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", &layout.workspace_id)(e)),
+    }
+}
+
+/// Directories 0700 at the root and the top level (someone may have widened them).
+fn check_top_modes(fs: &dyn Fs, layout: &Layout) -> Result<()> {
+    for dir in [&layout.root, &layout.topics, &layout.sources, &layout.runtime] {
+        let meta = fs.metadata(dir).map_err(Error::io("stat", dir))?;
+        if meta.kind == FileKind::Dir && meta.mode != 0o700 {
+            fs.set_mode(dir, 0o700).map_err(Error::io("chmod", dir))?;
+        }
+    }
+    Ok(())
+}
+
 /// The permission migration (directories 0700, files 0600 under the memory root), once per
 /// workspace: `.scriptorium/permissions` records that it ran, so later opens only check the
 /// root and the top-level directories (four `lstat`s). Everything this crate creates has those
@@ -571,13 +676,7 @@ fn migrate_once(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> 
         Err(e) => return Err(Error::io("stat", &marker)(e)),
     };
     if migrated {
-        for dir in [&layout.root, &layout.topics, &layout.sources, &layout.runtime] {
-            let meta = fs.metadata(dir).map_err(Error::io("stat", dir))?;
-            if meta.kind == FileKind::Dir && meta.mode != 0o700 {
-                fs.set_mode(dir, 0o700).map_err(Error::io("chmod", dir))?;
-            }
-        }
-        return Ok(());
+        return check_top_modes(fs, layout);
     }
     migrate_permissions(fs, &layout.root)?;
     write_atomic(fs, layout, ids, &marker, b"1\n")
@@ -595,7 +694,7 @@ pub fn migrate_permissions(fs: &dyn Fs, root: &Path) -> Result<()> {
     };
     fix(root, 0o700)?;
     for entry in walk(fs, root)? {
-        let path = root.join(&entry.rel);
+        let path = root.join(&entry.raw);
         match entry.kind {
             FileKind::Dir => fix(&path, 0o700)?,
             FileKind::File => fix(&path, 0o600)?,

@@ -7,6 +7,7 @@ mod memory;
 mod recall;
 mod sessions;
 mod support;
+mod truth;
 mod update;
 mod watch;
 mod write;

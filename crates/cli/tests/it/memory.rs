@@ -8,7 +8,7 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::support::scriptorium;
+use crate::support::{git, home_with_sources, scriptorium};
 
 const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
 [^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n";
@@ -30,26 +30,6 @@ fn tree_hashes(dir: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     walk(dir, dir, &mut out);
     out
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A home with an initialized workspace and the example archive (archived before any
-/// transaction, as the runtime does).
-fn home_with_sources() -> tempfile::TempDir {
-    let home = tempfile::tempdir().expect("a temp dir");
-    let out = scriptorium(home.path(), &["init"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let archive = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/workspace/sources/openprogram/_v2/garden-2024.md");
-    let target = home.path().join("memory/sources/openprogram/_v2");
-    fs::create_dir_all(&target).expect("create sources");
-    fs::copy(archive, target.join("garden-2024.md")).expect("copy the archive");
-    home
 }
 
 #[test]
@@ -126,8 +106,8 @@ fn an_edit_installs_normalized_text_and_commits_it() {
 
     let log = scriptorium(home.path(), &["log", "topics/garden.md", "--json"]);
     let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
-    assert_eq!(log.as_array().expect("rows").len(), 1);
-    assert_eq!(log[0]["txn_id"], txn.as_str());
+    assert_eq!(log["commits"].as_array().expect("rows").len(), 1);
+    assert_eq!(log["commits"][0]["txn_id"], txn.as_str());
 }
 
 #[test]

@@ -35,7 +35,7 @@ fn json(out: &std::process::Output) -> serde_json::Value {
 fn search_recalls_blocks_and_sources_with_resolving_anchors() {
     let home = example_home();
     let hits = json(&scriptorium(home.path(), &["search", "two users share the plot", "--json"]));
-    let hits = hits.as_array().expect("a list");
+    let hits = hits["hits"].as_array().expect("a list");
     assert!(!hits.is_empty());
     let block = hits.iter().find(|h| h["kind"] == "block").expect("a topic block");
     let path = block["path"].as_str().expect("path");
@@ -44,22 +44,28 @@ fn search_recalls_blocks_and_sources_with_resolving_anchors() {
     assert!(text.contains(&format!(" {}", anchor.trim_start_matches('#'))), "{anchor} resolves");
     let topics_only =
         json(&scriptorium(home.path(), &["search", "two users", "--topics-only", "--json"]));
-    assert!(topics_only.as_array().expect("list").iter().all(|h| h["kind"] == "block"));
+    assert!(topics_only["hits"].as_array().expect("list").iter().all(|h| h["kind"] == "block"));
 }
 
 #[test]
 fn unrelated_queries_recall_nothing_and_bad_filters_are_refused() {
     let home = example_home();
     let none = json(&scriptorium(home.path(), &["search", "quantum chromodynamics", "--json"]));
-    assert_eq!(none, serde_json::json!([]));
+    assert_eq!(none, serde_json::json!({ "ok": true, "hits": [] }));
     let out = scriptorium(
         home.path(),
         &["search", "garden", "--speaker", "owner/local", "--topics-only"],
     );
-    assert_eq!(out.status.code(), Some(1));
+    // A filter that cannot apply is a usage error.
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("INVALID_ARGUMENT"));
     let out = scriptorium(home.path(), &["search", "garden", "--from", "2025", "--to", "2024"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
+    // Regression: a date that does not exist was refused with exit 1, like a found problem.
+    let out = scriptorium(home.path(), &["search", "garden", "--from", "2025-13-01", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON error");
+    assert_eq!(error["error"]["code"], "INVALID_ARGUMENT");
 }
 
 #[test]
@@ -125,7 +131,7 @@ fn rebuild_restores_deleted_views_and_index() {
     assert_eq!(fs::read(memory.join("recent_events.jsonl")).expect("rebuilt"), before);
     assert!(memory.join("timeline/2024/04/09.md").is_file());
     let hits = json(&scriptorium(home.path(), &["search", "two users", "--json"]));
-    assert!(!hits.as_array().expect("list").is_empty());
+    assert!(!hits["hits"].as_array().expect("list").is_empty());
 }
 
 #[test]
@@ -145,7 +151,7 @@ fn rebuild_promotes_a_legacy_root_core_through_a_transaction() {
     let promoted = fs::read_to_string(memory.join("topics/core.md")).expect("promoted");
     assert!(promoted.contains("(../sources/openprogram/_v2/garden-2024.md#"), "{promoted}");
     let log = json(&scriptorium(home.path(), &["log", "--json"]));
-    assert_eq!(log[0]["summary"], "memory: promote legacy core.md to topics/core.md");
+    assert_eq!(log["commits"][0]["summary"], "memory: promote legacy core.md to topics/core.md");
     let core = json(&scriptorium(home.path(), &["core", "--json"]));
     assert!(core["rendered"].as_str().expect("render").contains("plain language"));
 }

@@ -72,7 +72,7 @@ fn list_on_an_empty_home_says_so_and_creates_nothing() {
     let home = tempfile::tempdir().unwrap();
     assert_eq!(stdout(&scriptorium(home.path(), &["sessions", "list"])), "no sessions\n");
     let value = json(&scriptorium(home.path(), &["sessions", "list", "--json"]));
-    assert_eq!(value, serde_json::json!({ "sessions": [] }));
+    assert_eq!(value, serde_json::json!({ "ok": true, "sessions": [] }));
     assert!(!home.path().join("sessions").exists());
 }
 
@@ -91,7 +91,7 @@ fn list_shows_sessions_newest_first() {
     let value = json(&scriptorium(home.path(), &["sessions", "list", "--json", "--limit", "1"]));
     assert_eq!(
         value,
-        serde_json::json!({ "sessions": [{
+        serde_json::json!({ "ok": true, "sessions": [{
             "id": "forked",
             "title": "Budget tracker",
             "updated_at": "2024-03-15T09:36:00.000Z",
@@ -183,7 +183,9 @@ fn an_unknown_session_exits_with_1_and_says_which() {
     build_home(home.path());
     let output = scriptorium(home.path(), &["sessions", "show", "nope", "--json"]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(output.stdout.is_empty());
+    let error: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON error");
+    assert_eq!(error["ok"], false);
+    assert_eq!(error["error"]["code"], "SESSION_NOT_FOUND");
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::support::scriptorium;
+use crate::support::{home_with_sources, scriptorium};
 
 /// A topic citing a source declared in the same request (`new-source-garden`): a change
 /// request may only introduce evidence it brings along (reference §4.3).
@@ -14,17 +14,6 @@ const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
 
 const SOURCES: &str = r#"[{"label": "new-source-garden", "role": "user",
   "content": "I'm planning a vegetable garden.", "observed_at": "2024-04-02T09:00:00+02:00"}]"#;
-
-fn home_with_sources() -> tempfile::TempDir {
-    let home = tempfile::tempdir().expect("temp dir");
-    assert_eq!(scriptorium(home.path(), &["init"]).status.code(), Some(0));
-    let archive = "sources/openprogram/_v2/garden-2024.md";
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/workspace");
-    let target = home.path().join("memory").join(archive);
-    fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
-    fs::copy(example.join(archive), target).expect("copy");
-    home
-}
 
 /// Writes [`SOURCES`] next to the home and returns its path.
 fn sources_file(home: &Path) -> String {
@@ -84,7 +73,7 @@ fn whole_file_changes_install_and_report_the_result() {
     assert_ne!(result["revision"], base.as_str());
     let log = scriptorium(home.path(), &["log", "--json"]);
     let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
-    assert_eq!(log[0]["summary"], "add garden");
+    assert_eq!(log["commits"][0]["summary"], "add garden");
 }
 
 #[test]
@@ -203,7 +192,7 @@ fn a_change_cannot_borrow_evidence_it_did_not_bring() {
     assert!(
         violations
             .iter()
-            .any(|v| v.as_str().unwrap_or_default().contains("SOURCE_NOT_IN_TRANSACTION"))
+            .any(|v| v["code"] == "SOURCE_NOT_IN_TRANSACTION" && v["path"] == "topics/garden.md")
     );
     assert_eq!(revision(home.path()), base);
 }

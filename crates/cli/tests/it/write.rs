@@ -71,9 +71,10 @@ fn journal_write_files_each_user_turn_and_marks_the_batch() {
     let again = scriptorium(home, &["write", "--all", "--force", "--json"]);
     assert!(again.status.success());
     let json: Value = serde_json::from_slice(&again.stdout).expect("json");
-    assert_eq!(json[0]["session"], "s");
-    assert_eq!(json[0]["ok"], true);
-    assert_eq!(json[0]["batches"].as_array().map(Vec::len), Some(0));
+    assert_eq!(json["ok"], true);
+    assert_eq!(json["sessions"][0]["session"], "s");
+    assert_eq!(json["sessions"][0]["ok"], true);
+    assert_eq!(json["sessions"][0]["batches"].as_array().map(Vec::len), Some(0));
     // Sleep with the journal model: nothing to reorganize, ok.
     let sleep = scriptorium(home, &["sleep", "--json"]);
     assert!(sleep.status.success(), "{}", String::from_utf8_lossy(&sleep.stderr));
@@ -108,9 +109,10 @@ fn a_twice_rejected_scripted_write_exits_1_with_its_code() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let json: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(json[0]["ok"], false);
-    assert_eq!(json[0]["error"]["reason_code"], "COMMIT_REJECTED");
-    assert_eq!(json[0]["error"]["retryable"], false);
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["sessions"][0]["ok"], false);
+    assert_eq!(json["sessions"][0]["error"]["reason_code"], "COMMIT_REJECTED");
+    assert_eq!(json["sessions"][0]["error"]["retryable"], false);
     assert!(!home.join("memory/topics/people/dana.md").exists());
 }
 

@@ -195,3 +195,31 @@ fn a_nul_byte_never_reaches_a_topic() {
     assert_eq!((violations[0].0, violations[0].2), (ErrorCode::InvalidTopicFormat, line));
     assert!(violations[0].3.contains("NUL byte"), "{violations:?}");
 }
+
+/// Regression: a file whose name is not UTF-8 in `topics/` (no topic can name it) made every
+/// transaction fail. It is carried over unchanged, and the revision stays consistent.
+#[test]
+fn a_file_with_a_non_utf8_name_is_carried_over_and_blocks_nothing() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let topics = dir.path().join("topics");
+    let file = topics.join(std::ffi::OsStr::from_bytes(b"notes-\xff.md"));
+    let folder = topics.join(std::ffi::OsStr::from_bytes(b"dir-\xfe"));
+    std::fs::write(&file, b"not memory\n").expect("write");
+    std::fs::create_dir(&folder).expect("mkdir");
+    std::fs::write(folder.join("inner.md"), b"inner\n").expect("write");
+    for round in ["Paris", "Rome"] {
+        let text = live(dir.path(), "topics/people/dana.md");
+        let old = if round == "Paris" { "Lyon" } else { "Paris" };
+        let installed =
+            super::replace(&ws, "topics/people/dana.md", old, round, BeginOptions::default())
+                .expect("installs despite the foreign file");
+        assert!(!installed.noop);
+        assert_eq!(ws.revision().expect("revision"), installed.revision, "revision drifted");
+        assert!(live(dir.path(), "topics/people/dana.md").contains(round), "{text}");
+        assert_eq!(std::fs::read(&file).expect("kept"), b"not memory\n");
+        assert_eq!(std::fs::read(folder.join("inner.md")).expect("kept"), b"inner\n");
+    }
+    assert!(!ws.revision_state().expect("state").topics_edited_outside);
+}
