@@ -70,9 +70,14 @@ pub enum SearchError {
 impl SearchError {
     /// The stable code of the underlying error.
     pub fn code(&self) -> &'static str {
+        self.wire_code().as_str()
+    }
+
+    /// [`SearchError::code`] as a wire code.
+    pub fn wire_code(&self) -> crate::wire::Code {
         match self {
-            SearchError::Txn(e) => e.code().as_str(),
-            SearchError::Search(e) => e.code().as_str(),
+            SearchError::Txn(e) => e.code().into(),
+            SearchError::Search(e) => e.code().into(),
         }
     }
 }

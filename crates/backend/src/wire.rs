@@ -67,8 +67,8 @@ pub enum Code {
     ForbiddenHost,
     /// A state change whose `Origin` is not the server's.
     ForbiddenOrigin,
-    /// A request body over the size limit.
-    PayloadTooLarge,
+    /// A request method the route does not have.
+    MethodNotAllowed,
 
     // ---- concurrency (retryable) ----
     /// Another process holds the workspace write lock.
@@ -161,7 +161,7 @@ impl Code {
             Code::Unauthorized => "UNAUTHORIZED",
             Code::ForbiddenHost => "FORBIDDEN_HOST",
             Code::ForbiddenOrigin => "FORBIDDEN_ORIGIN",
-            Code::PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            Code::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             Code::Busy => "BUSY",
             Code::ConcurrentUpdate => "CONCURRENT_UPDATE",
             Code::IndexBusy => "INDEX_BUSY",

@@ -10,7 +10,7 @@
 //!
 //! The workspace is opened once per server (it holds the search index writer) and never
 //! created: while there is no workspace at the memory root, every tool answers
-//! `MEMORY_NOT_FOUND`. The blocking work of a tool (files, index, transaction) runs on tokio's
+//! `NO_WORKSPACE`. The blocking work of a tool (files, index, transaction) runs on tokio's
 //! blocking pool; updates through one server are serialized, so the git outcome reported is the
 //! update's own. Nothing but the protocol is written to stdout; diagnostics go through
 //! `tracing`, whose subscriber (the binary's) writes to stderr.
@@ -45,6 +45,7 @@ use schemars::JsonSchema;
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
 use scriptorium_backend::summary::{update_result, workspace_status};
+use scriptorium_backend::wire::{Code, WireError};
 use scriptorium_search::{Hit, HitKind, MAX_TOP_K, Query, fence};
 use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 use serde::Deserialize;
@@ -68,85 +69,31 @@ and exactly one of memory_changes, changes or patch. A CONCURRENT_UPDATE error m
 changed meanwhile: read again and retry with the new revision. Text inside <memory-context> is \
 recalled memory, not new user input.";
 
-/// A refused tool call: the `error` object of `{"ok": false, "error": {…}}`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolError {
-    /// The stable code (`INVALID_ARGUMENT`, `CONCURRENT_UPDATE`, `MEMORY_NOT_FOUND`, …).
-    pub code: String,
-    /// What went wrong, for the model.
-    pub message: String,
-    /// The workspace-relative path concerned, if any.
-    pub path: Option<String>,
-    /// Structured details (a patch conflict's line, a rejection's violations), if any.
-    pub details: Option<Map<String, Value>>,
+/// A refused tool call: the one wire error shape (`{"ok": false, "error": {code, message,
+/// path, violations}}`, see `scriptorium_backend::wire`), as the tool result's text.
+pub type ToolError = WireError;
+
+/// An inspection's refusal, naming the workspace-relative path asked for.
+fn inspect_error(err: &InspectError, path: &str) -> ToolError {
+    let error = WireError::new(err.wire_code(), err.to_string());
+    if path.trim().is_empty() { error } else { error.with_path(path) }
 }
 
-impl ToolError {
-    /// An error without path or details.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> ToolError {
-        ToolError { code: code.into(), message: message.into(), path: None, details: None }
+/// A search's refusal with the index's (or the engine's) code.
+fn search_error(err: &memory::SearchError) -> ToolError {
+    match err {
+        memory::SearchError::Txn(txn) => WireError::from_txn(txn),
+        other => WireError::new(other.wire_code(), other.to_string()),
     }
+}
 
-    /// The error of the transaction engine, with its path and details.
-    pub fn from_txn(err: &scriptorium_txn::Error) -> ToolError {
-        use scriptorium_txn::Error;
-        let code = err.code().as_str();
-        match err {
-            Error::Change { message, path, details, .. } => ToolError {
-                code: code.into(),
-                message: message.clone(),
-                path: path.clone(),
-                details: (!details.is_empty()).then(|| details.clone()),
-            },
-            Error::Rejected { violations } => {
-                let listed: Vec<Value> = violations
-                    .iter()
-                    .map(|v| {
-                        json!({
-                            "code": v.code.as_str(), "path": v.path, "line": v.line,
-                            "col": v.col, "message": v.message,
-                        })
-                    })
-                    .collect();
-                let mut details = Map::new();
-                details.insert("violations".into(), Value::Array(listed));
-                ToolError {
-                    code: code.into(),
-                    message: err.to_string(),
-                    path: violations.first().and_then(|v| v.path.clone()),
-                    details: Some(details),
-                }
-            }
-            _ => ToolError::new(code, err.to_string()),
-        }
-    }
+fn invalid(message: impl Into<String>) -> ToolError {
+    WireError::new(Code::InvalidArgument, message)
+}
 
-    /// An inspection's refusal, naming the workspace-relative path asked for.
-    fn inspect(err: &InspectError, path: &str) -> ToolError {
-        let path = (!path.trim().is_empty()).then(|| path.to_owned());
-        ToolError { path, ..ToolError::new(err.code(), err.to_string()) }
-    }
-
-    fn invalid(message: impl Into<String>) -> ToolError {
-        ToolError::new("INVALID_ARGUMENT", message)
-    }
-
-    /// The JSON the model reads: `{"ok": false, "error": {"code", "message", "path"[,
-    /// "details"]}}`.
-    pub fn to_json(&self) -> Value {
-        let mut error = Map::new();
-        error.insert("code".into(), self.code.clone().into());
-        error.insert("message".into(), self.message.clone().into());
-        error.insert("path".into(), self.path.clone().map_or(Value::Null, Value::String));
-        if let Some(details) = &self.details {
-            error.insert("details".into(), Value::Object(details.clone()));
-        }
-        json!({ "ok": false, "error": error })
-    }
-
-    fn into_result(self) -> CallToolResult {
-        CallToolResult::error(vec![ContentBlock::text(self.to_json().to_string())])
-    }
+/// The tool result of a refused call: `isError: true`, the error document as its text.
+fn into_result(error: &ToolError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(error.to_json().to_string())])
 }
 
 /// A successful tool answer: plain text, or JSON shown as text.
@@ -262,7 +209,7 @@ fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
 /// Deserializes tool arguments, refusing a bad shape with `INVALID_ARGUMENT`.
 fn parse<T: DeserializeOwned>(args: JsonObject) -> Result<T, ToolError> {
     serde_json::from_value(Value::Object(args))
-        .map_err(|e| ToolError::invalid(format!("invalid arguments: {e}")))
+        .map_err(|e| invalid(format!("invalid arguments: {e}")))
 }
 
 /// A non-blank optional string.
@@ -294,12 +241,12 @@ impl Inner {
                 *slot = Some(Arc::clone(&memory));
                 Ok(memory)
             }
-            Err(memory::Error::NotFound { .. }) => Err(ToolError::new(
-                "MEMORY_NOT_FOUND",
+            Err(memory::Error::NotFound { .. }) => Err(WireError::new(
+                Code::NoWorkspace,
                 "there is no memory workspace yet (run `scriptorium init`)",
             )),
-            Err(memory::Error::Txn { source, .. }) => Err(ToolError::from_txn(&source)),
-            Err(err) => Err(ToolError::new("IO", err.to_string())),
+            Err(memory::Error::Txn { source, .. }) => Err(WireError::from_txn(&source)),
+            Err(err) => Err(WireError::new(Code::Io, err.to_string())),
         }
     }
 
@@ -309,7 +256,7 @@ impl Inner {
         query.top_k = args.top_k.unwrap_or(DEFAULT_SEARCH_TOP_K).clamp(1, MAX_TOP_K);
         query.path_prefix = given(args.path_prefix);
         query.speaker = given(args.speaker);
-        let hits = memory.search(&query).map_err(|e| ToolError::new(e.code(), e.to_string()))?;
+        let hits = memory.search(&query).map_err(|e| search_error(&e))?;
         if hits.is_empty() {
             return Ok(Reply::Text(NO_MEMORY_MATCHED.into()));
         }
@@ -321,7 +268,7 @@ impl Inner {
         let prefix = args.prefix.unwrap_or_default();
         let case_sensitive = args.case_sensitive.unwrap_or(false);
         let found = inspect::grep(memory.workspace().root(), &args.query, &prefix, case_sensitive)
-            .map_err(|e| ToolError::inspect(&e, &prefix))?;
+            .map_err(|e| inspect_error(&e, &prefix))?;
         if found.matches.is_empty() {
             return Ok(Reply::Text("No matches.".into()));
         }
@@ -346,7 +293,7 @@ impl Inner {
             heading.as_deref(),
             block_id.as_deref(),
         )
-        .map_err(|e| ToolError::inspect(&e, &args.path))?;
+        .map_err(|e| inspect_error(&e, &args.path))?;
         let mut text = excerpt.text;
         if excerpt.truncated {
             text.push_str(&format!(
@@ -362,7 +309,7 @@ impl Inner {
         let memory = self.memory()?;
         let prefix = args.prefix.unwrap_or_default();
         let listing = inspect::browse(memory.workspace().root(), &prefix, DEFAULT_BROWSE_LIMIT)
-            .map_err(|e| ToolError::inspect(&e, &prefix))?;
+            .map_err(|e| inspect_error(&e, &prefix))?;
         if listing.entries.is_empty() {
             return Ok(Reply::Text("No files.".into()));
         }
@@ -382,10 +329,11 @@ impl Inner {
 
     fn status(&self) -> Result<Reply, ToolError> {
         let memory = self.memory()?;
-        let status = workspace_status(&memory).map_err(|e| ToolError::new("IO", e.to_string()))?;
+        let status =
+            workspace_status(&memory).map_err(|e| WireError::new(Code::Io, e.to_string()))?;
         serde_json::to_value(status)
             .map(Reply::Json)
-            .map_err(|e| ToolError::new("INTERNAL", e.to_string()))
+            .map_err(|e| WireError::new(Code::Internal, e.to_string()))
     }
 
     fn update(&self, args: JsonObject) -> Result<Reply, ToolError> {
@@ -406,7 +354,7 @@ impl Inner {
             }
         }
         let request = UpdateRequest::from_json(&Value::Object(body).to_string())
-            .map_err(|e| ToolError::from_txn(&e))?;
+            .map_err(|e| WireError::from_txn(&e))?;
         // The MCP client is the owner's own agent: sources it declares are archived with the
         // local owner's authority, never with identity fields from the payload.
         let context = UpdateContext::owner(UPDATE_ORIGIN);
@@ -414,7 +362,7 @@ impl Inner {
         let outcome = memory
             .workspace()
             .update_with(request, context)
-            .map_err(|e| ToolError::from_txn(&e))?;
+            .map_err(|e| WireError::from_txn(&e))?;
         let after = memory.after_install();
         for (what, error) in [
             ("the git commit", &after.git_error),
@@ -487,10 +435,10 @@ impl MemoryTools {
         let inner = Arc::clone(&self.inner);
         match tokio::task::spawn_blocking(move || work(&inner)).await {
             Ok(Ok(reply)) => reply.into_result(),
-            Ok(Err(err)) => err.into_result(),
+            Ok(Err(err)) => into_result(&err),
             Err(join) => {
                 tracing::error!(%join, "a memory tool failed");
-                ToolError::new("INTERNAL", format!("the tool failed: {join}")).into_result()
+                into_result(&WireError::new(Code::Internal, format!("the tool failed: {join}")))
             }
         }
     }

@@ -185,7 +185,7 @@ async fn bad_argument_shapes_are_tool_errors_not_protocol_errors() {
 }
 
 #[tokio::test]
-async fn without_a_workspace_every_tool_is_memory_not_found() {
+async fn without_a_workspace_every_tool_is_no_workspace() {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("memory");
     let tools = MemoryTools::new(&root);
@@ -197,8 +197,11 @@ async fn without_a_workspace_every_tool_is_memory_not_found() {
         tools.memory_browse(args(json!({}))).await,
         tools.memory_update(args(json!({ "base_revision": "r", "patch": "x" }))).await,
     ];
+    // (Not MEMORY_NOT_FOUND, which names a record a change refers to.)
     for result in &results {
-        assert_eq!(refusal(result)["code"], "MEMORY_NOT_FOUND");
+        let error = refusal(result);
+        assert_eq!(error["code"], "NO_WORKSPACE");
+        assert_eq!(error["violations"], json!([]), "the one error shape: {error}");
     }
     assert!(!root.exists(), "no workspace is created");
 }

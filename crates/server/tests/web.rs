@@ -129,8 +129,9 @@ fn error_code(answer: &Answer) -> &str {
 }
 
 /// Checks that `answer` is an error in the one shape every API refusal has: `{"ok": false,
-/// "error": {"code", "message", "path", "violations"}}`, `path` a string or null, each violation
-/// `{code, message, path, line, col}`. Returns the code.
+/// "error": {"code", "message", "path", "violations"[, "details"]}}`, `path` a string or null,
+/// each violation `{code, message, path, line, col}`, `details` (a refused change's structured
+/// facts) an object when present. Returns the code.
 fn assert_error_shape(what: &str, answer: &Answer) -> String {
     let body = &answer.body;
     assert!(answer.status.is_client_error() || answer.status.is_server_error(), "{what}");
@@ -145,7 +146,12 @@ fn assert_error_shape(what: &str, answer: &Answer) -> String {
     assert_eq!(keys(body), ["error", "ok"], "{what}: {body}");
     assert_eq!(body["ok"], false, "{what}: {body}");
     let error = &body["error"];
-    assert_eq!(keys(error), ["code", "message", "path", "violations"], "{what}: {body}");
+    let mut shape = keys(error);
+    if error.get("details").is_some() {
+        assert!(error["details"].is_object(), "{what}: {body}");
+        shape.retain(|key| key != "details");
+    }
+    assert_eq!(shape, ["code", "message", "path", "violations"], "{what}: {body}");
     let code = error["code"].as_str().unwrap_or_default();
     assert!(
         !code.is_empty() && code.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
@@ -233,16 +239,13 @@ async fn every_api_error_answer_has_one_shape_including_the_guards_refusals() {
         answer.body["error"]["violations"].as_array().cloned().unwrap_or_default()
     };
     assert!(violations("rejected edit").iter().any(|v| v["code"] == "BLOCK_ID_REMOVED"));
-    // A patch conflict's line, expected and found text survive, as a violation at that line.
-    let conflict = violations("patch conflict");
-    assert_eq!(conflict.len(), 1, "{conflict:?}");
-    assert_eq!(conflict[0]["line"], 1);
-    assert_eq!(conflict[0]["path"], "topics/projects/budget.md");
-    let message = conflict[0]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("# Not the title") && message.contains("# Budget tracker"),
-        "{message}"
-    );
+    // A patch conflict's line, expected and found text survive, as its details.
+    let (_, conflict, _) = cases.iter().find(|(w, _, _)| *w == "patch conflict").expect("case");
+    let error = &conflict.body["error"];
+    assert_eq!(error["path"], "topics/projects/budget.md");
+    assert_eq!(error["details"]["line"], 1);
+    assert_eq!(error["details"]["expected"], "# Not the title");
+    assert_eq!(error["details"]["found"], "# Budget tracker");
     assert!(violations("missing topic").is_empty());
     assert_eq!(server.revision().await, base, "nothing refused was installed");
 }

@@ -190,8 +190,8 @@ pub use fs::{FaultFs, Fs, RealFs};
 pub use ids::{Clock, IdSource, RandomIds, Revision, SeqIds, SystemClock, TxnId, WorkspaceId};
 pub use lock::LockTimeout;
 pub use pipeline::{
-    ArchiveEvent, BeginOptions, InstallEvent, InstallObserver, Installed, ObserverFailure,
-    Rejected, Resolver, Staged, Validated, writable_path,
+    ArchiveEvent, BeginOptions, InstallEvent, InstallObserver, Installed, MAX_NAME_BYTES,
+    MAX_PATH_BYTES, ObserverFailure, Rejected, Resolver, Staged, Validated, writable_path,
 };
 pub use sources::LiveSources;
 pub use state::{Batch, Counters, InstalledBatch};

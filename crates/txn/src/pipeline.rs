@@ -395,8 +395,27 @@ pub fn writable_path(path: &str) -> Result<String> {
             format!("only topics/**/*.md is writable: {path}"),
         ));
     }
+    // What no filesystem can hold is a bad request, not an IO failure (ENAMETOOLONG).
+    if let Some(long) = parts.iter().find(|part| part.len() > MAX_NAME_BYTES) {
+        return Err(Error::invalid(
+            ErrorCode::InvalidArgument,
+            format!("a path component is longer than {MAX_NAME_BYTES} bytes: {long}"),
+        ));
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return Err(Error::invalid(
+            ErrorCode::InvalidArgument,
+            format!("the path is longer than {MAX_PATH_BYTES} bytes"),
+        ));
+    }
     Ok(parts[1..].join("/"))
 }
+
+/// The longest name a path component may have (`NAME_MAX` of Linux filesystems).
+pub const MAX_NAME_BYTES: usize = 255;
+/// The longest workspace-relative path: well under `PATH_MAX` (4 096) once the memory root and
+/// a stage (`.scriptorium/txn/<txn id>/old-topics/`) are put in front of it.
+pub const MAX_PATH_BYTES: usize = 3_072;
 
 impl Staged {
     /// The transaction ID.

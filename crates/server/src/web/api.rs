@@ -15,6 +15,7 @@ use axum::{Json, Router};
 use scriptorium_backend::LocalBackend;
 use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
 use scriptorium_backend::summary::{update_result, workspace_status};
+use scriptorium_backend::wire::Code;
 use scriptorium_search::{HitKind, MAX_TOP_K};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{parse_tree, tokens};
@@ -59,15 +60,18 @@ pub(super) fn routes() -> Router<AppState> {
 
 /// Unknown routes: a JSON 404.
 pub(super) async fn not_found(uri: Uri) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", format!("no such route: {}", uri.path()))
+    ApiError::new(StatusCode::NOT_FOUND, Code::NotFound, format!("no such route: {}", uri.path()))
 }
 
 /// Parses a JSON request body, answering 413 over the limit and 400 for bad JSON.
 fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> ApiResult<T> {
     let bytes = body.map_err(|rejection| {
         let status = rejection.status();
-        let code =
-            if status == StatusCode::PAYLOAD_TOO_LARGE { "SIZE_LIMIT" } else { "INVALID_ARGUMENT" };
+        let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            Code::SizeLimit
+        } else {
+            Code::InvalidArgument
+        };
         ApiError::new(status, code, rejection.body_text())
     })?;
     serde_json::from_slice(&bytes)
@@ -280,7 +284,7 @@ async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>)
             let hits = backend
                 .memory()
                 .search(&q)
-                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.code(), e.to_string()))?;
+                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.wire_code(), e.to_string()))?;
             let rows: Vec<Value> = hits
                 .iter()
                 .map(|h| {
@@ -384,7 +388,7 @@ fn read_with_revision(backend: &LocalBackend, rel: &str) -> ApiResult<(Option<St
             return Ok((text, after));
         }
     }
-    Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "BUSY", "memory keeps changing; retry"))
+    Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, Code::Busy, "memory keeps changing; retry"))
 }
 
 async fn get_topic(State(state): State<AppState>, UrlPath(param): UrlPath<String>) -> ApiResult {

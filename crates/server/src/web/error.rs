@@ -11,9 +11,10 @@
 //!
 //! `path` is the workspace-relative path concerned, or null; `violations` (`[{code, message,
 //! path, line, col}]`, empty when none apply) lists every reason a topic edit was rejected, for
-//! the page to show beside the editor. A refused change's structured details (a patch
-//! conflict's `line`, `expected` and `found`) are one violation at that line, so nothing the
-//! engine reports is lost and no answer has keys of its own.
+//! the page to show beside the editor. A refused change request's structured details (a patch
+//! conflict's `line`, `expected` and `found`) come as `details` when there are any. It is the
+//! shape of `scriptorium_backend::wire::WireError`, the same the CLI's `--json` and the MCP
+//! tools answer.
 //!
 //! Key decision: [`ApiError`] renders the shape and marks its responses; the request guard
 //! passes every other error response of the API through `reshape`, so a rejection produced
@@ -22,34 +23,34 @@
 use axum::Json;
 use axum::http::{Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::mcp::ToolError;
+use scriptorium_backend::wire::{Code, WireError};
 
 /// A refused API request.
 #[derive(Debug)]
 pub struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
-    /// The stable code, message, path and details.
-    pub error: ToolError,
+    /// The stable code, message, path, violations and details.
+    pub error: WireError,
 }
 
 impl ApiError {
     /// An error with `status` and `code`.
-    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> ApiError {
-        ApiError { status, error: ToolError::new(code, message) }
+    pub fn new(status: StatusCode, code: Code, message: impl Into<String>) -> ApiError {
+        ApiError { status, error: WireError::new(code, message) }
     }
 
     /// 400 `INVALID_ARGUMENT`.
     pub fn invalid(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
+        ApiError::new(StatusCode::BAD_REQUEST, Code::InvalidArgument, message)
     }
 
     /// 404 `NOT_FOUND` for `path`.
     pub fn not_found(path: &str) -> ApiError {
         let mut err =
-            ApiError::new(StatusCode::NOT_FOUND, "NOT_FOUND", format!("not found: {path}"));
+            ApiError::new(StatusCode::NOT_FOUND, Code::NotFound, format!("not found: {path}"));
         err.error.path = Some(path.to_owned());
         err
     }
@@ -57,68 +58,37 @@ impl ApiError {
     /// 403 `PATH_OUTSIDE_WORKSPACE` for a path parameter that escapes, names a symlink or is
     /// not allowed here.
     pub fn forbidden(path: &str, message: impl Into<String>) -> ApiError {
-        let mut err = ApiError::new(StatusCode::FORBIDDEN, "PATH_OUTSIDE_WORKSPACE", message);
+        let mut err = ApiError::new(StatusCode::FORBIDDEN, Code::PathOutsideWorkspace, message);
         err.error.path = Some(path.to_owned());
         err
     }
 
     /// 500 `INTERNAL`.
     pub fn internal(message: impl Into<String>) -> ApiError {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", message)
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, Code::Internal, message)
     }
 
     /// The transaction engine's error, with the status its code calls for: 409
-    /// `CONCURRENT_UPDATE`, 503 `BUSY` (the lock is held: retry), 404 `MEMORY_NOT_FOUND`, 500
-    /// `IO`/`CORRUPT_STATE`, 400 otherwise.
+    /// `CONCURRENT_UPDATE`, 503 `BUSY` or `NO_SPACE` (retry), 404 `MEMORY_NOT_FOUND`, 500
+    /// `IO`/`CORRUPT_STATE`/`WORKSPACE_ID_MISSING`, 400 otherwise.
     pub fn from_txn(err: &scriptorium_txn::Error) -> ApiError {
         use scriptorium_txn::ErrorCode;
         let status = match err.code() {
             ErrorCode::ConcurrentUpdate => StatusCode::CONFLICT,
-            ErrorCode::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Busy | ErrorCode::NoSpace => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::MemoryNotFound => StatusCode::NOT_FOUND,
-            ErrorCode::Io | ErrorCode::CorruptState => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Io | ErrorCode::CorruptState | ErrorCode::WorkspaceIdMissing => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
             _ => StatusCode::BAD_REQUEST,
         };
-        ApiError { status, error: ToolError::from_txn(err) }
+        ApiError { status, error: WireError::from_txn(err) }
     }
 
     /// The JSON body, in the one shape (see the module docs).
     pub fn body(&self) -> Value {
-        let error = &self.error;
-        let mut violations = Vec::new();
-        if let Some(details) = &error.details {
-            let mut rest = details.clone();
-            if let Some(Value::Array(listed)) = rest.remove("violations") {
-                violations.extend(listed);
-            }
-            if !rest.is_empty() {
-                violations.push(details_violation(error, rest));
-            }
-        }
-        json!({
-            "ok": false,
-            "error": {
-                "code": error.code,
-                "message": error.message,
-                "path": error.path,
-                "violations": violations,
-            },
-        })
+        self.error.to_json()
     }
-}
-
-/// A refused change's structured details as one violation: at their `line` (and `col`), the
-/// others (`expected`, `found`, …) spelled out in the message.
-fn details_violation(error: &ToolError, mut details: Map<String, Value>) -> Value {
-    let line = details.remove("line").unwrap_or(Value::Null);
-    let col = details.remove("col").unwrap_or(Value::Null);
-    let facts: Vec<String> = details.iter().map(|(key, value)| format!("{key} {value}")).collect();
-    let message = if facts.is_empty() {
-        error.message.clone()
-    } else {
-        format!("{}: {}", error.message, facts.join(", "))
-    };
-    json!({ "code": error.code, "message": message, "path": error.path, "line": line, "col": col })
 }
 
 impl IntoResponse for ApiError {
@@ -137,13 +107,13 @@ struct Shaped;
 const REJECTION_TEXT_LIMIT: usize = 16 * 1024;
 
 /// The code of an error answer that only has its status (an axum rejection).
-fn code_for(status: StatusCode) -> &'static str {
+fn code_for(status: StatusCode) -> Code {
     match status {
-        StatusCode::NOT_FOUND => "NOT_FOUND",
-        StatusCode::METHOD_NOT_ALLOWED => "METHOD_NOT_ALLOWED",
-        StatusCode::PAYLOAD_TOO_LARGE => "SIZE_LIMIT",
-        status if status.is_server_error() => "INTERNAL",
-        _ => "INVALID_ARGUMENT",
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => Code::MethodNotAllowed,
+        StatusCode::PAYLOAD_TOO_LARGE => Code::SizeLimit,
+        status if status.is_server_error() => Code::Internal,
+        _ => Code::InvalidArgument,
     }
 }
 

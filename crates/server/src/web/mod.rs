@@ -67,6 +67,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use scriptorium_backend::wire::Code;
 use scriptorium_backend::{Config, LocalBackend, OpenError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -215,7 +216,7 @@ impl AppState {
             Some(backend) => work(&inner, backend),
             None => Err(ApiError::new(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "MEMORY_DISABLED",
+                Code::MemoryDisabled,
                 "memory is disabled by memory.backend=none",
             )),
         })

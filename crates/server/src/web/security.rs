@@ -38,6 +38,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use scriptorium_backend::wire::Code;
 
 use super::error::reshape;
 use super::{ApiError, AppState};
@@ -171,7 +172,7 @@ fn check(state: &AppState, request: &Request, is_api: bool) -> Option<ApiError> 
     if !state.hosts().iter().any(|h| h.eq_ignore_ascii_case(host)) {
         return Some(ApiError::new(
             StatusCode::FORBIDDEN,
-            "FORBIDDEN_HOST",
+            Code::ForbiddenHost,
             "the Host header is not this server",
         ));
     }
@@ -181,14 +182,14 @@ fn check(state: &AppState, request: &Request, is_api: bool) -> Option<ApiError> 
     if state.is_disabled() {
         return Some(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "MEMORY_DISABLED",
+            Code::MemoryDisabled,
             "memory is disabled by memory.backend=none",
         ));
     }
     if !authorized(headers, state.token()) {
         return Some(ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "UNAUTHORIZED",
+            Code::Unauthorized,
             "a valid `Authorization: Bearer <token>` header is required",
         ));
     }
@@ -201,7 +202,7 @@ fn check(state: &AppState, request: &Request, is_api: bool) -> Option<ApiError> 
         if !own {
             return Some(ApiError::new(
                 StatusCode::FORBIDDEN,
-                "FORBIDDEN_ORIGIN",
+                Code::ForbiddenOrigin,
                 "a state-changing request must come from this server's own page (Origin)",
             ));
         }

@@ -223,3 +223,18 @@ fn a_file_with_a_non_utf8_name_is_carried_over_and_blocks_nothing() {
     }
     assert!(!ws.revision_state().expect("state").topics_edited_outside);
 }
+
+/// Regression: an overlong name reached the filesystem and came back as an IO error (500).
+#[test]
+fn a_path_no_filesystem_can_hold_is_a_bad_request() {
+    let long = format!("topics/{}.md", "n".repeat(300));
+    let error = scriptorium_txn::writable_path(&long).expect_err("refused");
+    assert_eq!(error.code(), ErrorCode::InvalidArgument, "{error}");
+    let deep = format!("topics/{}x.md", "d/".repeat(1600));
+    assert_eq!(
+        scriptorium_txn::writable_path(&deep).expect_err("refused").code(),
+        ErrorCode::InvalidArgument
+    );
+    let fine = format!("topics/{}.md", "n".repeat(252));
+    assert!(scriptorium_txn::writable_path(&fine).is_ok());
+}
