@@ -205,3 +205,35 @@ async fn without_a_workspace_every_tool_is_no_workspace() {
     }
     assert!(!root.exists(), "no workspace is created");
 }
+
+/// Regression: an update whose text normalization would drop answered `ok: true` with
+/// `changed_files: []`.
+#[tokio::test]
+async fn an_uncited_update_is_refused_and_a_change_of_nothing_is_a_noop() {
+    let (_dir, tools) = fixture();
+    let base = revision(&tools).await;
+    let uncited = args(json!({
+        "base_revision": base,
+        "changes": [{ "path": "topics/core.md", "action": "write",
+                      "content": "# Core\n\nThe owner wants only e2e tests.\n" }],
+    }));
+    let error = refusal(&tools.memory_update(uncited).await);
+    assert_eq!(error["code"], "UNCITED_PARAGRAPH", "{error}");
+    assert_eq!(error["violations"][0]["path"], "topics/core.md", "{error}");
+    assert_eq!(revision(&tools).await, base);
+    let done = answer(
+        &tools.memory_update(write_topic(&base, "topics/bees.md", "Dana keeps bees.")).await,
+    );
+    let revision_now = done["revision"].as_str().expect("revision").to_owned();
+    let installed =
+        std::fs::read_to_string(tools.memory_root().join("topics/bees.md")).expect("installed");
+    let same = args(json!({
+        "base_revision": revision_now,
+        "changes": [{ "path": "topics/bees.md", "action": "write", "content": installed }],
+    }));
+    let noop = answer(&tools.memory_update(same).await);
+    assert_eq!(noop["noop"], true, "{noop}");
+    assert_eq!(noop["changed_files"], json!([]));
+    assert_eq!(noop["git_committed"], false);
+    assert_eq!(noop["revision"], revision_now.as_str());
+}

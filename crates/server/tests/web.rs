@@ -694,15 +694,35 @@ async fn topic_edits_are_compare_and_set_and_validated() {
     assert!(violations.iter().any(|v| v["code"] == "BLOCK_ID_REMOVED"), "{violations:?}");
     assert_eq!(server.revision().await, current, "a rejected edit installs nothing");
 
-    // A new topic file is created by a PUT.
-    let created = server
+    // A PUT of a bare heading changes nothing (an empty section is structure, not memory):
+    // ok, but a no-op, and it says so.
+    let empty = server
         .call(
             Method::PUT,
             "/api/memory/topics/notes/empty.md",
             Some(json!({"content": "# Empty\n", "base_revision": current})),
         )
         .await;
-    assert_eq!(created.status, StatusCode::OK, "{}", created.body);
+    assert_eq!(empty.status, StatusCode::OK, "{}", empty.body);
+    assert_eq!(empty.body["noop"], true, "{}", empty.body);
+    assert_eq!(server.revision().await, current);
+    // Regression: an uncited paragraph was answered 200 ok:true and then 404 (pruned).
+    let uncited = server
+        .call(
+            Method::PUT,
+            "/api/memory/topics/core.md",
+            Some(json!({"content": "# Core\n\nThe owner wants only e2e tests.\n",
+                        "base_revision": current})),
+        )
+        .await;
+    assert_eq!(uncited.status, StatusCode::BAD_REQUEST, "{}", uncited.body);
+    let violation = &uncited.body["error"]["violations"][0];
+    assert_eq!(violation["code"], "UNCITED_PARAGRAPH", "{}", uncited.body);
+    assert_eq!(
+        (violation["path"].as_str(), violation["line"].as_u64()),
+        (Some("topics/core.md"), Some(3))
+    );
+    assert_eq!(server.revision().await, current, "nothing was installed");
 }
 
 #[tokio::test]

@@ -474,7 +474,7 @@ fn edit(
     match content {
         Some(text) if before.as_deref() == Some(text) => {
             return Ok(Json(json!({
-                "ok": true, "revision": base_revision.trim(), "changed_files": [],
+                "ok": true, "noop": true, "revision": base_revision.trim(), "changed_files": [],
                 "git_committed": false,
             })));
         }
@@ -489,9 +489,18 @@ fn edit(
     })?;
     let _serial = inner.updating.lock().unwrap_or_else(PoisonError::into_inner);
     let installed = validated.install().map_err(txn)?;
+    if installed.noop {
+        // Nothing was installed, so nothing was committed (what `after_install` holds is an
+        // earlier install's).
+        return Ok(Json(json!({
+            "ok": true, "noop": true, "revision": installed.revision.as_str(),
+            "changed_files": [], "git_committed": false,
+        })));
+    }
     let after = memory.after_install();
     let mut answer = json!({
         "ok": true,
+        "noop": false,
         "revision": installed.revision.as_str(),
         "changed_files": installed.changed_files,
         "git_committed": after.git_commit.is_some(),
