@@ -18,8 +18,8 @@ const L0_L1: &[&str] = &[
     "scriptorium-search",
     "scriptorium-history",
 ];
-/// L0–L2: what `backend` may use.
-const UP_TO_L2: &[&str] = &[
+/// L0–L2.5: what `backend` may use (the writer, and the model clients above it).
+const UP_TO_L2_5: &[&str] = &[
     "scriptorium-topics-format",
     "scriptorium-session-dag",
     "scriptorium-markers",
@@ -28,8 +28,10 @@ const UP_TO_L2: &[&str] = &[
     "scriptorium-search",
     "scriptorium-history",
     "scriptorium-writer",
+    "scriptorium-model-clients",
 ];
-/// L0–L3: what `server` may use.
+/// L0–L3 but the model clients: what `server` may use. The faces build models only through
+/// `backend` (`models::build`), never from the clients themselves.
 const UP_TO_L3: &[&str] = &[
     "scriptorium-topics-format",
     "scriptorium-session-dag",
@@ -41,7 +43,8 @@ const UP_TO_L3: &[&str] = &[
     "scriptorium-writer",
     "scriptorium-backend",
 ];
-/// Every library crate: what `cli` and the end-to-end tests may use.
+/// Every library crate but the model clients (reached through `backend`): what `cli` and the
+/// end-to-end tests may use.
 const ALL_LIBRARIES: &[&str] = &[
     "scriptorium-topics-format",
     "scriptorium-session-dag",
@@ -67,7 +70,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("scriptorium-search", &["scriptorium-topics-format"]),
     ("scriptorium-history", &[]),
     ("scriptorium-writer", L0_L1),
-    ("scriptorium-backend", UP_TO_L2),
+    ("scriptorium-model-clients", &["scriptorium-writer"]),
+    ("scriptorium-backend", UP_TO_L2_5),
     ("scriptorium-server", UP_TO_L3),
     ("scriptorium-cli", ALL_LIBRARIES),
     ("scriptorium-testkit", &[]),
@@ -184,5 +188,11 @@ mod tests {
         assert!(allowed(&edge("scriptorium-txn", TESTKIT, "dev"), &table).is_ok());
         assert!(allowed(&edge("scriptorium-txn", TESTKIT, "normal"), &table).is_err());
         assert!(allowed(&edge("scriptorium-new", "scriptorium-txn", "normal"), &table).is_err());
+        let clients = "scriptorium-model-clients";
+        assert!(allowed(&edge(clients, "scriptorium-writer", "normal"), &table).is_ok());
+        assert!(allowed(&edge("scriptorium-backend", clients, "normal"), &table).is_ok());
+        assert!(allowed(&edge("scriptorium-writer", clients, "normal"), &table).is_err());
+        assert!(allowed(&edge("scriptorium-cli", clients, "normal"), &table).is_err());
+        assert!(allowed(&edge("scriptorium-server", clients, "normal"), &table).is_err());
     }
 }

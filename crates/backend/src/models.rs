@@ -4,12 +4,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use scriptorium_model_clients::anthropic::{Anthropic, AnthropicConfig};
+use scriptorium_model_clients::http::HttpOptions;
+use scriptorium_model_clients::openai::{OpenAi, OpenAiConfig};
 use scriptorium_writer::model::ModelError;
-use scriptorium_writer::model::anthropic::{Anthropic, AnthropicConfig};
 use scriptorium_writer::model::command::{Command, CommandConfig};
-use scriptorium_writer::model::http::HttpOptions;
 use scriptorium_writer::model::journal::Journal;
-use scriptorium_writer::model::openai::{OpenAi, OpenAiConfig};
 use scriptorium_writer::model::scripted::Scripted;
 use scriptorium_writer::{ChatModel, Model};
 

@@ -1,5 +1,6 @@
 //! The write pipeline: batches, archive-first writes, the model agent loop with confined tools,
-//! one repair turn, organize, and the model clients.
+//! one repair turn, and organize. The HTTP model clients implement its [`model::Chat`] seam from
+//! the crate above (`scriptorium-model-clients`).
 //!
 //! Key decision: effects happen in the order archive evidence → install topics → mark nodes, so a
 //! crash can only cause a recoverable duplicate, never a silently lost turn.

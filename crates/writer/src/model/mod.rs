@@ -1,16 +1,14 @@
-//! The model seam: a [`Chat`] completes one turn of a tool-using conversation (the wire-format
-//! clients [`openai`] and [`anthropic`], and the [`scripted`] test double); a [`crate::Model`] runs a
-//! whole task over the stage's tools ([`ChatModel`] drives any [`Chat`] through the agent loop;
-//! [`journal`] and [`command`] work without one).
+//! The model seam: a [`Chat`] completes one turn of a tool-using conversation (the HTTP
+//! wire-format clients live above this crate, in `scriptorium-model-clients`; the [`scripted`]
+//! test double lives here); a [`crate::Model`] runs a whole task over the stage's tools
+//! ([`ChatModel`] drives any [`Chat`] through the agent loop; [`journal`] and [`command`] work
+//! without one).
 //!
 //! Errors carry an [`ErrorReason`] and a retryable verdict (reference §5.6): transport errors,
 //! 429, 5xx and timeouts are retryable, 400/401/403 and context-length errors are not.
 
-pub mod anthropic;
 pub mod command;
-pub mod http;
 pub mod journal;
-pub mod openai;
 pub mod scripted;
 
 use std::fmt;
@@ -126,8 +124,8 @@ pub trait Chat: Send + Sync + fmt::Debug {
     /// A short name for logs and the agent history (`openai:gpt-4.1-mini`).
     fn name(&self) -> String;
 
-    /// Completes one turn. Bounded retries with backoff happen inside (see [`http`]); the
-    /// error that reaches the caller is final for this call.
+    /// Completes one turn. Bounded retries with backoff happen inside (the HTTP clients share
+    /// one policy); the error that reaches the caller is final for this call.
     fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError>;
 }
 

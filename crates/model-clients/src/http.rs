@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use scriptorium_writer::model::{ErrorReason, ModelError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use time::{OffsetDateTime, PrimitiveDateTime, format_description::FormatItem, macros};
-
-use super::{ErrorReason, ModelError};
 
 /// Longest provider text kept in [`ModelError::message`], in characters.
 pub const MAX_MESSAGE_CHARS: usize = 500;

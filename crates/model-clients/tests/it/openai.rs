@@ -1,7 +1,7 @@
 //! The OpenAI chat-completions client: wire format, reply parsing, and the shared scenarios.
 
-use scriptorium_writer::model::http::{HttpOptions, Sleep};
-use scriptorium_writer::model::openai::{OpenAi, OpenAiConfig};
+use scriptorium_model_clients::http::{HttpOptions, Sleep};
+use scriptorium_model_clients::openai::{OpenAi, OpenAiConfig};
 use scriptorium_writer::model::{
     Chat, ChatMessage, ChatReply, ChatRequest, ErrorReason, StopReason, ToolCall, Usage,
 };

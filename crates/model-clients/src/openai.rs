@@ -8,13 +8,13 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
-use super::http::{HttpClient, HttpOptions, Sleep, read_key};
-use super::{
+use scriptorium_writer::model::{
     Chat, ChatMessage, ChatReply, ChatRequest, ErrorReason, ModelError, StopReason, ToolCall,
     ToolSpec, Usage,
 };
+use serde::{Deserialize, Serialize};
+
+use crate::http::{HttpClient, HttpOptions, Sleep, read_key};
 
 /// Where and how to reach an OpenAI-compatible server.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,8 +1,8 @@
 //! The Anthropic Messages client: wire format (alternation, merged tool results), reply parsing,
 //! and the shared scenarios.
 
-use scriptorium_writer::model::anthropic::{Anthropic, AnthropicConfig};
-use scriptorium_writer::model::http::{HttpOptions, Sleep};
+use scriptorium_model_clients::anthropic::{Anthropic, AnthropicConfig};
+use scriptorium_model_clients::http::{HttpOptions, Sleep};
 use scriptorium_writer::model::{
     Chat, ChatMessage, ChatReply, ChatRequest, ErrorReason, StopReason, ToolCall, Usage,
 };

@@ -10,12 +10,12 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
-use super::http::{HttpClient, HttpOptions, Sleep, read_key};
-use super::{
+use scriptorium_writer::model::{
     Chat, ChatMessage, ChatReply, ChatRequest, ModelError, StopReason, ToolCall, ToolSpec, Usage,
 };
+use serde::{Deserialize, Serialize};
+
+use crate::http::{HttpClient, HttpOptions, Sleep, read_key};
 
 /// The `anthropic-version` header value.
 pub const API_VERSION: &str = "2023-06-01";

@@ -1,20 +1,18 @@
 //! The HTTP model clients against wiremock loopback servers speaking each wire format: exact
 //! request bodies of multi-turn tool conversations, reply parsing, and the retry and error
-//! policy of `model::http` (scenarios shared by both wire formats live here; each provider
+//! policy of the `http` module (scenarios shared by both wire formats live here; each provider
 //! module runs them and adds its wire-format tests).
 //!
 //! The clients are blocking, so every call runs on `spawn_blocking`, never on the runtime.
 
-#[path = "clients/anthropic.rs"]
 mod anthropic;
-#[path = "clients/openai.rs"]
 mod openai;
 
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use scriptorium_writer::model::http::{HttpOptions, Sleep};
+use scriptorium_model_clients::http::{HttpOptions, Sleep};
 use scriptorium_writer::model::{
     Chat, ChatMessage, ChatReply, ChatRequest, ErrorReason, ModelError, ToolSpec,
 };
