@@ -125,6 +125,18 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
     {
         match file {
             Found::BadName(rel) => diagnostics.push(bad_name(rel)),
+            Found::Text(rel, text) if tree == "topic file" && text.contains('\0') => {
+                // Every transaction refuses such a file; so does the check.
+                let at = text.find('\0').unwrap_or(0);
+                let line = text[..at].matches('\n').count() + 1;
+                diagnostics.push(Diagnostic::new(
+                    rel,
+                    u32::try_from(line).unwrap_or(u32::MAX),
+                    1,
+                    Code::NulByte,
+                    "topic file contains a NUL byte",
+                ));
+            }
             Found::Text(rel, text) if tree == "topic file" => {
                 topics.push(TopicFile { path: rel.trim_start_matches("topics/").to_owned(), text });
             }

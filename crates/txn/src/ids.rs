@@ -6,14 +6,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The workspace revision: an opaque string that changes on every install and every archive
-/// append and whenever `topics/`, `sources/` or `.scriptorium/runtime.json` change outside a
-/// transaction; lock, status, cache and index files never move it.
+/// append and whenever `topics/` or `sources/` change outside a transaction; runtime state
+/// (`runtime.json`), lock, status, cache and index files never move it, and neither does a
+/// transaction that changes nothing.
 ///
 /// Format (informative; compare revisions only for equality): `<counter>-<16 hex>`, where
 /// `counter` is the install/append counter recorded in `.scriptorium/revision` and the hex is
-/// the first 8 bytes of SHA-256 over the counter, the last installed transaction ID, the
-/// digest of the `topics/` tree, the stat fingerprint of `sources/` and the digest of
-/// `runtime.json` (see the `revision` section of the crate docs).
+/// the first 8 bytes of SHA-256 over `scriptorium-revision/2`, the counter, the last installed
+/// transaction ID, the digest of the `topics/` tree and the stat fingerprint of `sources/`
+/// (see the `revision` section of the crate docs and `docs/format.md`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Revision(pub(crate) String);
 

@@ -103,7 +103,7 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     let installed_topics = topics.clone();
     let runtime = match &job.prepared.runtime {
         Some(text) => sha256_hex(text.as_bytes()),
-        None => current.runtime.clone(),
+        None => current.record.runtime.clone(),
     };
     let mut batches = current.record.batches.clone();
     if let Some(batch) = job.batch.take() {

@@ -116,7 +116,6 @@ pub(crate) struct Current {
     pub(crate) revision: Revision,
     pub(crate) topics: String,
     pub(crate) sources: String,
-    pub(crate) runtime: String,
 }
 
 /// A full read of `topics/` (begin reads every byte anyway).
@@ -281,8 +280,8 @@ impl Workspace {
     }
 
     /// The current revision. Reads the revision record, stats `topics/` (re-hashing only files
-    /// whose stat differs from the record or is too recent to trust), stats `sources/` and
-    /// hashes `runtime.json`. Takes no lock; read-only.
+    /// whose stat differs from the record or is too recent to trust) and stats `sources/`.
+    /// Takes no lock; read-only.
     pub fn revision(&self) -> Result<Revision> {
         Ok(self.current()?.revision)
     }
@@ -296,8 +295,8 @@ impl Workspace {
     /// The revision as of the last install or archive append, from the revision record alone:
     /// one `stat` of `.scriptorium/revision` when it has not changed since the last call (the
     /// record is only ever replaced by a rename, so a new record has a new inode), otherwise one
-    /// read of it. It equals [`Workspace::revision`] unless `topics/`, `sources/` or
-    /// `runtime.json` were edited outside a transaction since; it is meant for per-turn readers
+    /// read of it. It equals [`Workspace::revision`] unless `topics/` or `sources/` were
+    /// edited outside a transaction since; it is meant for per-turn readers
     /// (the search index) that must not walk the trees. Compare-and-set uses
     /// [`Workspace::revision`]. Read-only, takes no lock.
     pub fn installed_revision(&self) -> Result<Revision> {
@@ -396,9 +395,8 @@ impl Workspace {
         }
         let topics = topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
         let sources = sources_fingerprint(fs, &layout.sources)?;
-        let (runtime, _) = read_runtime(fs, layout)?;
         let revision = revision_of(record.counter, &record.txn_id, &topics, &sources);
-        Ok(Current { record, revision, topics, sources, runtime })
+        Ok(Current { record, revision, topics, sources })
     }
 
     /// Reads every byte of `topics/`.

@@ -317,6 +317,15 @@ fn check_reports_what_transactions_cannot_use_and_never_reads_through_a_symlink(
     let out = scriptorium(home.path(), &["edit", "garden.md", "--from", &changed]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     assert_eq!(std::fs::read(&odd).expect("kept"), b"# Notes\n");
+    // A NUL byte, which every transaction refuses, is reported too.
+    std::fs::remove_file(&odd).expect("rm");
+    let installed = std::fs::read_to_string(memory.join("topics/garden.md")).expect("installed");
+    std::fs::write(memory.join("topics/garden.md"), installed.replacen("flower", "flo\0wer", 1))
+        .expect("write");
+    let out = scriptorium(home.path(), &["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["diagnostics"][0]["code"], "NUL_BYTE", "{report}");
     // A symlinked topics/ is reported, and what it points to is not read.
     let elsewhere = tempfile::tempdir().expect("elsewhere");
     std::fs::write(elsewhere.path().join("secret.md"), "not a topic\n").expect("write");
