@@ -42,7 +42,7 @@ fn bench_edit(c: &mut Criterion, name: &str, files: usize, wiring: Wiring) {
             let validated = staged.validate().map_err(|r| format!("{:?}", r.violations()));
             let installed = validated.expect("valid").install().expect("install");
             assert!(installed.observer_failures.is_empty(), "{:?}", installed.observer_failures);
-            assert!(memory.after_install().git_commit.is_some());
+            assert!(scriptorium_backend::memory::after(&installed).git_commit.is_some());
         });
     });
 }

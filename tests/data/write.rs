@@ -123,7 +123,7 @@ fn write_real(paths: Vec<PathBuf>, format: Format, threshold: usize) -> Result<(
     }
     // The whole tree validates as committed (every ref resolves, every block well formed).
     let staged = ws.begin(BeginOptions::default()).map_err(fail)?;
-    let files = staged.baseline_files().len();
+    let files = staged.baseline_files().count();
     check(files > 0, "topics written")?;
     drop(staged.validate().map_err(|r| fail(format!("{:?}", r.violations())))?);
     let batches = *model.batches.lock().map_err(|_| fail("poisoned"))?;

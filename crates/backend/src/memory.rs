@@ -16,9 +16,9 @@ use scriptorium_history::{CommitRequest, History, Time};
 use scriptorium_search::{Changes, Hit, Index, Query};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{
-    ArchiveEvent, InstallEvent, InstallObserver, LockTimeout, Options, Workspace,
+    ArchiveEvent, InstallEvent, InstallObserver, LockTimeout, Observation, Options, Workspace,
 };
-use scriptorium_views::{FsSources, RUNTIME_JSON, RuntimeState, render_core, write_views};
+use scriptorium_views::{FsSources, render_core, write_views};
 
 /// Recent events kept in `recent_events.jsonl` (reference Appendix A).
 pub const RECENT_LIMIT: usize = 50;
@@ -144,7 +144,6 @@ pub struct Derived {
     history: Option<History>,
     index: SharedIndex,
     wiring: Wiring,
-    last: Mutex<AfterInstall>,
     /// Archive files appended since the last install (committed with the next one).
     archived: Mutex<Vec<String>>,
 }
@@ -152,30 +151,43 @@ pub struct Derived {
 impl Derived {
     /// An observer committing to `history` (none: no git), keeping what `wiring` asks for.
     pub fn new(history: Option<History>, wiring: Wiring) -> Derived {
-        Derived {
-            history,
-            index: Arc::default(),
-            wiring,
-            last: Mutex::default(),
-            archived: Mutex::default(),
-        }
+        Derived { history, index: Arc::default(), wiring, archived: Mutex::default() }
     }
 
-    fn rebuild_views(event: &InstallEvent<'_>) -> Result<Vec<String>, String> {
+    /// Renders the views the install changed and writes them; returns the files written or
+    /// removed. Only the timeline dates and the relations the changed files touch are rendered
+    /// again (and the core when its master changed or archives were appended); a full rebuild
+    /// runs when the install adopted edits made outside any transaction (what the views last
+    /// showed of those files is unknown).
+    fn rebuild_views(event: &InstallEvent<'_>, archived: bool) -> Result<Vec<String>, String> {
         let root = event.root;
-        let runtime = std::fs::read_to_string(root.join(RUNTIME_JSON)).unwrap_or_default();
-        let state = RuntimeState::parse(&runtime);
-        let views =
-            scriptorium_views::rebuild(event.units, Some(&state.creation_order), RECENT_LIMIT);
-        let master = event.files.iter().find(|f| f.path == CORE_MASTER).map(|f| f.text.as_str());
-        let resolver = ArchiveResolver::new(FsSources::new(root));
-        let core = render_core(master, &resolver, CORE_BUDGET);
+        let order = event.creation_order;
+        let tree = event.tree;
+        let master = tree.file(CORE_MASTER).map(|f| f.file.text.as_str());
+        let core_changed = archived || event.changes.iter().any(|c| c.path == CORE_MASTER);
         // The root `core.md` goes with its master (reference §4.6 step 5); a legacy root file
         // without a master is left alone.
-        let master_removed =
-            master.is_none() && event.installed.changed_files.iter().any(|p| p == "topics/core.md");
-        let written =
-            write_views(root, &views, &core, master_removed).map_err(|e| e.to_string())?;
+        let master_removed = master.is_none()
+            && event.changes.iter().any(|c| c.path == CORE_MASTER && c.after.is_none());
+        let render = || {
+            let resolver = ArchiveResolver::new(FsSources::new(root));
+            render_core(master, &resolver, CORE_BUDGET)
+        };
+        let written = if event.changes.iter().any(|c| c.outside) {
+            let views = scriptorium_views::rebuild(tree.units(), order, RECENT_LIMIT);
+            write_views(root, &views, &render(), master_removed)
+        } else {
+            let before = event.changes.iter().filter_map(|c| c.before.as_ref());
+            let after = event.changes.iter().filter_map(|c| c.after.as_ref());
+            let affected = scriptorium_views::affected(
+                before.flat_map(|f| f.units.iter()),
+                after.flat_map(|f| f.units.iter()),
+            );
+            let update = scriptorium_views::update(tree.units(), order, RECENT_LIMIT, &affected);
+            let core = core_changed.then(render);
+            scriptorium_views::write_update(root, &update, core.as_ref(), master_removed)
+        }
+        .map_err(|e| e.to_string())?;
         Ok(written.changed_files.into_iter().chain(written.removed_files).collect())
     }
 
@@ -184,11 +196,12 @@ impl Derived {
     fn views_and_commit(
         &self,
         event: &InstallEvent<'_>,
+        archived: bool,
         changed: &mut Vec<String>,
         after: &mut AfterInstall,
     ) {
         if self.wiring.views {
-            match Derived::rebuild_views(event) {
+            match Derived::rebuild_views(event, archived) {
                 Ok(files) => {
                     changed.extend(files.iter().cloned());
                     after.views_changed = files;
@@ -211,11 +224,6 @@ impl Derived {
                 Err(err) => after.git_error = Some(err.to_string()),
             }
         }
-    }
-
-    /// What happened after the last install.
-    pub fn last(&self) -> AfterInstall {
-        self.last.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
@@ -242,17 +250,16 @@ impl InstallObserver for Derived {
         }
     }
 
-    fn installed(
-        &self,
-        event: &InstallEvent<'_>,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    fn installed(&self, event: &InstallEvent<'_>) -> Observation {
         let mut after = AfterInstall::default();
         let mut changed = event.installed.changed_files.clone();
+        changed.extend(event.installed.adopted.iter().cloned());
         // Archives appended since the last install (a writer archives first) are committed and
         // indexed with this transaction.
-        changed.extend(std::mem::take(
-            &mut *self.archived.lock().unwrap_or_else(PoisonError::into_inner),
-        ));
+        let archived =
+            std::mem::take(&mut *self.archived.lock().unwrap_or_else(PoisonError::into_inner));
+        let appended = !archived.is_empty() || changed.iter().any(|p| p.starts_with("sources/"));
+        changed.extend(archived);
         // The index follows the transaction's files (views are not indexed), so its update
         // runs beside the views rebuild and the git commit, which need each other.
         let hint = Changes { paths: changed.clone() };
@@ -265,7 +272,7 @@ impl InstallObserver for Derived {
                         .map_err(|err| err.to_string())
                 })
             });
-            self.views_and_commit(event, &mut changed, &mut after);
+            self.views_and_commit(event, appended, &mut changed, &mut after);
             index_job
                 .map(|job| job.join().unwrap_or_else(|_| Err("the index update panicked".into())))
         });
@@ -280,12 +287,14 @@ impl InstallObserver for Derived {
                 git.as_ref().map(|e| format!("git: {e}")).unwrap_or_default()
             )),
         };
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = after;
-        match failure {
-            Some(message) => Err(message.into()),
-            None => Ok(()),
-        }
+        Observation { report: Some(Arc::new(after)), failure }
     }
+}
+
+/// What the views, git and index did after `installed` (the observer's report; the default
+/// for an install nothing observed, such as one that changed nothing).
+pub fn after(installed: &scriptorium_txn::Installed) -> AfterInstall {
+    installed.report::<AfterInstall>().cloned().unwrap_or_default()
 }
 
 /// An open memory workspace with its history and the views+git observer.
@@ -319,7 +328,10 @@ fn open_history(workspace: &Workspace) -> Result<History, String> {
             let behind = history.last_txn_id().map_err(|e| e.to_string())?.as_deref()
                 != Some(installed.as_str());
             if behind {
-                let options = scriptorium_views::RebuildOptions::default();
+                let options = scriptorium_views::RebuildOptions {
+                    creation_order: workspace.creation_order().unwrap_or_default(),
+                    ..scriptorium_views::RebuildOptions::default()
+                };
                 if let Err(error) = scriptorium_views::rebuild_workspace(root, &options) {
                     tracing::warn!(%error, "rebuilding the views after a crash failed");
                 }
@@ -384,11 +396,6 @@ impl MemoryWorkspace {
     /// Why the git history could not be opened.
     pub fn history_error(&self) -> Option<&str> {
         self.history_error.as_deref()
-    }
-
-    /// What the observer did after the last install through this workspace.
-    pub fn after_install(&self) -> AfterInstall {
-        self.derived.last()
     }
 
     /// Recalls blocks and source records for `query` at the workspace's installed revision: one

@@ -129,12 +129,10 @@ fn count_sources(root: &Path) -> (usize, usize) {
 /// changed_files, memory_committed, git_committed, git_commit}`, evidence keyed
 /// `topics/<file>#<label>`. A change that changed nothing is `noop: true` with the unchanged
 /// revision, no changed file, and nothing committed (`memory_committed`, `git_committed`
-/// false): `after` then describes an earlier install and is not used.
-pub fn update_result(
-    outcome: &scriptorium_txn::UpdateOutcome,
-    after: &crate::memory::AfterInstall,
-) -> serde_json::Value {
+/// false). The git outcome is the install's own observer report.
+pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Value {
     let installed = &outcome.installed;
+    let after = crate::memory::after(installed);
     let evidence: serde_json::Map<String, serde_json::Value> = installed
         .evidence_ids
         .iter()

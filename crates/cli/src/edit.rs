@@ -169,7 +169,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Ok(installed) => {
-            let after = memory.after_install();
+            let after = scriptorium_backend::memory::after(&installed);
             outln!("installed {ws_path}: revision {}", installed.revision.as_str());
             memory::print_installed(&installed, &after);
             Ok(ExitCode::SUCCESS)

@@ -60,8 +60,16 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     if promoted && !args.json {
         outln!("promoted the legacy core.md to topics/core.md");
     }
-    let root = memory.workspace().root();
-    let report = rebuild_workspace(root, &RebuildOptions::default())?;
+    let workspace = memory.workspace();
+    // Under the write lock: an install between reading the tree and writing its views would
+    // otherwise be overwritten by views of the tree before it.
+    let report = workspace.with_write_lock(scriptorium_txn::LockTimeout::DEFAULT, || {
+        let options = RebuildOptions {
+            creation_order: workspace.creation_order()?,
+            ..RebuildOptions::default()
+        };
+        anyhow::Ok(rebuild_workspace(workspace.root(), &options)?)
+    })??;
     let docs = memory.rebuild_index().map_err(|e| anyhow::anyhow!("{}: {e}", e.code()))?;
     if args.json {
         let out = serde_json::json!({

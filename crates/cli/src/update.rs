@@ -93,10 +93,10 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     // with the local owner's authority, never with identity fields from the payload.
     let context = UpdateContext::owner("owner-cli/update");
     let outcome = memory.workspace().update_with(request, context)?;
-    let after = memory.after_install();
     let installed = &outcome.installed;
+    let after = scriptorium_backend::memory::after(installed);
     if args.json {
-        crate::output::document(&update_result(&outcome, &after))?;
+        crate::output::document(&update_result(&outcome))?;
     } else if installed.noop {
         outln!("nothing changed: revision {} stays, no commit", installed.revision.as_str());
     } else {

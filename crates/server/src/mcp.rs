@@ -221,8 +221,6 @@ fn given(value: Option<String>) -> Option<String> {
 struct Inner {
     root: PathBuf,
     memory: Mutex<Option<Arc<MemoryWorkspace>>>,
-    /// Serializes updates, so `after_install` is the update's own.
-    updating: Mutex<()>,
 }
 
 impl Inner {
@@ -358,12 +356,11 @@ impl Inner {
         // The MCP client is the owner's own agent: sources it declares are archived with the
         // local owner's authority, never with identity fields from the payload.
         let context = UpdateContext::owner(UPDATE_ORIGIN);
-        let _serial = self.updating.lock().unwrap_or_else(PoisonError::into_inner);
         let outcome = memory
             .workspace()
             .update_with(request, context)
             .map_err(|e| WireError::from_txn(&e))?;
-        let after = memory.after_install();
+        let after = scriptorium_backend::memory::after(&outcome.installed);
         for (what, error) in [
             ("the git commit", &after.git_error),
             ("rebuilding the derived views", &after.views_error),
@@ -373,7 +370,7 @@ impl Inner {
                 tracing::warn!(%err, "memory committed, but {what} failed");
             }
         }
-        Ok(Reply::Json(update_result(&outcome, &after)))
+        Ok(Reply::Json(update_result(&outcome)))
     }
 }
 
@@ -416,8 +413,7 @@ impl MemoryTools {
     /// The tools over the workspace at `memory_root` (`<home>/memory`). Nothing is opened yet:
     /// the first tool call opens the workspace (never creates it) and keeps it open.
     pub fn new(memory_root: impl Into<PathBuf>) -> MemoryTools {
-        let inner =
-            Inner { root: memory_root.into(), memory: Mutex::new(None), updating: Mutex::new(()) };
+        let inner = Inner { root: memory_root.into(), memory: Mutex::new(None) };
         MemoryTools { inner: Arc::new(inner), tool_router: MemoryTools::tool_router() }
     }
 

@@ -2,12 +2,12 @@
 
 use crate::error::{Error, Result};
 use crate::ids::{Revision, TxnId};
-use crate::install::recover_intent;
 use crate::lock::LockTimeout;
-use crate::pipeline::ArchiveEvent;
+use crate::observer::ArchiveEvent;
+use crate::recover::{recover, recover_intent};
 use crate::sources::LiveSources;
 use crate::state::{Intent, RevisionRecord, SwapMode, write_atomic};
-use crate::workspace::{Current, Workspace, ensure_dir, recover};
+use crate::workspace::{Current, Workspace, ensure_dir};
 use scriptorium_topics_format::source::{AppendPlan, ArchiveRecord, PlannedWrite, plan_append};
 
 /// The outcome of [`Workspace::archive_sources`].

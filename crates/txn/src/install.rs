@@ -1,121 +1,225 @@
-//! The atomic install and the recovery of a half-done install or archive append (the steps
-//! and the recovery table are in the crate docs).
+//! The atomic install ([`Validated::install`]; the steps are in the crate docs, *Install*) and
+//! its outcome ([`Installed`]).
 
-use std::io::ErrorKind;
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use scriptorium_topics_format::TreeParse;
-use scriptorium_topics_format::source::{ArchiveRecord, PlannedWrite};
+use scriptorium_topics_format::topic::EvidenceAssignment;
 
+use crate::begin::{Begin, BeginOptions, CachedBaseline};
 use crate::error::{Error, Result};
-use crate::fs::{FileKind, Fs, Meta, exchange_unsupported};
-use crate::ids::{IdSource, Revision};
-use crate::lock::LockTimeout;
-use crate::pipeline::{
-    CachedBaseline, InstallEvent, InstallStage, Installed, ObserverFailure, Prepared,
-};
+use crate::fs::{Fs, Meta, exchange_unsupported};
+use crate::ids::{Revision, TxnId};
+use crate::observer::{ChangedFile, InstallEvent, Observation, ObserverFailure};
+use crate::prepare::Prepared;
+use crate::recover::{finish_install, recover, recover_intent};
+use crate::stage::{Stage, write_spare_manifest};
 use crate::state::{
-    BATCH_STAMPS, Batch, InstalledBatch, Intent, Layout, RevisionRecord, SwapMode, sha256_hex,
-    sources_fingerprint, topics_digest, write_atomic,
+    BATCH_STAMPS, InstalledBatch, Intent, Layout, RevisionRecord, SwapMode, sha256_hex,
+    topics_digest, write_atomic,
 };
 use crate::validate::Baseline;
-use crate::workspace::{manifest_of, recover};
+use crate::workspace::{Current, Workspace, manifest_of};
 
-/// Everything the install needs from the validated transaction.
-pub(crate) struct Job {
-    pub(crate) stage: InstallStage,
-    pub(crate) begin_revision: Revision,
-    pub(crate) base_revision: Option<Revision>,
-    pub(crate) lock_timeout: LockTimeout,
-    pub(crate) message: String,
+/// A stage that passed validation, normalized, ready to install. Dropping it removes the stage.
+#[must_use = "dropping a Validated discards the transaction"]
+pub struct Validated {
+    pub(crate) stage: Stage,
+    pub(crate) begin: Arc<Begin>,
+    pub(crate) opts: BeginOptions,
     pub(crate) prepared: Prepared,
-    /// The `sources/` fingerprint read at `begin` (the compare-and-set guarantees it is still
-    /// the live one).
-    pub(crate) sources: String,
-    /// Sources to archive right before the swap, and the append `begin` planned for them.
-    pub(crate) pending_sources: Vec<ArchiveRecord>,
-    pub(crate) pending: Vec<PlannedWrite>,
-    /// The batch of session records the transaction writes, recorded with the topics.
-    pub(crate) batch: Option<Batch>,
-    /// How the entries with non-UTF-8 names (carried over unchanged) count in the digest.
-    pub(crate) foreign: Vec<(String, String)>,
+    pub(crate) baseline: Arc<Baseline>,
 }
 
-pub(crate) fn install(mut job: Job) -> Result<Installed> {
-    let ws = job.stage.ws.clone();
+impl fmt::Debug for Validated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Validated")
+            .field("txn_id", &self.stage.txn_id)
+            .field("changed_files", &self.prepared.changed_files)
+            .finish()
+    }
+}
+
+impl Validated {
+    /// The transaction ID.
+    pub fn txn_id(&self) -> &TxnId {
+        &self.stage.txn_id
+    }
+
+    /// The `topics/…` paths the install will change, sorted (empty: the install changes
+    /// nothing, see [`Installed::noop`]).
+    pub fn changed_files(&self) -> &[String] {
+        &self.prepared.changed_files
+    }
+
+    /// The changed files as they will be installed (created or modified), in tree order.
+    pub fn changed(&self) -> impl Iterator<Item = &crate::validate::FileState> + '_ {
+        self.prepared.changed.iter().map(AsRef::as_ref)
+    }
+
+    /// Installs the stage atomically (see the crate docs, *Install*): under the write lock,
+    /// compare-and-set on the revision (`CONCURRENT_UPDATE`), intent record, fsync of what the
+    /// transaction wrote into the stage, `RENAME_EXCHANGE` of the staged and live `topics/`
+    /// (the linearization point), fsyncs, new `runtime.json` and revision record, cleanup;
+    /// then the observers.
+    ///
+    /// Atomicity: a crash or error before the exchange leaves the old revision; after it, the
+    /// new one (the next `open` finishes the bookkeeping). An error that reaches the caller
+    /// after the linearization point is [`Error::Unfinished`]: the memory *is* installed.
+    pub fn install(self) -> Result<Installed> {
+        install(self)
+    }
+}
+
+/// The outcome of a successful install.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Installed {
+    /// The transaction ID (recorded in `.scriptorium/revision`; the history crate's `Txn-Id`).
+    pub txn_id: TxnId,
+    /// The new revision.
+    pub revision: Revision,
+    /// The revision the transaction started from.
+    pub base_revision: Revision,
+    /// Workspace paths whose bytes changed (created, modified or deleted `topics/…` files,
+    /// and the archives of pending sources), sorted. Runtime state is not listed.
+    pub changed_files: Vec<String>,
+    /// Files edited outside any transaction since the last install that this install recorded
+    /// (`topics/…`, sorted): they are committed, indexed and viewed with it.
+    pub adopted: Vec<String>,
+    /// Block IDs assigned by normalization, keyed `topics/<file>#<k>`.
+    pub block_ids: BTreeMap<String, String>,
+    /// Evidence IDs minted for local labels, per (file, label).
+    pub evidence_ids: Vec<EvidenceAssignment>,
+    /// Source refs cited by the installed tree that this transaction's evidence covers: with
+    /// `allowed_new_sources`, the cited refs in that set (the batch's messages that made it into
+    /// memory, or were already cited); without it, the cited refs no committed block cited
+    /// before (the evidence this transaction introduced).
+    pub covered: BTreeSet<String>,
+    /// The commit message given at `begin`.
+    pub message: String,
+    /// Observers that failed (the install stands regardless).
+    pub observer_failures: Vec<ObserverFailure>,
+    /// What each observer reported, by [`InstallObserver::name`](crate::InstallObserver::name).
+    pub observed: Vec<(String, Observation)>,
+    /// The transaction changed no byte of `topics/` and archived nothing, so nothing was
+    /// installed: `revision` is the unchanged revision, `changed_files` is empty, no observer
+    /// ran (no views rebuild, no index update, no git commit). Only organizer counters, if they
+    /// moved, were written to `runtime.json`.
+    pub noop: bool,
+}
+
+impl Installed {
+    /// The first observer report of type `T` (how a caller reads back what its own observer
+    /// did, such as the git commit it made).
+    pub fn report<T: Any + Send + Sync>(&self) -> Option<&T> {
+        self.observed.iter().find_map(|(_, o)| o.report.as_ref()?.downcast_ref::<T>())
+    }
+}
+
+fn install(validated: Validated) -> Result<Installed> {
+    let Validated { mut stage, begin, opts, mut prepared, baseline } = validated;
+    let ws = stage.ws.clone();
     let fs = ws.fs();
     let layout = ws.layout();
     let ids = ws.inner.ids.as_ref();
-    let lock = ws.lock(job.lock_timeout)?;
+    let lock = ws.lock(opts.lock_timeout)?;
     recover(fs, layout, ids)?;
     let mut current = ws.current()?;
-    if current.revision != job.begin_revision {
-        return Err(Error::ConcurrentUpdate {
-            base_revision: job.base_revision.clone().unwrap_or(job.begin_revision.clone()),
+    let stale = |current: &Current| Error::ConcurrentUpdate {
+        base_revision: opts.base_revision.clone().unwrap_or(begin.revision.clone()),
+        revision: current.revision.clone(),
+    };
+    if current.revision != begin.revision {
+        return Err(stale(&current));
+    }
+    let nothing = prepared.changed_files.is_empty()
+        && prepared.adopted.is_empty()
+        && begin.pending.is_empty();
+    if nothing {
+        if let Some(text) = &prepared.runtime {
+            write_atomic(fs, layout, ids, &layout.runtime_json, text.as_bytes())?;
+        }
+        drop(lock);
+        return Ok(Installed {
+            txn_id: stage.txn_id.clone(),
             revision: current.revision,
+            base_revision: begin.revision.clone(),
+            changed_files: Vec::new(),
+            adopted: Vec::new(),
+            block_ids: std::mem::take(&mut prepared.block_ids),
+            evidence_ids: std::mem::take(&mut prepared.evidence_ids),
+            covered: std::mem::take(&mut prepared.covered),
+            message: opts.message,
+            observer_failures: Vec::new(),
+            observed: Vec::new(),
+            noop: true,
         });
     }
-    if job.prepared.changed_files.is_empty() && job.pending.is_empty() {
-        return install_nothing(job, &ws, current, lock);
-    }
     let counter = next_counter(&current.record, layout)?;
-    if !job.pending.is_empty() {
+    let mut changed_files = std::mem::take(&mut prepared.changed_files);
+    if !begin.pending.is_empty() {
         // Validation checked the topics against exactly this append: the revision (which
         // covers the `sources/` fingerprint) is unchanged, so planning again must agree.
-        let plan = ws.plan_archive(&job.pending_sources)?;
-        let same = plan.writes.len() == job.pending.len()
+        let plan = ws.plan_archive(&opts.pending_sources)?;
+        let same = plan.writes.len() == begin.pending.len()
             && plan
                 .writes
                 .iter()
-                .zip(&job.pending)
+                .zip(&begin.pending)
                 .all(|(a, b)| a.rel_path == b.rel_path && a.new_text == b.new_text);
         if !same {
-            return Err(Error::ConcurrentUpdate {
-                base_revision: job.base_revision.clone().unwrap_or(job.begin_revision.clone()),
-                revision: current.revision,
-            });
+            return Err(stale(&current));
         }
         // Archive first: a crash between this append and the swap leaves the frames
         // archived and the topics at the old revision (a retry archives nothing new).
         ws.append_planned(&plan.writes, &current)?;
         current = ws.current()?;
-        job.sources.clone_from(&current.sources);
         // The appended archives changed with this transaction: report them with its files.
-        job.prepared.changed_files.extend(plan.writes.iter().map(|w| w.rel_path.clone()));
-        job.prepared.changed_files.sort();
+        changed_files.extend(plan.writes.iter().map(|w| w.rel_path.clone()));
+        changed_files.sort();
     }
 
-    // The staged tree must be durable before it becomes live: one `syncfs` covers every
-    // staged file and directory. Only what this transaction wrote is dirty: a stage recycled
-    // from the previous install's old tree (see `begin`) keeps the inodes of files that did
-    // not change, which were made durable when they were installed.
-    let stage_topics = job.stage.topics.clone();
-    fs.sync_fs(&stage_topics).map_err(Error::io("syncfs", &stage_topics))?;
+    // The staged tree must be durable before it becomes live. A stage recycled from the
+    // previous install's old tree keeps the inodes of files that did not change, which were
+    // made durable when they were installed: only what this transaction wrote is synced.
+    let stage_topics = stage.topics.clone();
+    make_durable(fs, &stage)?;
 
-    let manifest = manifest_of(fs, &stage_topics, &job.prepared.hashes)?;
-    let mut items: Vec<(&str, &str)> =
-        manifest.iter().map(|m| (m.path.as_str(), m.sha256.as_str())).collect();
-    items.extend(job.foreign.iter().map(|(rel, hash)| (rel.as_str(), hash.as_str())));
+    // The new manifest: the live hashes, with the changed files' new ones.
+    let mut hashes: HashMap<String, String> =
+        begin.live.files.iter().map(|(rel, f)| (rel.clone(), f.hash.clone())).collect();
+    for rel in &prepared.removed {
+        hashes.remove(rel);
+    }
+    for state in &prepared.changed {
+        hashes.insert(state.path().to_owned(), state.hash.clone());
+    }
+    let manifest = manifest_of(fs, &stage_topics, &hashes)?;
+    let mut items: Vec<(String, String)> =
+        manifest.iter().map(|m| (m.path.clone(), m.sha256.clone())).collect();
+    items.extend(begin.live.foreign.iter().map(crate::live::Foreign::digest_item));
     items.sort_unstable();
-    let topics = topics_digest(items.into_iter());
-    let installed_topics = topics.clone();
-    let runtime = match &job.prepared.runtime {
+    let topics = topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+    let runtime = match &prepared.runtime {
         Some(text) => sha256_hex(text.as_bytes()),
         None => current.record.runtime.clone(),
     };
     let mut batches = current.record.batches.clone();
-    if let Some(batch) = job.batch.take() {
-        batches.push(InstalledBatch { batch, txn_id: job.stage.txn_id.as_str().to_owned() });
+    if let Some(batch) = opts.batch.clone() {
+        batches.push(InstalledBatch { batch, txn_id: stage.txn_id.as_str().to_owned() });
         let excess = batches.len().saturating_sub(BATCH_STAMPS);
         batches.drain(..excess);
     }
     let record = RevisionRecord {
         version: 1,
         counter,
-        txn_id: job.stage.txn_id.as_str().to_owned(),
-        topics,
+        txn_id: stage.txn_id.as_str().to_owned(),
+        topics: topics.clone(),
         sources: current.sources.clone(),
         runtime,
         files: manifest,
@@ -130,14 +234,14 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
     } else {
         SwapMode::Exchange
     };
-    let stage_rel = job.stage.dir.strip_prefix(&layout.root).map_or_else(
-        |_| job.stage.dir.to_string_lossy().into_owned(),
+    let stage_rel = stage.dir.strip_prefix(&layout.root).map_or_else(
+        |_| stage.dir.to_string_lossy().into_owned(),
         |p| p.to_string_lossy().into_owned(),
     );
     let intent = Intent {
         version: 1,
         kind: "install".to_owned(),
-        txn_id: job.stage.txn_id.as_str().to_owned(),
+        txn_id: stage.txn_id.as_str().to_owned(),
         stage: stage_rel,
         mode,
         old_ino,
@@ -145,14 +249,14 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
         old_revision: current.revision.as_str().to_owned(),
         new_revision: new_revision.as_str().to_owned(),
         record,
-        runtime: job.prepared.runtime.clone(),
+        runtime: prepared.runtime.clone(),
         old_sources: String::new(),
     };
     let intent_bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;
     write_atomic(fs, layout, ids, &layout.intent, &intent_bytes)?;
 
-    if let Err(error) = swap_and_finish(&ws, &job.stage.dir, &stage_topics, mode, &intent) {
+    if let Err(error) = swap_and_finish(&ws, &stage.dir, &stage_topics, mode, &intent) {
         // Let recovery decide from the disk: forward if the swap happened, back otherwise.
         let recovered = recover_intent(fs, layout, ids);
         let live_is_new = fs.metadata(&layout.topics).is_ok_and(|m| m.ino == new_ino);
@@ -160,7 +264,7 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
             (Ok(()), true) => {}
             (Err(_), true) => {
                 return Err(Error::Unfinished {
-                    txn_id: job.stage.txn_id.clone(),
+                    txn_id: stage.txn_id.clone(),
                     revision: new_revision,
                     source: Box::new(error),
                 });
@@ -168,84 +272,135 @@ pub(crate) fn install(mut job: Job) -> Result<Installed> {
             (_, false) => return Err(error),
         }
     }
-    job.stage.disarm();
+    stage.armed = false;
+    // The old tree is the spare now: its manifest lets the next `begin` recycle it by stat.
+    write_spare_manifest(&ws, &begin.live);
 
-    let installed = Installed {
-        txn_id: job.stage.txn_id.clone(),
+    // The installed tree: the baseline with the changed files replaced.
+    let mut adopted = prepared.adopted.clone();
+    adopted.sort();
+    let changes: Vec<ChangedFile> = change_list(&baseline, &prepared, &adopted);
+    let tree = updated_baseline(&ws, baseline, &prepared);
+    let mut installed = Installed {
+        txn_id: stage.txn_id.clone(),
         revision: new_revision,
-        base_revision: job.begin_revision.clone(),
-        changed_files: std::mem::take(&mut job.prepared.changed_files),
-        block_ids: std::mem::take(&mut job.prepared.block_ids),
-        evidence_ids: std::mem::take(&mut job.prepared.evidence_ids),
-        covered: std::mem::take(&mut job.prepared.covered),
-        message: job.message.clone(),
+        base_revision: begin.revision.clone(),
+        changed_files,
+        adopted: adopted.iter().map(|rel| format!("topics/{rel}")).collect(),
+        block_ids: std::mem::take(&mut prepared.block_ids),
+        evidence_ids: std::mem::take(&mut prepared.evidence_ids),
+        covered: std::mem::take(&mut prepared.covered),
+        message: opts.message.clone(),
         observer_failures: Vec::new(),
+        observed: Vec::new(),
         noop: false,
     };
-    let mut failures = Vec::new();
+    let runtime_text = prepared.runtime.as_deref().map(str::as_bytes).or(begin.runtime.as_deref());
+    let creation_order = crate::state::RuntimeState::parse(runtime_text).order();
+    let mut observed = Vec::new();
     for observer in &ws.inner.observers {
         let event = InstallEvent {
             root: &layout.root,
             installed: &installed,
-            files: &job.prepared.files,
-            units: &job.prepared.units,
+            changes: &changes,
+            tree: &tree,
+            creation_order: &creation_order,
         };
-        if let Err(e) = observer.installed(&event) {
-            failures.push(ObserverFailure {
-                observer: observer.name().to_owned(),
-                message: e.to_string(),
-            });
-        }
+        observed.push((observer.name().to_owned(), observer.installed(&event)));
     }
     drop(lock);
-    // The next `begin` of this handle takes the installed tree as its baseline without parsing
-    // it again: `prepared.units` are the strict parse of exactly `prepared.files`, which passed
-    // validation (no diagnostics).
-    let parsed =
-        TreeParse { units: std::mem::take(&mut job.prepared.units), diagnostics: Vec::new() };
+    installed.observer_failures = observed
+        .iter()
+        .filter_map(|(name, o)| {
+            o.failure
+                .as_ref()
+                .map(|message| ObserverFailure { observer: name.clone(), message: message.clone() })
+        })
+        .collect();
+    installed.observed = observed;
     ws.cache_baseline(CachedBaseline {
         revision: installed.revision.clone(),
-        topics: installed_topics,
-        sources: job.sources.clone(),
-        baseline: Arc::new(Baseline::from_parse(&job.prepared.files, parsed)),
+        topics,
+        sources: current.sources,
+        baseline: tree,
     });
-    Ok(Installed { observer_failures: failures, ..installed })
+    Ok(installed)
 }
 
-/// A transaction that changes no byte of `topics/` and archives nothing installs nothing: no
-/// revision move, no observer (so no views rebuild and no git commit). Under the lock, after
-/// the compare-and-set, it only writes `runtime.json` when its counters moved (bookkeeping,
-/// atomic on its own, not part of the revision). The stage is removed when `job` drops.
-fn install_nothing(
-    job: Job,
-    ws: &crate::Workspace,
-    current: crate::workspace::Current,
-    lock: crate::lock::WriteLock,
-) -> Result<Installed> {
-    let layout = ws.layout();
-    if let Some(text) = &job.prepared.runtime {
-        write_atomic(
-            ws.fs(),
-            layout,
-            ws.inner.ids.as_ref(),
-            &layout.runtime_json,
-            text.as_bytes(),
-        )?;
+/// The files the install changed, in tree order, with their states before and after.
+fn change_list(baseline: &Baseline, prepared: &Prepared, adopted: &[String]) -> Vec<ChangedFile> {
+    let mut changes: BTreeMap<crate::validate::TreePath, ChangedFile> = BTreeMap::new();
+    for state in &prepared.changed {
+        let path = state.path().to_owned();
+        changes.insert(
+            crate::validate::TreePath(path.clone()),
+            ChangedFile {
+                before: baseline.file(&path).cloned(),
+                after: Some(Arc::clone(state)),
+                outside: adopted.contains(&path),
+                path,
+            },
+        );
     }
-    drop(lock);
-    let Job { stage, begin_revision, message, mut prepared, .. } = job;
-    Ok(Installed {
-        txn_id: stage.txn_id.clone(),
-        revision: current.revision,
-        base_revision: begin_revision,
-        changed_files: Vec::new(),
-        block_ids: std::mem::take(&mut prepared.block_ids),
-        evidence_ids: std::mem::take(&mut prepared.evidence_ids),
-        covered: std::mem::take(&mut prepared.covered),
-        message,
-        observer_failures: Vec::new(),
-        noop: true,
-    })
+    for path in &prepared.removed {
+        changes.insert(
+            crate::validate::TreePath(path.clone()),
+            ChangedFile {
+                before: baseline.file(path).cloned(),
+                after: None,
+                outside: adopted.contains(path),
+                path: path.clone(),
+            },
+        );
+    }
+    for path in adopted {
+        changes.entry(crate::validate::TreePath(path.clone())).or_insert_with(|| ChangedFile {
+            before: baseline.file(path).cloned(),
+            after: baseline.file(path).cloned(),
+            outside: true,
+            path: path.clone(),
+        });
+    }
+    changes.into_values().collect()
+}
+
+/// `baseline` with the install's files replaced: updated in place when nobody else holds it
+/// (the workspace handle's cache let go of it at `begin` or holds this very baseline), else
+/// copied first.
+fn updated_baseline(ws: &Workspace, baseline: Arc<Baseline>, prepared: &Prepared) -> Arc<Baseline> {
+    let cached = ws.take_cached_baseline();
+    drop(cached);
+    let mut baseline = baseline;
+    Arc::make_mut(&mut baseline).replace(prepared.changed.clone(), &prepared.removed);
+    baseline
+}
+
+/// Makes everything the transaction wrote into the stage durable: one `syncfs` for a stage
+/// written from scratch or handed out (anything in it may be new), else an `fsync` of each
+/// file written and of each directory whose entries changed.
+fn make_durable(fs: &dyn Fs, stage: &Stage) -> Result<()> {
+    let topics = &stage.topics;
+    if stage.fresh {
+        return fs.sync_fs(topics).map_err(Error::io("syncfs", topics));
+    }
+    for rel in &stage.written {
+        let path = topics.join(rel);
+        match fs.sync_file(&path) {
+            Ok(()) => {}
+            // Written, then removed or renamed again by the same transaction.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("fsync", &path)(e)),
+        }
+    }
+    for rel in &stage.dirs_changed {
+        let path = if rel.is_empty() { topics.clone() } else { topics.join(rel) };
+        match fs.sync_dir(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("fsync dir", &path)(e)),
+        }
+    }
+    Ok(())
 }
 
 /// The counter of the next revision record; `CORRUPT_STATE` rather than wrapping around.
@@ -260,7 +415,7 @@ fn stat(fs: &dyn Fs, path: &Path) -> Result<Meta> {
 }
 
 fn swap_and_finish(
-    ws: &crate::Workspace,
+    ws: &Workspace,
     stage_dir: &Path,
     stage_topics: &Path,
     mode: SwapMode,
@@ -289,143 +444,4 @@ fn swap_and_finish(
     // loss leaves that tree, recovery only deletes it.)
     fs.sync_dir(&layout.root).map_err(Error::io("fsync dir", &layout.root))?;
     finish_install(fs, layout, ws.inner.ids.as_ref(), intent, stage_dir)
-}
-
-/// Roll-forward bookkeeping after the swap: `runtime.json`, the revision record, removal of
-/// the stage (holding the old tree) and of the intent record. Idempotent.
-fn finish_install(
-    fs: &dyn Fs,
-    layout: &Layout,
-    ids: &dyn IdSource,
-    intent: &Intent,
-    stage_dir: &Path,
-) -> Result<()> {
-    if let Some(runtime) = &intent.runtime {
-        write_atomic(fs, layout, ids, &layout.runtime_json, runtime.as_bytes())?;
-    }
-    write_atomic(fs, layout, ids, &layout.revision, &intent.record.to_bytes())?;
-    recycle_old_tree(fs, layout, stage_dir);
-    remove_tree_if_exists(fs, stage_dir)?;
-    remove_intent(fs, layout)
-}
-
-/// Moves the old tree (`<stage>/topics` after an exchange, `<stage>/old-topics` after the
-/// two-rename fallback) to `.scriptorium/txn/spare`, where the next `begin` recycles it.
-/// Best effort, and no fsync: the spare is a cache that `begin` checks byte for byte, and
-/// recovery removes it like any stage nobody owns. When a spare exists already, the old tree
-/// is removed with the stage.
-fn recycle_old_tree(fs: &dyn Fs, layout: &Layout, stage_dir: &Path) {
-    for name in ["topics", "old-topics"] {
-        let old = stage_dir.join(name);
-        if fs.metadata(&old).is_ok_and(|m| m.kind == FileKind::Dir) {
-            // Ignored on failure (e.g. a spare exists already): the stage removal deletes it.
-            let _ = fs.rename(&old, &layout.spare);
-            return;
-        }
-    }
-}
-
-fn remove_tree_if_exists(fs: &dyn Fs, path: &Path) -> Result<()> {
-    match fs.remove_tree(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("remove", path)(e)),
-    }
-}
-
-fn remove_intent(fs: &dyn Fs, layout: &Layout) -> Result<()> {
-    match fs.remove_file(&layout.intent) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("unlink", &layout.intent)(e)),
-    }
-    fs.sync_dir(&layout.runtime).map_err(Error::io("fsync dir", &layout.runtime))
-}
-
-/// Finishes or undoes whatever the intent record describes. The caller holds the write lock.
-pub(crate) fn recover_intent(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> {
-    let bytes = match fs.read(&layout.intent) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io("read", &layout.intent)(e)),
-    };
-    let intent: Intent = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::corrupt(&layout.intent, format!("unreadable intent record: {e}")))?;
-    match intent.kind.as_str() {
-        "install" => recover_install(fs, layout, ids, &intent),
-        "archive" => recover_archive(fs, layout, ids, &intent),
-        other => Err(Error::corrupt(&layout.intent, format!("unknown intent kind {other:?}"))),
-    }
-}
-
-fn recover_install(
-    fs: &dyn Fs,
-    layout: &Layout,
-    ids: &dyn IdSource,
-    intent: &Intent,
-) -> Result<()> {
-    let stage_dir = layout.root.join(&intent.stage);
-    if !stage_dir.starts_with(&layout.txn) || intent.stage.contains("..") {
-        return Err(Error::corrupt(
-            &layout.intent,
-            "intent names a stage outside .scriptorium/txn",
-        ));
-    }
-    let live = match fs.metadata(&layout.topics) {
-        Ok(meta) => Some(meta),
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::io("stat", &layout.topics)(e)),
-    };
-    match live {
-        Some(meta) if meta.kind == FileKind::Dir && meta.ino == intent.new_ino => {
-            // Swapped: roll forward.
-            fs.sync_dir(&layout.root).map_err(Error::io("fsync dir", &layout.root))?;
-            if fs.metadata(&stage_dir).is_ok() {
-                fs.sync_dir(&stage_dir).map_err(Error::io("fsync dir", &stage_dir))?;
-            }
-            finish_install(fs, layout, ids, intent, &stage_dir)
-        }
-        Some(meta) if meta.kind == FileKind::Dir && meta.ino == intent.old_ino => {
-            // Not swapped: roll back.
-            remove_tree_if_exists(fs, &stage_dir)?;
-            remove_intent(fs, layout)
-        }
-        None => {
-            // Two-rename fallback, between its renames: put the old tree back.
-            let old = stage_dir.join("old-topics");
-            match fs.metadata(&old) {
-                Ok(meta) if meta.kind == FileKind::Dir && meta.ino == intent.old_ino => {
-                    fs.rename(&old, &layout.topics).map_err(Error::io("rename", &old))?;
-                    fs.sync_dir(&layout.root).map_err(Error::io("fsync dir", &layout.root))?;
-                    remove_tree_if_exists(fs, &stage_dir)?;
-                    remove_intent(fs, layout)
-                }
-                _ => Err(Error::corrupt(
-                    &layout.topics,
-                    format!(
-                        "topics/ is missing and transaction {} left no old tree",
-                        intent.txn_id
-                    ),
-                )),
-            }
-        }
-        Some(_) => Err(Error::corrupt(
-            &layout.topics,
-            format!("topics/ is neither the old nor the new tree of transaction {}", intent.txn_id),
-        )),
-    }
-}
-
-fn recover_archive(
-    fs: &dyn Fs,
-    layout: &Layout,
-    ids: &dyn IdSource,
-    intent: &Intent,
-) -> Result<()> {
-    let now = sources_fingerprint(fs, &layout.sources)?;
-    if now != intent.old_sources {
-        let record = RevisionRecord { sources: now, ..intent.record.clone() };
-        write_atomic(fs, layout, ids, &layout.revision, &record.to_bytes())?;
-    }
-    remove_intent(fs, layout)
 }

@@ -166,20 +166,26 @@
 //! ```
 
 mod archive;
+mod begin;
 pub mod change;
 pub mod code;
 mod error;
 pub mod fs;
 mod ids;
 mod install;
+mod live;
 mod lock;
-mod pipeline;
+mod observer;
+mod prepare;
+mod recover;
 mod sources;
+mod stage;
 mod state;
 pub mod validate;
 mod workspace;
 
 pub use archive::ArchiveOutcome;
+pub use begin::{BeginOptions, Resolver};
 pub use change::{
     ChangeForm, ChangeLimits, FileAction, FileChange, NewSource, UpdateContext, UpdateOutcome,
     UpdateRequest,
@@ -188,11 +194,12 @@ pub use code::ErrorCode;
 pub use error::{Error, Result};
 pub use fs::{FaultFs, Fs, RealFs};
 pub use ids::{Clock, IdSource, RandomIds, Revision, SeqIds, SystemClock, TxnId, WorkspaceId};
+pub use install::{Installed, Validated};
 pub use lock::LockTimeout;
-pub use pipeline::{
-    ArchiveEvent, BeginOptions, InstallEvent, InstallObserver, Installed, MAX_NAME_BYTES,
-    MAX_PATH_BYTES, ObserverFailure, Rejected, Resolver, Staged, Validated, writable_path,
+pub use observer::{
+    ArchiveEvent, ChangedFile, InstallEvent, InstallObserver, Observation, ObserverFailure,
 };
 pub use sources::LiveSources;
+pub use stage::{MAX_NAME_BYTES, MAX_PATH_BYTES, Rejected, Staged, writable_path};
 pub use state::{Batch, Counters, InstalledBatch};
 pub use workspace::{Options, RevisionState, Workspace, migrate_permissions, restore_workspace_id};

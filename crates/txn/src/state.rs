@@ -383,6 +383,11 @@ impl RuntimeState {
         }
     }
 
+    /// The creation order as a map.
+    pub(crate) fn order(&self) -> BTreeMap<String, u64> {
+        self.creation_order.iter().cloned().collect()
+    }
+
     /// The counters (a counter that is not a non-negative integer reads as 0).
     pub(crate) fn counters(&self) -> Counters {
         let int = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
@@ -428,30 +433,40 @@ impl RuntimeState {
     /// Reference §7.5: seeded from the committed units' parse order when empty; every ID new in
     /// `units` gets `max + 1, …` in parse order, aliases of one paragraph sharing a number.
     /// Returns whether anything was added.
-    pub(crate) fn seed(
+    pub(crate) fn seed<'u>(
         &mut self,
-        committed: &[scriptorium_topics_format::Unit],
-        units: &[scriptorium_topics_format::Unit],
+        committed: impl Iterator<Item = &'u scriptorium_topics_format::Unit>,
+        units: impl Iterator<Item = &'u scriptorium_topics_format::Unit>,
     ) -> bool {
         let mut changed = false;
         let mut known: HashMap<String, u64> = self.creation_order.iter().cloned().collect();
-        if known.is_empty() && !committed.is_empty() {
-            for unit in committed {
-                let n = unit.created_order as u64;
+        if known.is_empty() {
+            // Parse order of the committed tree: a unit's number is how many units were parsed
+            // before its paragraph across the whole tree (the aliases of one paragraph share
+            // it); `created_order` counts within the unit's file.
+            let mut paragraph: Option<((&str, usize), u64)> = None;
+            for (index, unit) in committed.enumerate() {
+                let this = (unit.topic_path.as_str(), unit.created_order);
+                let n = match paragraph {
+                    Some((key, n)) if key == this => n,
+                    _ => index as u64,
+                };
+                paragraph = Some((this, n));
                 if known.insert(unit.memory_id.clone(), n).is_none() {
                     self.creation_order.push((unit.memory_id.clone(), n));
+                    changed = true;
                 }
             }
             self.creation_order.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-            changed = true;
         }
         let mut next = known.values().copied().max().map_or(0, |m| m + 1);
-        let mut by_paragraph: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut by_paragraph: BTreeMap<(String, usize), u64> = BTreeMap::new();
         for unit in units {
             if known.contains_key(&unit.memory_id) {
                 continue;
             }
-            let n = *by_paragraph.entry(unit.created_order).or_insert_with(|| {
+            let key = (unit.topic_path.clone(), unit.created_order);
+            let n = *by_paragraph.entry(key).or_insert_with(|| {
                 let n = next;
                 next += 1;
                 n

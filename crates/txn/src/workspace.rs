@@ -7,14 +7,15 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::begin::CachedBaseline;
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, RealFs};
 use crate::ids::{Clock, IdSource, RandomIds, Revision, SystemClock, WorkspaceId};
 use crate::lock::{self, LockTimeout, WriteLock};
-use crate::pipeline::{CachedBaseline, InstallObserver};
+use crate::observer::InstallObserver;
 use crate::state::{
-    InstalledBatch, Layout, ManifestEntry, RevisionRecord, irregular_hash, read_record,
-    read_runtime, revision_of, sha256_hex, sources_fingerprint, topics_digest, walk, write_atomic,
+    InstalledBatch, Layout, ManifestEntry, RevisionRecord, read_record, read_runtime, revision_of,
+    sha256_hex, sources_fingerprint, walk, write_atomic,
 };
 
 /// What [`Workspace::open_with`] injects: the filesystem, the clock, ID randomness, the lock
@@ -118,54 +119,6 @@ pub(crate) struct Current {
     pub(crate) sources: String,
 }
 
-/// A full read of `topics/` (begin reads every byte anyway).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Snapshot {
-    /// Every regular file: (path relative to `topics/`, bytes, hash).
-    pub(crate) files: Vec<(String, Vec<u8>, String)>,
-    /// Directories (to recreate empty ones in the stage).
-    pub(crate) dirs: Vec<String>,
-    /// Symlinks, sockets, FIFOs, devices: a transaction cannot keep them.
-    pub(crate) irregular: Vec<(String, FileKind)>,
-    /// Regular files and directories whose name is not UTF-8 (so no topic can name them):
-    /// not part of memory, carried over unchanged by every transaction (`scriptorium check`
-    /// reports them). (exact relative path, lossy path, kind, the file's bytes)
-    pub(crate) foreign: Vec<Foreign>,
-}
-
-/// See [`Snapshot::foreign`].
-#[derive(Clone, Debug)]
-pub(crate) struct Foreign {
-    pub(crate) raw: std::path::PathBuf,
-    pub(crate) rel: String,
-    pub(crate) kind: FileKind,
-    pub(crate) bytes: Option<Vec<u8>>,
-}
-
-impl Foreign {
-    /// How the entry counts in the `topics/` digest: by kind, as every non-UTF-8 name does in
-    /// [`Workspace::revision`].
-    pub(crate) fn digest_item(&self) -> (String, String) {
-        (self.rel.clone(), irregular_hash(self.kind))
-    }
-}
-
-impl Snapshot {
-    pub(crate) fn digest(&self) -> String {
-        let mut items: Vec<(String, String)> = self
-            .files
-            .iter()
-            .map(|(rel, _, hash)| (rel.clone(), hash.clone()))
-            .chain(self.irregular.iter().map(|(rel, kind)| (rel.clone(), irregular_hash(*kind))))
-            .chain(self.foreign.iter().map(Foreign::digest_item))
-            .collect();
-        items.sort();
-        topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())))
-    }
-}
-
-const RACY_NS: i64 = 100_000_000;
-
 impl Workspace {
     /// Creates (or completes) a workspace at `root` and opens it: `root/`, `topics/`,
     /// `sources/`, `.scriptorium/` and `.scriptorium/txn/` (directories 0700), the workspace ID
@@ -242,7 +195,7 @@ impl Workspace {
     fn open_locked(fs: &dyn Fs, layout: &Layout, options: &Options) -> Result<WorkspaceId> {
         let id = {
             let _lock = lock::acquire(&layout.lock, options.lock)?;
-            recover(fs, layout, options.ids.as_ref())?;
+            crate::recover::recover(fs, layout, options.ids.as_ref())?;
             ensure_dir(fs, &layout.topics)?;
             ensure_dir(fs, &layout.sources)?;
             let record = read_record(fs, layout)?;
@@ -354,6 +307,13 @@ impl Workspace {
     }
 
     /// The current state, with `topics/` judged by stat against the record's manifest.
+    /// The creation order of the live `runtime.json` (memory ID → number; empty when missing
+    /// or unreadable). This crate is its only writer: every install numbers the IDs it adds.
+    pub fn creation_order(&self) -> Result<std::collections::BTreeMap<String, u64>> {
+        let (_, bytes) = crate::state::read_runtime(self.fs(), self.layout())?;
+        Ok(crate::state::RuntimeState::parse(bytes.as_deref()).order())
+    }
+
     /// The organizer counters of the live `runtime.json` (defaults when it is missing or
     /// unreadable, reference §6.6).
     pub fn counters(&self) -> Result<crate::Counters> {
@@ -365,43 +325,11 @@ impl Workspace {
         let fs = self.fs();
         let layout = self.layout();
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
-        let rev_mtime = fs.metadata(&layout.revision).map_or(i64::MIN, |m| m.mtime_ns);
-        let manifest: HashMap<&str, &ManifestEntry> =
-            record.files.iter().map(|e| (e.path.as_str(), e)).collect();
-        let mut items: Vec<(String, String)> = Vec::new();
-        for entry in walk(fs, &layout.topics)? {
-            match entry.kind {
-                FileKind::Dir if entry.utf8 => {}
-                FileKind::File if entry.utf8 => {
-                    let path = layout.topics.join(&entry.rel);
-                    let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
-                    let recorded = manifest.get(entry.rel.as_str()).filter(|m| {
-                        m.len == meta.len && m.mtime_ns == meta.mtime_ns && m.ino == meta.ino
-                    });
-                    let hash = match recorded {
-                        Some(m) if m.mtime_ns < rev_mtime.saturating_sub(RACY_NS) => {
-                            m.sha256.clone()
-                        }
-                        // Same stat, but too close to the record to trust it (racy).
-                        Some(_) => {
-                            sha256_hex(&fs.read_to_verify(&path).map_err(Error::io("read", &path))?)
-                        }
-                        None => sha256_hex(&fs.read(&path).map_err(Error::io("read", &path))?),
-                    };
-                    items.push((entry.rel, hash));
-                }
-                kind => items.push((entry.rel, irregular_hash(kind))),
-            }
-        }
-        let topics = topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+        let live = crate::live::scan_against(fs, &layout.topics, &layout.revision, &record, false)?;
+        let topics = live.digest();
         let sources = sources_fingerprint(fs, &layout.sources)?;
         let revision = revision_of(record.counter, &record.txn_id, &topics, &sources);
         Ok(Current { record, revision, topics, sources })
-    }
-
-    /// Reads every byte of `topics/`.
-    pub(crate) fn snapshot(&self) -> Result<Snapshot> {
-        snapshot_tree(self.fs(), &self.layout().topics)
     }
 }
 
@@ -417,39 +345,6 @@ pub(crate) fn empty_record() -> RevisionRecord {
         workspace_id: None,
         batches: Vec::new(),
     }
-}
-
-pub(crate) fn snapshot_tree(fs: &dyn Fs, topics: &Path) -> Result<Snapshot> {
-    let mut snapshot = Snapshot::default();
-    for entry in walk(fs, topics)? {
-        match entry.kind {
-            FileKind::Dir if entry.utf8 => snapshot.dirs.push(entry.rel),
-            FileKind::File if entry.utf8 => {
-                let path = topics.join(&entry.rel);
-                let bytes = fs.read(&path).map_err(Error::io("read", &path))?;
-                let hash = sha256_hex(&bytes);
-                snapshot.files.push((entry.rel, bytes, hash));
-            }
-            FileKind::Dir => snapshot.foreign.push(Foreign {
-                raw: entry.raw,
-                rel: entry.rel,
-                kind: FileKind::Dir,
-                bytes: None,
-            }),
-            FileKind::File => {
-                let path = topics.join(&entry.raw);
-                let bytes = fs.read(&path).map_err(Error::io("read", &path))?;
-                snapshot.foreign.push(Foreign {
-                    raw: entry.raw,
-                    rel: entry.rel,
-                    kind: FileKind::File,
-                    bytes: Some(bytes),
-                });
-            }
-            kind => snapshot.irregular.push((entry.rel, kind)),
-        }
-    }
-    Ok(snapshot)
 }
 
 /// The manifest of the tree at `topics` (stat + hash of every regular file).
@@ -488,17 +383,15 @@ fn record_from_disk(
     txn_id: &str,
     workspace_id: &WorkspaceId,
 ) -> Result<RevisionRecord> {
-    let snapshot = snapshot_tree(fs, &layout.topics)?;
-    let hashes: HashMap<String, String> =
-        snapshot.files.iter().map(|(rel, _, hash)| (rel.clone(), hash.clone())).collect();
+    let live = crate::live::scan(fs, &layout.topics, &[], i64::MIN, false)?;
     Ok(RevisionRecord {
         version: 1,
         counter,
         txn_id: txn_id.to_owned(),
-        topics: snapshot.digest(),
+        topics: live.digest(),
         sources: sources_fingerprint(fs, &layout.sources)?,
         runtime: read_runtime(fs, layout)?.0,
-        files: manifest_of(fs, &layout.topics, &hashes)?,
+        files: live.manifest(),
         workspace_id: Some(workspace_id.as_str().to_owned()),
         batches: Vec::new(),
     })
@@ -636,10 +529,12 @@ fn settled(fs: &dyn Fs, layout: &Layout) -> Result<Option<WorkspaceId>> {
     let stages = fs.read_dir(&layout.txn).map_err(Error::io("read_dir", &layout.txn))?;
     for (name, kind) in stages {
         let path = layout.txn.join(&name);
+        // The spare tree and its manifest are caches for the next `begin`, not stages.
+        let cache = name == "spare" || name == crate::stage::SPARE_MANIFEST;
         let live = kind == FileKind::Dir
-            && name != "spare"
+            && !cache
             && crate::lock::OwnerLock::is_held(&path.join("owner.lock"));
-        if name != "spare" && !live {
+        if !cache && !live {
             return Ok(None);
         }
     }
@@ -697,44 +592,6 @@ pub fn migrate_permissions(fs: &dyn Fs, root: &Path) -> Result<()> {
             FileKind::Dir => fix(&path, 0o700)?,
             FileKind::File => fix(&path, 0o600)?,
             FileKind::Symlink | FileKind::Other => {}
-        }
-    }
-    Ok(())
-}
-
-/// Recovery (see the crate docs' recovery table). The caller holds the write lock.
-pub(crate) fn recover(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> {
-    // 1. Temporaries of interrupted atomic writes.
-    for (name, kind) in
-        fs.read_dir(&layout.runtime).map_err(Error::io("read_dir", &layout.runtime))?
-    {
-        let name = name.to_string_lossy();
-        if kind == FileKind::File && name.starts_with("tmp-") {
-            let path = layout.runtime.join(name.as_ref());
-            fs.remove_file(&path).map_err(Error::io("unlink", &path))?;
-        }
-    }
-    // 2. A half-done install or archive append.
-    crate::install::recover_intent(fs, layout, ids)?;
-    // 3. Stages whose owner is gone.
-    for (name, kind) in fs.read_dir(&layout.txn).map_err(Error::io("read_dir", &layout.txn))? {
-        let path = layout.txn.join(&name);
-        if kind == FileKind::Dir && crate::lock::OwnerLock::is_held(&path.join("owner.lock")) {
-            continue;
-        }
-        let result =
-            if kind == FileKind::Dir { fs.remove_tree(&path) } else { fs.remove_file(&path) };
-        match result {
-            Ok(()) => {}
-            // Its owner was removing it at the same moment (a dropped stage removes its
-            // directory before releasing its owner lock).
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e)
-                if fs.metadata(&path).is_err_and(|m| m.kind() == std::io::ErrorKind::NotFound) =>
-            {
-                drop(e);
-            }
-            Err(e) => return Err(Error::io("remove stale stage", &path)(e)),
         }
     }
     Ok(())

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{TopicFile, parse_tree};
-use scriptorium_views::{TrustAll, rebuild, render_core};
+use scriptorium_views::{TrustAll, affected, rebuild, render_core, update};
 
 /// A master of `n` cited paragraphs, each followed by its definition.
 fn master(n: usize) -> String {
@@ -71,7 +71,14 @@ fn views(c: &mut Criterion) {
     assert_eq!(parse.units.len(), 10_000);
     let order: BTreeMap<String, u64> = BTreeMap::new();
     group.bench_function("rebuild_10k_blocks", |b| {
-        b.iter(|| rebuild(black_box(&parse.units), Some(&order), 50));
+        b.iter(|| rebuild(black_box(parse.units.iter()), &order, 50));
+    });
+    // One install that changed one file: only its dates' timeline files and the recent events.
+    let first = &parse.units[0].topic_path;
+    let changed: Vec<_> = parse.units.iter().filter(|u| &u.topic_path == first).collect();
+    let touched = affected(changed.iter().copied(), changed.iter().copied());
+    group.bench_function("update_one_file_10k_blocks", |b| {
+        b.iter(|| update(black_box(parse.units.iter()), &order, 50, &touched));
     });
     group.finish();
 }

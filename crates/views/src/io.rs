@@ -21,8 +21,7 @@ use crate::core::{
     CORE_TOPIC, CoreRender, CoreReport, DEFAULT_CORE_BUDGET, SourceTrust, TrustAll,
     promote_legacy_core, render_core,
 };
-use crate::runtime::{RUNTIME_JSON, RuntimeState};
-use crate::views::{DEFAULT_RECENT_LIMIT, Views, rebuild};
+use crate::views::{DEFAULT_RECENT_LIMIT, Views, ViewsUpdate, rebuild};
 
 /// An IO failure while reading a workspace or writing a view.
 #[derive(Debug, thiserror::Error)]
@@ -71,12 +70,12 @@ pub struct WrittenViews {
 /// so unchanged files keep their mtime. The files are replaced one after another, not as one
 /// step: after a crash some views may be new and others old until the next rebuild.
 ///
-/// Timeline files not in `views` are removed (and directories left empty). The creation order
-/// goes to `.scriptorium/runtime.json` when it changed, keeping the organizer counters. With
-/// `core.text` set, the root `core.md` is written; with `None` (no master) it is removed when
+/// Timeline files not in `views` are removed (and directories left empty). With `core.text`
+/// set, the root `core.md` is written; with `None` (no master) it is removed when
 /// `master_was_present` (the tree before this change had `topics/core.md`: the view disappears
 /// with its master, reference §4.6 step 5), and left alone otherwise (a legacy root `core.md`
-/// that could not be promoted is the only copy, §7.6).
+/// that could not be promoted is the only copy, §7.6). Runtime state (`runtime.json`) is the
+/// transaction engine's: nothing here writes it.
 pub fn write_views(
     memory_root: &Path,
     views: &Views,
@@ -91,8 +90,52 @@ pub fn write_views(
     }
     writer.put("recent_events.jsonl", views.recent_events.as_bytes(), &mut written)?;
     writer.put("relations.json", views.relations.as_bytes(), &mut written)?;
+    write_core(&mut writer, memory_root, Some(core), master_was_present, &mut written)?;
+    written.changed_files.sort();
+    written.removed_files.sort();
+    Ok(written)
+}
+
+/// Writes what an install changed of the views ([`ViewsUpdate`]): the timeline files it names
+/// (written, or removed with the directories they leave empty), `recent_events.jsonl`,
+/// `relations.json` when given, and the root `core.md` when `core` is given (as
+/// [`write_views`] does with it). Same atomicity as [`write_views`].
+pub fn write_update(
+    memory_root: &Path,
+    update: &ViewsUpdate,
+    core: Option<&CoreRender>,
+    master_was_present: bool,
+) -> Result<WrittenViews, Error> {
+    let mut writer = Writer::new(memory_root)?;
+    let mut written = WrittenViews::default();
+    for (rel, text) in &update.timeline {
+        match text {
+            Some(text) => writer.put(rel, text.as_bytes(), &mut written)?,
+            None => remove_view(memory_root, rel, &mut written)?,
+        }
+    }
+    writer.put("recent_events.jsonl", update.recent_events.as_bytes(), &mut written)?;
+    if let Some(relations) = &update.relations {
+        writer.put("relations.json", relations.as_bytes(), &mut written)?;
+    }
+    write_core(&mut writer, memory_root, core, master_was_present, &mut written)?;
+    written.changed_files.sort();
+    written.removed_files.sort();
+    Ok(written)
+}
+
+/// The root `core.md` from `core` (nothing when `None`; see [`write_views`] for a render
+/// without a master).
+fn write_core(
+    writer: &mut Writer<'_>,
+    memory_root: &Path,
+    core: Option<&CoreRender>,
+    master_was_present: bool,
+    written: &mut WrittenViews,
+) -> Result<(), Error> {
+    let Some(core) = core else { return Ok(()) };
     match &core.text {
-        Some(text) => writer.put(CORE_TOPIC, text.as_bytes(), &mut written)?,
+        Some(text) => writer.put(CORE_TOPIC, text.as_bytes(), written)?,
         None if master_was_present => {
             let path = memory_root.join(CORE_TOPIC);
             if fs::symlink_metadata(&path).is_ok() {
@@ -103,16 +146,31 @@ pub fn write_views(
         }
         None => {}
     }
-    let runtime_path = memory_root.join(RUNTIME_JSON);
-    let existing = fs::read_to_string(&runtime_path).ok();
-    let mut state = existing.as_deref().map(RuntimeState::parse).unwrap_or_default();
-    if existing.is_none() || state.creation_order != views.creation_order {
-        state.creation_order.clone_from(&views.creation_order);
-        writer.put(RUNTIME_JSON, state.render().as_bytes(), &mut written)?;
+    Ok(())
+}
+
+/// Removes the timeline file `rel` if it exists, then the directories it leaves empty (up to
+/// `timeline/`).
+fn remove_view(root: &Path, rel: &str, written: &mut WrittenViews) -> Result<(), Error> {
+    let path = root.join(rel);
+    match fs::symlink_metadata(&path) {
+        Ok(meta) if !meta.is_dir() => {
+            fs::remove_file(&path).map_err(io_error(&path))?;
+            written.removed_files.push(rel.to_owned());
+        }
+        _ => return Ok(()),
     }
-    written.changed_files.sort();
-    written.removed_files.sort();
-    Ok(written)
+    let timeline = root.join("timeline");
+    let mut dir = path.parent().map(Path::to_path_buf);
+    while let Some(current) = dir.filter(|d| d.starts_with(&timeline) && *d != timeline) {
+        if fs::read_dir(&current).map_err(io_error(&current))?.next().is_some() {
+            sync_dir(&current)?;
+            return Ok(());
+        }
+        fs::remove_dir(&current).map_err(io_error(&current))?;
+        dir = current.parent().map(Path::to_path_buf);
+    }
+    sync_dir(&timeline).or(Ok(()))
 }
 
 /// Replaces files atomically through temporaries in `.scriptorium/`.
@@ -315,6 +373,9 @@ pub struct RebuildOptions {
     /// writes a canonical file, so it is off by default: the transaction path promotes in its
     /// stage.
     pub promote_legacy_core: bool,
+    /// The creation order (`runtime.json`'s, which the transaction engine keeps; the caller
+    /// reads it there). IDs it lacks are numbered after the others for this render.
+    pub creation_order: std::collections::BTreeMap<String, u64>,
 }
 
 impl Default for RebuildOptions {
@@ -323,6 +384,7 @@ impl Default for RebuildOptions {
             recent_limit: DEFAULT_RECENT_LIMIT,
             core_budget: DEFAULT_CORE_BUDGET,
             promote_legacy_core: false,
+            creation_order: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -343,8 +405,7 @@ pub struct RebuildReport {
 }
 
 /// Rebuilds every derived view of the workspace at `memory_root` from `topics/`, the `sources/`
-/// its citations name and `.scriptorium/runtime.json`'s creation order (corrupt or missing →
-/// empty), and writes them with [`write_views`] (same atomicity contract). With
+/// its citations name and the creation order of `options`, and writes them with [`write_views`] (same atomicity contract). With
 /// `promote_legacy_core`, a promoted master is written to `topics/core.md` atomically first.
 ///
 /// A root `core.md` without a master is left alone. A tree with diagnostics still gets views
@@ -373,11 +434,7 @@ pub fn rebuild_workspace(
         }
     }
     let parse = parse_tree(&files, &resolver);
-    let runtime_path = memory_root.join(RUNTIME_JSON);
-    let state = fs::read_to_string(&runtime_path)
-        .map(|text| RuntimeState::parse(&text))
-        .unwrap_or_default();
-    let views = rebuild(&parse.units, Some(&state.creation_order), options.recent_limit);
+    let views = rebuild(parse.units.iter(), &options.creation_order, options.recent_limit);
     let master = files.iter().find(|f| f.path == CORE_TOPIC).map(|f| f.text.as_str());
     let trust: &dyn SourceTrust = if parse.is_valid() { &resolver } else { &TrustAll };
     let core = render_core(master, trust, options.core_budget);

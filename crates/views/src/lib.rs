@@ -1,6 +1,6 @@
 //! Derived views of a memory workspace: the root `core.md` rendered from `topics/core.md` under
-//! a token budget, `timeline/`, `recent_events.jsonl`, `relations.json`, and the creation order
-//! kept in `.scriptorium/runtime.json`.
+//! a token budget, `timeline/`, `recent_events.jsonl` and `relations.json`, rebuilt whole or
+//! only where an install changed them ([`affected`], [`update`]).
 //!
 //! Key decision: the renderers are pure functions of parsed units and text ([`render_core`],
 //! [`rebuild`]) that return bytes, and the bytes are the Python implementation's, so a workspace
@@ -43,7 +43,6 @@ mod core;
 mod io;
 mod paths;
 mod pyjson;
-mod runtime;
 mod views;
 
 pub use crate::core::{
@@ -52,7 +51,8 @@ pub use crate::core::{
 };
 pub use crate::io::{
     Error, FsSources, RebuildOptions, RebuildReport, WrittenViews, read_topics, rebuild_workspace,
-    write_views,
+    write_update, write_views,
 };
-pub use crate::runtime::{RUNTIME_JSON, RuntimeState};
-pub use crate::views::{DEFAULT_RECENT_LIMIT, Views, rebuild};
+pub use crate::views::{
+    Affected, DEFAULT_RECENT_LIMIT, Views, ViewsUpdate, affected, rebuild, update,
+};

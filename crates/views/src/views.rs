@@ -13,7 +13,7 @@ use crate::pyjson;
 /// The default number of units in `recent_events.jsonl`.
 pub const DEFAULT_RECENT_LIMIT: usize = 50;
 
-/// The derived views of one topic tree, as bytes, plus the updated creation order.
+/// The derived views of one topic tree, as bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Views {
     /// Workspace-relative path (`timeline/2024.md`, `timeline/2024/01.md`,
@@ -23,57 +23,122 @@ pub struct Views {
     pub recent_events: String,
     /// The `relations.json` text.
     pub relations: String,
-    /// `runtime.json`'s `creation_order` after this rebuild: the given order plus every new ID.
-    pub creation_order: BTreeMap<String, u64>,
 }
 
-/// Rebuilds the views from the units of a parsed tree (in tree order, as
-/// [`parse_tree`](scriptorium_topics_format::parse_tree) returns them). Pure and deterministic.
+/// Rebuilds the views from the units of a parsed tree (in tree order). Pure and deterministic.
 ///
-/// `creation_order` is `runtime.json`'s map; IDs it lacks get `max + 1`, `max + 2`, … in parse
-/// order, and IDs it holds keep their numbers (moves and reorders change nothing). `None` (no
-/// runtime state at all) seeds it from the units' `created_order` first. IDs of units that no
-/// longer exist are kept, as the Python implementation keeps them.
+/// `creation_order` is `runtime.json`'s map, which the transaction engine keeps (it numbers
+/// every new ID as it installs it); an ID it lacks (a tree written by hand) is numbered after
+/// the others in parse order, for this render only.
 ///
 /// Block links to IDs that no unit has are listed as they are (the transaction's validation
 /// rejects them before a rebuild; the Python code would raise here).
-pub fn rebuild(
-    units: &[Unit],
-    creation_order: Option<&BTreeMap<String, u64>>,
+pub fn rebuild<'u>(
+    units: impl Iterator<Item = &'u Unit> + Clone,
+    creation_order: &BTreeMap<String, u64>,
     recent_limit: usize,
 ) -> Views {
-    let order = creation_order_for(units, creation_order);
     Views {
-        timeline: timeline(units),
-        recent_events: recent_events(units, &order, recent_limit),
+        timeline: timeline(units.clone(), None),
+        recent_events: recent_events(units.clone(), creation_order, recent_limit),
         relations: relations(units),
-        creation_order: order,
     }
 }
 
-fn creation_order_for(
-    units: &[Unit],
-    given: Option<&BTreeMap<String, u64>>,
-) -> BTreeMap<String, u64> {
-    let mut order = given.cloned().unwrap_or_default();
-    if given.is_none() {
-        for unit in units {
-            order.insert(unit.memory_id.clone(), unit.created_order as u64);
-        }
+/// Which views an install touches: the timeline files of every date its changed units (before
+/// and after) are filed under, and `relations.json` when a block appeared, disappeared or
+/// changed its links. `recent_events.jsonl` is always recomputed (one pass over the units).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Affected {
+    /// The `when` values whose timeline files must be rendered again.
+    pub whens: BTreeSet<String>,
+    /// Whether `relations.json` must be rendered again.
+    pub relations: bool,
+}
+
+/// What changes between the units `before` and `after` of the files an install changed.
+pub fn affected<'u>(
+    before: impl Iterator<Item = &'u Unit>,
+    after: impl Iterator<Item = &'u Unit>,
+) -> Affected {
+    let mut out = Affected::default();
+    // Block ID → its link targets (before, after).
+    type Targets<'a> = Option<&'a [String]>;
+    let mut links: BTreeMap<&str, (Targets<'_>, Targets<'_>)> = BTreeMap::new();
+    for unit in before {
+        out.whens.extend(whens_of(unit).map(str::to_owned));
+        links.entry(&unit.memory_id).or_default().0 = Some(&unit.relation_targets);
     }
-    let mut next = order.values().max().map_or(0, |max| max + 1);
-    for unit in units {
-        if !order.contains_key(&unit.memory_id) {
-            order.insert(unit.memory_id.clone(), next);
-            next += 1;
-        }
+    for unit in after {
+        out.whens.extend(whens_of(unit).map(str::to_owned));
+        links.entry(&unit.memory_id).or_default().1 = Some(&unit.relation_targets);
     }
-    order
+    out.relations = links.values().any(|(before, after)| before != after);
+    out
+}
+
+/// The views an install changes: the timeline files of `affected.whens` (`None`: no row is
+/// filed there any more, remove the file), `recent_events.jsonl`, and `relations.json` when
+/// `affected.relations`. `units` is the whole installed tree, in tree order; only its rows on
+/// the affected dates are rendered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ViewsUpdate {
+    /// Workspace-relative timeline path → its new text, or `None` to remove it.
+    pub timeline: BTreeMap<String, Option<String>>,
+    /// The `recent_events.jsonl` text.
+    pub recent_events: String,
+    /// The `relations.json` text, when it must be rewritten.
+    pub relations: Option<String>,
+}
+
+/// [`rebuild`] of only what `affected` names (see [`ViewsUpdate`]). Equal, file for file, to
+/// the same files of a full rebuild.
+pub fn update<'u>(
+    units: impl Iterator<Item = &'u Unit> + Clone,
+    creation_order: &BTreeMap<String, u64>,
+    recent_limit: usize,
+    affected: &Affected,
+) -> ViewsUpdate {
+    let rendered = timeline(units.clone(), Some(&affected.whens));
+    let timeline = affected
+        .whens
+        .iter()
+        .filter(|when| is_dated(when))
+        .map(|when| {
+            let path = timeline_path(when);
+            let text = rendered.get(&path).cloned();
+            (path, text)
+        })
+        .collect();
+    ViewsUpdate {
+        timeline,
+        recent_events: recent_events(units.clone(), creation_order, recent_limit),
+        relations: affected.relations.then(|| relations(units)),
+    }
+}
+
+/// The `when` values a unit's timeline rows are filed under: those of its dated evidence, or
+/// its own `when` when no evidence is dated.
+fn whens_of(unit: &Unit) -> impl Iterator<Item = &str> {
+    let mut dated: Vec<&str> =
+        unit.evidence.iter().filter_map(|e| e.when.as_deref()).filter(|w| is_dated(w)).collect();
+    if dated.is_empty()
+        && let Some(when) = unit.when.as_deref().filter(|w| is_dated(w))
+    {
+        dated.push(when);
+    }
+    dated.into_iter()
+}
+
+/// `timeline/<YYYY>[/<MM>[/<DD>]].md` for a `when` value.
+fn timeline_path(when: &str) -> String {
+    let parts: Vec<&str> = when.split('-').collect();
+    format!("timeline/{}.md", parts.join("/"))
 }
 
 /// `{"backlinks": {target: [sorted sources]}, "outbound": {id: [sorted unique targets]}}`,
 /// keys sorted, one line, `\n`.
-fn relations(units: &[Unit]) -> String {
+fn relations<'u>(units: impl Iterator<Item = &'u Unit>) -> String {
     let mut outbound: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for unit in units {
         // A later unit with the same ID replaces an earlier one, as a Python dict does.
@@ -124,14 +189,21 @@ struct Row<'a> {
     labels: &'a [String],
 }
 
-fn timeline(units: &[Unit]) -> BTreeMap<String, String> {
-    let mut grouped: HashMap<&str, Vec<Row<'_>>> = HashMap::new();
+fn timeline<'u>(
+    units: impl Iterator<Item = &'u Unit>,
+    only: Option<&BTreeSet<String>>,
+) -> BTreeMap<String, String> {
+    let mut grouped: HashMap<&'u str, Vec<Row<'u>>> = HashMap::new();
+    let wanted = |when: &str| only.is_none_or(|whens| whens.contains(when));
     for unit in units {
         let mut dated =
             unit.evidence.iter().filter(|e| e.when.as_deref().is_some_and(is_dated)).peekable();
         if dated.peek().is_some() {
             for evidence in dated {
                 let when = evidence.when.as_deref().unwrap_or_default();
+                if !wanted(when) {
+                    continue;
+                }
                 grouped.entry(when).or_default().push(Row {
                     unit,
                     text: &evidence.quote,
@@ -140,7 +212,7 @@ fn timeline(units: &[Unit]) -> BTreeMap<String, String> {
                     labels: &evidence.labels,
                 });
             }
-        } else if let Some(when) = unit.when.as_deref().filter(|w| is_dated(w)) {
+        } else if let Some(when) = unit.when.as_deref().filter(|w| is_dated(w) && wanted(w)) {
             grouped.entry(when).or_default().push(Row {
                 unit,
                 text: &unit.content,
@@ -154,7 +226,7 @@ fn timeline(units: &[Unit]) -> BTreeMap<String, String> {
         .into_iter()
         .map(|(when, mut rows)| {
             let parts: Vec<&str> = when.split('-').collect();
-            let path = format!("timeline/{}.md", parts.join("/"));
+            let path = timeline_path(when);
             let mut dir: Vec<&str> = vec!["timeline"];
             dir.extend(&parts[..parts.len() - 1]);
             // Stable: ties keep parse order, like Python's `sorted`.
@@ -219,16 +291,35 @@ fn push_row(out: &mut String, row: &Row<'_>, dir: &[&str]) {
 }
 
 /// The last `limit` units in ascending creation order, one JSON object per line.
-fn recent_events(units: &[Unit], order: &BTreeMap<String, u64>, limit: usize) -> String {
+fn recent_events<'u>(
+    units: impl Iterator<Item = &'u Unit> + Clone,
+    given: &BTreeMap<String, u64>,
+    limit: usize,
+) -> String {
     if limit == 0 {
         return String::new();
     }
-    let mut sorted: Vec<(u64, &Unit)> =
-        units.iter().map(|u| (order.get(&u.memory_id).copied().unwrap_or(0), u)).collect();
-    sorted.sort_by_key(|(created, _)| *created);
-    let skip = sorted.len().saturating_sub(limit);
+    // IDs the order lacks (a tree written by hand) come after the others, in parse order.
+    let mut next = given.values().max().map_or(0, |max| max + 1);
+    let mut extra: HashMap<&str, u64> = HashMap::new();
+    for unit in units.clone() {
+        if !given.contains_key(&unit.memory_id) && !extra.contains_key(unit.memory_id.as_str()) {
+            extra.insert(&unit.memory_id, next);
+            next += 1;
+        }
+    }
+    let number = |id: &str| given.get(id).or_else(|| extra.get(id)).copied().unwrap_or(0);
+    // The newest `limit` by (number, parse index): a stable sort's tail, in linear time.
+    let mut keyed: Vec<(u64, usize, &Unit)> =
+        units.enumerate().map(|(i, u)| (number(&u.memory_id), i, u)).collect();
+    let skip = keyed.len().saturating_sub(limit);
+    if skip > 0 {
+        keyed.select_nth_unstable_by_key(skip, |&(created, i, _)| (created, i));
+    }
+    let newest = &mut keyed[skip..];
+    newest.sort_unstable_by_key(|&(created, i, _)| (created, i));
     let mut out = String::new();
-    for (created, unit) in &sorted[skip..] {
+    for &(created, _, unit) in &*newest {
         out.push_str("{\"memory_id\": ");
         pyjson::string(&mut out, &unit.memory_id);
         out.push_str(", \"when\": ");

@@ -13,7 +13,6 @@
 //! after it) is refused.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use scriptorium_txn::{ChangeLimits, Staged, UpdateRequest, writable_path};
 use serde_json::{Value, json};
@@ -232,8 +231,15 @@ impl<'a> Tools<'a> {
         if prefix != "topics" && !prefix.starts_with("topics/") || prefix.contains("..") {
             return Err(format!("only topics/ can be listed: {dir}"));
         }
-        let mut files = Vec::new();
-        collect(self.staged.path(), "topics", &mut files);
+        // Listed from the stage's own record of its files: reading the directory would make
+        // the next validation compare every staged file.
+        let mut files: Vec<(String, u64)> = self
+            .staged
+            .list_files()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(|(rel, len)| (format!("topics/{rel}"), len))
+            .collect();
         files.retain(|(path, _)| path.starts_with(&format!("{prefix}/")));
         files.sort();
         if files.is_empty() {
@@ -389,22 +395,6 @@ fn optional_str<'v>(args: &'v Value, key: &str) -> Result<Option<&'v str>, Strin
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(format!("argument {key} must be a string")),
-    }
-}
-
-/// Every regular `*.md` file under `dir` (workspace-relative `rel`), never following symlinks.
-fn collect(dir: &Path, rel: &str, out: &mut Vec<(String, u64)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else { continue };
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
-        let path = format!("{rel}/{name}");
-        if kind.is_dir() {
-            collect(&entry.path(), &path, out);
-        } else if kind.is_file() && name.ends_with(".md") {
-            let len = entry.metadata().map_or(0, |m| m.len());
-            out.push((path, len));
-        }
     }
 }
 

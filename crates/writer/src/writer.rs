@@ -549,7 +549,7 @@ impl Writer {
             Err(error) => return failed(0, WriteFailure::from(error)),
         };
         let topics: Vec<String> =
-            staged.baseline_files().iter().map(|f| format!("topics/{}", f.path)).collect();
+            staged.baseline_files().map(|f| format!("topics/{}", f.path)).collect();
         let mut counters = staged.counters();
         update(&mut counters);
         let counters_move = counters != staged.counters();
@@ -608,11 +608,8 @@ fn topic_files(installed: &Installed) -> Vec<String> {
 
 /// The structure listing of the stage's committed files.
 fn structure(staged: &Staged) -> String {
-    let files: Vec<(String, String)> = staged
-        .baseline_files()
-        .iter()
-        .map(|f| (format!("topics/{}", f.path), f.text.clone()))
-        .collect();
+    let files: Vec<(String, String)> =
+        staged.baseline_files().map(|f| (format!("topics/{}", f.path), f.text.clone())).collect();
     prompt::structure(&files)
 }
 

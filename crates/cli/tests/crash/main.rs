@@ -71,7 +71,12 @@ fn check(home: &Path, installed: &BTreeSet<String>) -> Result<String, String> {
     }
     // The tree the last install replaced (`spare`) is a cache for the next `begin`, no stage.
     let leftovers: Vec<_> = std::fs::read_dir(memory.join(".scriptorium/txn"))
-        .map(|dir| dir.flatten().map(|e| e.file_name()).filter(|name| name != "spare").collect())
+        .map(|dir| {
+            dir.flatten()
+                .map(|e| e.file_name())
+                .filter(|name| name != "spare" && name != "spare.json")
+                .collect()
+        })
         .unwrap_or_default();
     if !leftovers.is_empty() {
         return Err(format!("stage leftovers after recovery: {leftovers:?}"));

@@ -135,6 +135,35 @@ fn rebuild_restores_deleted_views_and_index() {
 }
 
 #[test]
+fn rebuild_numbers_recent_events_by_the_engines_creation_order() {
+    let home = example_home();
+    let memory = home.path().join("memory");
+    let runtime = memory.join(".scriptorium/runtime.json");
+    let mut state: serde_json::Value =
+        serde_json::from_slice(&fs::read(&runtime).expect("runtime")).expect("json");
+    let order = state["creation_order"].as_object_mut().expect("order");
+    let count = order.len() as u64;
+    // Reverse the numbers: the views must follow the file, not the parse order.
+    for value in order.values_mut() {
+        *value = (count - 1 - value.as_u64().expect("number")).into();
+    }
+    let reversed = state["creation_order"].clone();
+    fs::write(&runtime, serde_json::to_vec_pretty(&state).expect("json")).expect("write");
+    json(&scriptorium(home.path(), &["rebuild", "--json"]));
+    let recent = fs::read_to_string(memory.join("recent_events.jsonl")).expect("recent");
+    let mut last = None;
+    for line in recent.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).expect("event");
+        let id = event["memory_id"].as_str().expect("id");
+        assert_eq!(event["created_order"], reversed[id], "{line}");
+        let number = event["created_order"].as_u64();
+        assert!(last < number, "recent events are listed by creation number: {recent}");
+        last = number;
+    }
+    assert_eq!(recent.lines().count() as u64, count);
+}
+
+#[test]
 fn rebuild_promotes_a_legacy_root_core_through_a_transaction() {
     let home = tempfile::tempdir().expect("temp dir");
     assert_eq!(scriptorium(home.path(), &["init"]).status.code(), Some(0));

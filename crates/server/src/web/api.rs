@@ -2,7 +2,6 @@
 //! work on the blocking pool ([`AppState::blocking`]) and answers JSON.
 
 use std::path::{Path, PathBuf};
-use std::sync::PoisonError;
 use std::time::{Duration, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -310,12 +309,11 @@ async fn changes(State(state): State<AppState>, body: Result<Bytes, BytesRejecti
         return Err(ApiError::invalid("request body must be a JSON object"));
     }
     state
-        .blocking(move |inner, backend| {
+        .blocking(move |_, backend| {
             let request = UpdateRequest::from_json(&body.to_string()).map_err(txn)?;
             let memory = backend.memory();
-            let _serial = inner.updating.lock().unwrap_or_else(PoisonError::into_inner);
             let outcome = memory.workspace().update_with(request, owner_context()).map_err(txn)?;
-            Ok(Json(update_result(&outcome, &memory.after_install())))
+            Ok(Json(update_result(&outcome)))
         })
         .await
 }
@@ -428,9 +426,9 @@ async fn put_topic(
 ) -> ApiResult {
     let body: EditBody = parse_body(body)?;
     state
-        .blocking(move |inner, backend| {
+        .blocking(move |_, backend| {
             let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
-            edit(inner, backend, &ws_path, Some(&body.content), &body.base_revision)
+            edit(backend, &ws_path, Some(&body.content), &body.base_revision)
         })
         .await
 }
@@ -441,9 +439,9 @@ async fn delete_topic(
     Query(query): Query<DeleteQuery>,
 ) -> ApiResult {
     state
-        .blocking(move |inner, backend| {
+        .blocking(move |_, backend| {
             let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
-            edit(inner, backend, &ws_path, None, &query.base_revision)
+            edit(backend, &ws_path, None, &query.base_revision)
         })
         .await
 }
@@ -452,7 +450,6 @@ async fn delete_topic(
 /// A write must keep every block ID; a delete may drop the file's own (inbound links still
 /// refuse it).
 fn edit(
-    inner: &Inner,
     backend: &LocalBackend,
     ws_path: &str,
     content: Option<&str>,
@@ -487,17 +484,15 @@ fn edit(
         err.status = StatusCode::BAD_REQUEST;
         err
     })?;
-    let _serial = inner.updating.lock().unwrap_or_else(PoisonError::into_inner);
     let installed = validated.install().map_err(txn)?;
     if installed.noop {
-        // Nothing was installed, so nothing was committed (what `after_install` holds is an
-        // earlier install's).
+        // Nothing was installed, so nothing was committed.
         return Ok(Json(json!({
             "ok": true, "noop": true, "revision": installed.revision.as_str(),
             "changed_files": [], "git_committed": false,
         })));
     }
-    let after = memory.after_install();
+    let after = scriptorium_backend::memory::after(&installed);
     let mut answer = json!({
         "ok": true,
         "noop": false,
@@ -662,12 +657,12 @@ fn core_answer(
 async fn put_core(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> ApiResult {
     let body: EditBody = parse_body(body)?;
     state
-        .blocking(move |inner, backend| {
+        .blocking(move |_, backend| {
             let root = backend.memory().workspace().root();
             if no_symlinks(root, CORE_PATH).is_none() {
                 return Err(ApiError::forbidden(CORE_PATH, "symlinks are not followed"));
             }
-            edit(inner, backend, CORE_PATH, Some(&body.content), &body.base_revision)
+            edit(backend, CORE_PATH, Some(&body.content), &body.base_revision)
         })
         .await
 }

@@ -56,7 +56,7 @@ pub mod security;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -122,8 +122,6 @@ pub(crate) struct Inner {
     backend: Option<LocalBackend>,
     config: Config,
     token: String,
-    /// Serializes installs through this server, so `after_install` is the install's own.
-    updating: Mutex<()>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -152,13 +150,7 @@ impl AppState {
         if !config.enabled() {
             let token = security::new_token()
                 .map_err(|source| StateError::Token { path: PathBuf::new(), source })?;
-            let inner = Inner {
-                home: home.to_path_buf(),
-                backend: None,
-                config,
-                token,
-                updating: Mutex::new(()),
-            };
+            let inner = Inner { home: home.to_path_buf(), backend: None, config, token };
             return Ok(AppState { inner: Arc::new(inner), hosts });
         }
         // The server never writes on its own; the model is only reported by the status.
@@ -171,13 +163,7 @@ impl AppState {
             path: home.join(security::TOKEN_FILE),
             source,
         })?;
-        let inner = Inner {
-            home: home.to_path_buf(),
-            backend: Some(backend),
-            config,
-            token,
-            updating: Mutex::new(()),
-        };
+        let inner = Inner { home: home.to_path_buf(), backend: Some(backend), config, token };
         Ok(AppState { inner: Arc::new(inner), hosts })
     }
 

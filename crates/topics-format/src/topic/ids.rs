@@ -47,10 +47,19 @@ pub fn mint_evidence_id(when: &str, seed: &str, used: &mut HashSet<String>) -> S
 }
 
 fn mint(used: &mut HashSet<String>, candidate: impl Fn(u64) -> String) -> String {
+    mint_avoiding(used, &|_: &str| false, candidate)
+}
+
+/// The first candidate (counter 0, 1, …) neither in `used` nor `taken`; it is added to `used`.
+pub(crate) fn mint_avoiding(
+    used: &mut HashSet<String>,
+    taken: &dyn Fn(&str) -> bool,
+    candidate: impl Fn(u64) -> String,
+) -> String {
     let mut counter = 0;
     loop {
         let value = candidate(counter);
-        if used.insert(value.clone()) {
+        if !taken(&value) && used.insert(value.clone()) {
             return value;
         }
         counter += 1;

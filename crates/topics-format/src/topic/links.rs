@@ -37,12 +37,20 @@ pub fn check_topic_links(
     baseline: &[Unit],
 ) -> Vec<Diagnostic> {
     let before: HashMap<&str, &Unit> = baseline.iter().map(|u| (u.memory_id.as_str(), u)).collect();
+    check_topic_links_in(files, units, &|id| before.get(id).copied())
+}
+
+/// [`check_topic_links`] with the baseline unit of an ID given by `before`.
+pub fn check_topic_links_in<'u>(
+    files: &[TopicFile],
+    units: &[Unit],
+    before: &dyn Fn(&str) -> Option<&'u Unit>,
+) -> Vec<Diagnostic> {
     let texts: HashMap<&str, &str> =
         files.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
     let mut out = Vec::new();
     for unit in units.iter().filter(|u| u.memory_id == u.identity) {
-        if before
-            .get(unit.memory_id.as_str())
+        if before(unit.memory_id.as_str())
             .is_some_and(|p| p.content == unit.content && p.evidence == unit.evidence)
         {
             continue;
@@ -93,12 +101,21 @@ fn links_to_topic_without_block(topic_path: &str, target: &str) -> bool {
 /// Checks that every block-link target exists among `units`: `DANGLING_BLOCK_LINK`.
 pub fn check_dangling_links(files: &[TopicFile], units: &[Unit]) -> Vec<Diagnostic> {
     let ids: std::collections::HashSet<&str> = units.iter().map(|u| u.memory_id.as_str()).collect();
+    check_dangling_links_in(files, units, &|id| ids.contains(id))
+}
+
+/// [`check_dangling_links`] of `units` (of `files`), the IDs that exist given by `exists`.
+pub fn check_dangling_links_in(
+    files: &[TopicFile],
+    units: &[Unit],
+    exists: &dyn Fn(&str) -> bool,
+) -> Vec<Diagnostic> {
     let texts: HashMap<&str, &str> =
         files.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
     let mut out = Vec::new();
     for unit in units.iter().filter(|u| u.memory_id == u.identity) {
         for target in &unit.relation_targets {
-            if !ids.contains(target.as_str()) {
+            if !exists(target.as_str()) {
                 out.push(locate(
                     &texts,
                     unit,
@@ -162,6 +179,17 @@ pub fn rewrite_links(
 ) -> Vec<TopicFile> {
     let target_paths: HashMap<&str, &str> =
         units.iter().map(|u| (u.memory_id.as_str(), u.topic_path.as_str())).collect();
+    rewrite_links_in(files, units, &|id| target_paths.get(id).map(|p| (*p).to_owned()), sources)
+}
+
+/// [`rewrite_links`] of `files`, with `units` the units of those files (their evidence) and
+/// the current file of every block given by `home` (relative to `topics/`).
+pub fn rewrite_links_in(
+    files: &[TopicFile],
+    units: &[Unit],
+    home: &dyn Fn(&str) -> Option<String>,
+    sources: &dyn SourceResolver,
+) -> Vec<TopicFile> {
     let mut evidence_by_path: HashMap<&str, HashMap<&str, &super::parse::Evidence>> =
         HashMap::new();
     for unit in units {
@@ -198,12 +226,12 @@ pub fn rewrite_links(
                 line = REWRITE_LINK
                     .replace_all(&line, |caps: &Captures<'_>| {
                         let id = &caps[3];
-                        match target_paths.get(id) {
+                        match home(id) {
                             None => caps[0].to_owned(),
                             Some(target) => format!(
                                 "{}{}#^{id}{}",
                                 &caps[1],
-                                quote(&relpath(target, dir)),
+                                quote(&relpath(&target, dir)),
                                 &caps[4]
                             ),
                         }
@@ -218,6 +246,19 @@ pub fn rewrite_links(
         }
     }
     changed
+}
+
+/// The block IDs that links of `text` point at (`[label](path#^id)`, as the install rewrite
+/// matches them), each once, sorted: the files whose links follow a block when it moves.
+pub fn block_link_ids(text: &str) -> Vec<String> {
+    if !text.contains("#^") {
+        return Vec::new();
+    }
+    let mut out: Vec<String> =
+        REWRITE_LINK.captures_iter(text).map(|caps| caps[3].to_owned()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The directory part of a `/`-separated path (`""` at the top).

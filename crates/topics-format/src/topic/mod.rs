@@ -93,9 +93,13 @@ mod text;
 
 pub use grammar::{is_block_id, is_footnote_id, is_local_label, is_memory_id, is_valid_temporal};
 pub use ids::{block_id_candidate, evidence_id_candidate, mint_block_id, mint_evidence_id};
-pub use links::{check_dangling_links, check_topic_links, check_tree, quote, rewrite_links};
+pub use links::{
+    block_link_ids, check_dangling_links, check_dangling_links_in, check_topic_links,
+    check_topic_links_in, check_tree, quote, rewrite_links, rewrite_links_in,
+};
 pub use normalize::{
-    DroppedText, EvidenceAssignment, Normalized, normalize, prune, prune_report, render_definition,
+    DroppedText, EvidenceAssignment, Normalized, TreeContext, defined_evidence_ids, line_end_ids,
+    normalize, normalize_with, prune, prune_report, render_definition,
 };
 pub use parse::{
     CITE_HINT, Evidence, TopicFile, TreeParse, Unit, compare_topic_paths, excerpt, parse_tree,

@@ -9,7 +9,6 @@ use super::grammar::{
     block_suffix, citation_at, citations, definition_match, heading_match, is_block_char,
     is_footnote_char, is_local_label, is_memory_id, line_has_block_id, links, split_bare_sources,
 };
-use super::ids::{mint_block_id, mint_evidence_id};
 use super::parse::{TopicFile, Unit, compare_topic_paths};
 use super::segment::{LineKind, segment};
 use super::text::{collapse_whitespace, is_py_space, py_rstrip, py_strip, split_lines};
@@ -56,6 +55,43 @@ pub struct DroppedText {
     pub text: String,
 }
 
+/// What normalizing some files of a tree needs to know about the rest of it: the committed
+/// tree, and what the files left out of the call already use (so that no ID minted for the
+/// normalized files collides with one of theirs). [`normalize`] of a whole tree needs nothing
+/// of the second kind; a transaction that normalizes only the files it changed
+/// ([`normalize_with`]) answers it from its baseline.
+pub trait TreeContext {
+    /// Whether `id` is a block ID of the committed tree.
+    fn is_committed_block(&self, id: &str) -> bool;
+    /// The committed unit with this ID (evidence of a paragraph moved between files).
+    fn committed_unit(&self, id: &str) -> Option<&Unit>;
+    /// Whether an evidence ID is defined by a file that is not being normalized.
+    fn evidence_id_elsewhere(&self, id: &str) -> bool;
+    /// Whether a line-end `^token` of a file that is not being normalized is `id`.
+    fn block_id_elsewhere(&self, id: &str) -> bool;
+}
+
+/// The context of a whole tree: its committed IDs and units, nothing elsewhere.
+struct WholeTree<'a> {
+    block_ids: &'a HashSet<String>,
+    units: HashMap<&'a str, &'a Unit>,
+}
+
+impl TreeContext for WholeTree<'_> {
+    fn is_committed_block(&self, id: &str) -> bool {
+        self.block_ids.contains(id)
+    }
+    fn committed_unit(&self, id: &str) -> Option<&Unit> {
+        self.units.get(id).copied()
+    }
+    fn evidence_id_elsewhere(&self, _: &str) -> bool {
+        false
+    }
+    fn block_id_elsewhere(&self, _: &str) -> bool {
+        false
+    }
+}
+
 /// Normalizes the staged `files` (reference §2.7).
 ///
 /// `committed_block_ids` are the block IDs of the installed tree (a trailing `^id` that is not
@@ -71,6 +107,19 @@ pub fn normalize(
     committed_units: &[Unit],
     sources: &dyn SourceResolver,
 ) -> Normalized {
+    let units = committed_units.iter().map(|u| (u.memory_id.as_str(), u)).collect();
+    normalize_with(files, &WholeTree { block_ids: committed_block_ids, units }, sources)
+}
+
+/// [`normalize`] of some files of a tree, the rest of it described by `tree`. Normalizing only
+/// the files a transaction changed gives each of them exactly the text normalizing the whole
+/// tree would: a normalized file normalizes to itself, and the IDs minted for the changed
+/// files avoid every ID the others use, as they would in a whole-tree pass.
+pub fn normalize_with(
+    files: &[TopicFile],
+    tree: &dyn TreeContext,
+    sources: &dyn SourceResolver,
+) -> Normalized {
     let mut order: Vec<&TopicFile> = files.iter().collect();
     order.sort_by(|a, b| compare_topic_paths(&a.path, &b.path));
     let paths: Vec<&str> = order.iter().map(|f| f.path.as_str()).collect();
@@ -78,7 +127,7 @@ pub fn normalize(
     let mut texts: Vec<String> = originals.iter().map(|t| (*t).to_owned()).collect();
 
     // Step 1: relocated evidence.
-    let relocated = relocated_evidence(&paths, &texts, committed_units);
+    let relocated = relocated_evidence(&paths, &texts, tree);
 
     // Step 2: stable evidence IDs, keyed by (file, label).
     let mut used_evidence: HashSet<String> = HashSet::new();
@@ -96,7 +145,11 @@ pub fn normalize(
                 continue;
             }
             let seed = source_identity_seed(&line[m.sources.clone()]);
-            let id = mint_evidence_id(&line[m.when.clone()], &seed, &mut used_evidence);
+            let id = super::ids::mint_avoiding(
+                &mut used_evidence,
+                &|id| tree.evidence_id_elsewhere(id),
+                |counter| super::ids::evidence_id_candidate(&line[m.when.clone()], &seed, counter),
+            );
             evidence_ids.push(EvidenceAssignment {
                 path: paths[f].to_owned(),
                 label: label.to_owned(),
@@ -115,13 +168,13 @@ pub fn normalize(
 
     // Step 4: strip invented block IDs.
     for text in &mut texts {
-        if let Cow::Owned(stripped) = strip_invented(text, committed_block_ids) {
+        if let Cow::Owned(stripped) = strip_invented(text, &|id| tree.is_committed_block(id)) {
             *text = stripped;
         }
     }
 
     // Step 5: assign block IDs.
-    let mut used_blocks: HashSet<String> = committed_block_ids.clone();
+    let mut used_blocks: HashSet<String> = HashSet::new();
     for text in &texts {
         collect_line_end_ids(text, &mut used_blocks);
     }
@@ -145,7 +198,11 @@ pub fn normalize(
             if !cited.is_empty() && cited.iter().all(|r| is_memory_id(&body[r.clone()])) {
                 continue;
             }
-            let id = mint_block_id(basename, &body, &mut used_blocks);
+            let id = super::ids::mint_avoiding(
+                &mut used_blocks,
+                &|id| tree.is_committed_block(id) || tree.block_id_elsewhere(id),
+                |counter| super::ids::block_id_candidate(basename, &body, counter),
+            );
             assigned[f].insert(paragraph.lines.end - 1, id);
         }
         for (k, id) in assigned[f].values().enumerate() {
@@ -202,14 +259,9 @@ fn definition_id(line: &str) -> String {
 fn relocated_evidence(
     paths: &[&str],
     texts: &[String],
-    committed: &[Unit],
+    tree: &dyn TreeContext,
 ) -> HashMap<(usize, String), Vec<String>> {
     let mut out = HashMap::new();
-    if committed.is_empty() {
-        return out;
-    }
-    let previous: HashMap<&str, &Unit> =
-        committed.iter().map(|u| (u.memory_id.as_str(), u)).collect();
     for (f, text) in texts.iter().enumerate() {
         let seg = segment(text);
         for paragraph in &seg.paragraphs {
@@ -223,7 +275,7 @@ fn relocated_evidence(
                 None => cited.iter().copied().filter(|c| is_memory_id(c)).collect(),
             };
             for block_id in record_ids {
-                let Some(unit) = previous.get(block_id) else { continue };
+                let Some(unit) = tree.committed_unit(block_id) else { continue };
                 if unit.topic_path == paths[f] {
                     continue;
                 }
@@ -242,6 +294,26 @@ fn relocated_evidence(
             }
         }
     }
+    out
+}
+
+/// The evidence IDs a file defines (every non-local `[^ID]:` at a line start): what a
+/// [`TreeContext::evidence_id_elsewhere`] answers for files left out of a normalization.
+pub fn defined_evidence_ids(text: &str) -> Vec<String> {
+    let mut used = HashSet::new();
+    collect_defined_ids(text, &mut used);
+    let mut out: Vec<String> = used.into_iter().collect();
+    out.sort_unstable();
+    out
+}
+
+/// The `^token`s at line ends of a file: what a [`TreeContext::block_id_elsewhere`] answers
+/// for files left out of a normalization.
+pub fn line_end_ids(text: &str) -> Vec<String> {
+    let mut used = HashSet::new();
+    collect_line_end_ids(text, &mut used);
+    let mut out: Vec<String> = used.into_iter().collect();
+    out.sort_unstable();
     out
 }
 
@@ -341,7 +413,7 @@ fn id_run(text: &str, caret: usize) -> usize {
 /// Step 4: removes every `[ \t]*^token` at a line end whose token is not committed. A token is
 /// kept when a committed ID is the whole token or a prefix followed by `-` (the reference's
 /// `(?!(?:ids)\b)` lookahead).
-fn strip_invented<'t>(text: &'t str, committed: &HashSet<String>) -> Cow<'t, str> {
+fn strip_invented<'t>(text: &'t str, committed: &dyn Fn(&str) -> bool) -> Cow<'t, str> {
     let b = text.as_bytes();
     let mut out: Option<String> = None;
     let mut copied = 0;
@@ -354,8 +426,8 @@ fn strip_invented<'t>(text: &'t str, committed: &HashSet<String>) -> Cow<'t, str
             continue;
         }
         let token = &text[caret + 1..end];
-        let protected = committed.contains(token)
-            || token.match_indices('-').any(|(i, _)| committed.contains(&token[..i]));
+        let protected =
+            committed(token) || token.match_indices('-').any(|(i, _)| committed(&token[..i]));
         if protected {
             from = end;
             continue;
@@ -590,6 +662,7 @@ mod tests {
     #[test]
     fn invented_ids() {
         let committed: HashSet<String> = ["abc".to_owned()].into();
+        let committed = |id: &str| committed.contains(id);
         assert_eq!(strip_invented("x ^abc\ny ^madeup12  \nz^2\n", &committed), "x ^abc\ny  \nz\n");
         assert_eq!(strip_invented("a ^abc-d\n", &committed), "a ^abc-d\n");
         assert_eq!(strip_invented("a ^abcd\n", &committed), "a\n");

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::{ChangeLimits, invalid, refuse};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
-use crate::pipeline::{Staged, writable_path};
+use crate::stage::{Staged, writable_path};
 
 /// One whole-file change.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]

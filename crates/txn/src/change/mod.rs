@@ -46,10 +46,12 @@ use scriptorium_topics_format::source::SourceId;
 use scriptorium_topics_format::source::id::ApiProvenance;
 use serde::Deserialize;
 
+use crate::begin::BeginOptions;
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
 use crate::ids::Revision;
-use crate::pipeline::{BeginOptions, Installed, Staged};
+use crate::install::Installed;
+use crate::stage::Staged;
 use crate::validate::Required;
 use crate::workspace::Workspace;
 

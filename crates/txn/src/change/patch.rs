@@ -42,7 +42,7 @@ use serde_json::{Map, Value};
 use super::{ChangeLimits, invalid, refuse};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
-use crate::pipeline::{Staged, writable_path};
+use crate::stage::{Staged, writable_path};
 
 /// One file section of a parsed patch.
 #[derive(Debug)]

@@ -89,11 +89,13 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use scriptorium_topics_format::topic::{
-    Document, check_dangling_links, check_topic_links, compare_topic_paths,
+    Document, check_dangling_links, check_dangling_links_in, check_topic_links_in,
+    compare_topic_paths,
 };
 use scriptorium_topics_format::{Code, Diagnostic, TopicFile, Unit, parse_tree};
 
-pub use baseline::Baseline;
+pub(crate) use baseline::TreePath;
+pub use baseline::{Baseline, FileState};
 pub use sources::{SourceCatalog, block_trust};
 
 use crate::code::ErrorCode;
@@ -292,7 +294,7 @@ pub fn validate(
     let removed = check_required(baseline, &present, &rules.required, &mut violations);
 
     violations.extend(
-        check_topic_links(staged, &units, baseline.units())
+        check_topic_links_in(staged, &units, &|id| baseline.unit(id))
             .into_iter()
             .map(Violation::from_diagnostic),
     );
@@ -310,6 +312,218 @@ pub fn validate(
     sources::check_refs(baseline, staged, &units, sources, rules, &mut violations);
 
     Validation { units, violations, removed }
+}
+
+/// What [`validate_changes`] found: the changed files parsed (in tree order), every
+/// violation, and the required block IDs lost.
+#[derive(Clone, Debug, Default)]
+pub struct ChangeValidation {
+    /// The changed files, each parsed on its own.
+    pub files: Vec<FileState>,
+    /// Every violation, grouped by check as [`validate`] groups them.
+    pub violations: Vec<Violation>,
+    /// The required block IDs missing after the change, sorted.
+    pub removed: Vec<String>,
+    /// Every block ID the change took out of the tree (required or not), sorted.
+    pub gone: Vec<String>,
+}
+
+/// [`validate`] of a change rather than a whole tree: `changed` are the normalized new versions
+/// of the files the transaction touched (paths relative to `topics/`, new files included) and
+/// `removed` the files it deleted; every other file is the baseline's, unchanged, and is not
+/// read, parsed or checked again. Cross-file checks use the baseline's indexes: a block ID the
+/// change adds must not exist in an unchanged file, an ID the change drops must be allowed to
+/// go (`Required`), and a link in an unchanged file to a dropped ID is dangling.
+///
+/// The result equals [`validate`]'s on the whole staged tree for a baseline that itself
+/// validates, except in two places: a block ID duplicated between a changed and an unchanged
+/// file is reported in the changed file (a whole-tree parse reports whichever comes second),
+/// and the refs of unchanged blocks are not looked up again in the archive (`scriptorium
+/// check` looks at every ref).
+pub fn validate_changes(
+    baseline: &Baseline,
+    changed: &[TopicFile],
+    removed: &[String],
+    sources: &dyn SourceCatalog,
+    rules: &Rules<'_>,
+) -> ChangeValidation {
+    let mut violations = Vec::new();
+    check_paths(changed, &mut violations);
+    let dirty: HashSet<&str> =
+        changed.iter().map(|f| f.path.as_str()).chain(removed.iter().map(String::as_str)).collect();
+    // Sizes: what the change grew (the unchanged files keep their committed sizes).
+    let mut total = baseline.total_bytes();
+    for path in &dirty {
+        total = total.saturating_sub(baseline.file_bytes(path).unwrap_or(0));
+    }
+    let mut order: Vec<&TopicFile> = changed.iter().collect();
+    order.sort_by(|a, b| compare_topic_paths(&a.path, &b.path));
+    for file in &order {
+        let bytes = len_u64(&file.text);
+        total = total.saturating_add(bytes);
+        let grew = baseline.file_bytes(&file.path).is_none_or(|before| bytes > before);
+        if grew && bytes > rules.limits.max_file_bytes {
+            violations.push(Violation::at(
+                ErrorCode::SizeLimit,
+                file.workspace_path(),
+                1,
+                1,
+                format!(
+                    "topic file exceeds the size limit: {bytes} > {} bytes",
+                    rules.limits.max_file_bytes
+                ),
+            ));
+        }
+    }
+    if total > rules.limits.max_tree_bytes && total > baseline.total_bytes() {
+        violations.push(Violation::tree(
+            ErrorCode::SizeLimit,
+            format!(
+                "topic tree exceeds the size limit: {total} > {} bytes",
+                rules.limits.max_tree_bytes
+            ),
+        ));
+    }
+
+    // The strict parse of every changed file, and block IDs against the rest of the tree.
+    let files: Vec<FileState> =
+        order.iter().map(|f| FileState::parse((*f).clone(), sources)).collect();
+    let elsewhere = |id: &str| baseline.files_of(id).iter().any(|p| !dirty.contains(p.as_str()));
+    let (mut seen, mut unit_ids): (HashSet<&str>, HashSet<&str>) = Default::default();
+    // Units whose ID another file holds: reported, then left out of the later checks, as a
+    // whole-tree parse drops its second copy. (A duplicate within one file is the parse's own
+    // diagnostic; its unit is already dropped.)
+    let mut duplicates: HashSet<(usize, &str)> = HashSet::new();
+    let mut shadowed: HashSet<&str> = HashSet::new();
+    for (index, state) in files.iter().enumerate() {
+        violations.extend(state.diagnostics.iter().cloned().map(Violation::from_diagnostic));
+        for unit in &state.units {
+            let id = unit.memory_id.as_str();
+            let earlier = |p: &String| {
+                !dirty.contains(p.as_str()) && compare_topic_paths(p, &state.file.path).is_lt()
+            };
+            let first_elsewhere = baseline.files_of(id).iter().any(earlier);
+            if first_elsewhere || !unit_ids.insert(id) {
+                violations.push(Violation::from_diagnostic(duplicate_at(state, unit)));
+                duplicates.insert((index, id));
+            } else if elsewhere(id) {
+                // The unchanged copy comes later in the tree: the whole-tree parse keeps this
+                // one and drops that one, whose links are then not checked either.
+                violations.push(Violation::from_diagnostic(duplicate_at(state, unit)));
+                shadowed.insert(id);
+            }
+        }
+        // Broken paragraphs' IDs count as present (no cascade), as the units' do, but are
+        // not units a duplicate is counted against (the whole-tree parse's rule).
+        for id in &state.block_ids {
+            seen.insert(id.as_str());
+        }
+    }
+    let present = |id: &str| seen.contains(id) || elsewhere(id);
+
+    // Required block IDs: only those the changed files held can be lost.
+    let mut gone: Vec<String> = dirty
+        .iter()
+        .filter_map(|path| baseline.file(path))
+        .flat_map(|state| state.block_ids.iter())
+        .filter(|id| !present(id))
+        .cloned()
+        .collect();
+    gone.sort_unstable();
+    gone.dedup();
+    let except = match &rules.required {
+        Required::StillPresent => None,
+        Required::All => Some(None),
+        Required::AllExcept(ids) => Some(Some(ids)),
+    };
+    let mut lost = Vec::new();
+    if let Some(except) = except {
+        for id in &gone {
+            if except.is_some_and(|e| e.contains(id)) {
+                continue;
+            }
+            let message = format!("block ID must not be removed: {id}");
+            violations.push(match baseline.home(id) {
+                Some((path, line)) => Violation::at(
+                    ErrorCode::BlockIdRemoved,
+                    format!("topics/{path}"),
+                    line,
+                    1,
+                    message,
+                ),
+                None => Violation::tree(ErrorCode::BlockIdRemoved, message),
+            });
+            lost.push(id.clone());
+        }
+    }
+
+    // Links: of the changed units, and of unchanged files to blocks the change dropped.
+    let units: Vec<Unit> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(index, f)| {
+            let duplicates = &duplicates;
+            f.units.iter().filter(move |u| !duplicates.contains(&(index, u.memory_id.as_str())))
+        })
+        .cloned()
+        .collect();
+    let texts: Vec<TopicFile> = files.iter().map(|f| f.file.clone()).collect();
+    violations.extend(
+        check_topic_links_in(&texts, &units, &|id| baseline.unit(id))
+            .into_iter()
+            .map(Violation::from_diagnostic),
+    );
+    violations.extend(
+        check_dangling_links_in(&texts, &units, &present)
+            .into_iter()
+            .map(Violation::from_diagnostic),
+    );
+    let mut linking: BTreeSet<TreePath> = BTreeSet::new();
+    for id in &gone {
+        for path in baseline.backlinks(id).filter(|p| !dirty.contains(p.as_str())) {
+            linking.insert(TreePath(path.clone()));
+        }
+    }
+    for path in linking {
+        let Some(state) = baseline.file(&path.0) else { continue };
+        let kept: Vec<Unit>;
+        let units = if state.units.iter().any(|u| shadowed.contains(u.memory_id.as_str())) {
+            kept = state
+                .units
+                .iter()
+                .filter(|u| !shadowed.contains(u.memory_id.as_str()))
+                .cloned()
+                .collect();
+            &kept[..]
+        } else {
+            &state.units[..]
+        };
+        let dangling = check_dangling_links_in(std::slice::from_ref(&state.file), units, &present);
+        violations.extend(dangling.into_iter().map(Violation::from_diagnostic));
+    }
+
+    sources::check_refs(baseline, &texts, &units, sources, rules, &mut violations);
+    ChangeValidation { files, violations, removed: lost, gone }
+}
+
+/// The `duplicate memory_id` diagnostic of `unit`, at its `^id` in the file.
+fn duplicate_at(state: &FileState, unit: &Unit) -> Diagnostic {
+    let text = &state.file.text;
+    let needle = format!("^{}", unit.memory_id);
+    let offset = text
+        .get(unit.span.clone())
+        .and_then(|p| p.rfind(&needle))
+        .map_or(unit.span.start, |i| unit.span.start + i);
+    let line = text[..offset.min(text.len())].matches('\n').count() + 1;
+    let col =
+        text[..offset.min(text.len())].rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Diagnostic::new(
+        state.file.workspace_path(),
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(col).unwrap_or(u32::MAX),
+        Code::DuplicateMemoryId,
+        format!("duplicate memory_id: {}", unit.memory_id),
+    )
 }
 
 /// Staged paths must be clean, relative, `/`-separated `.md` paths under `topics/`.

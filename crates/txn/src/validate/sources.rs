@@ -68,7 +68,6 @@ pub(super) fn check_refs(
     let mut statuses: HashMap<&str, Status> = HashMap::new();
     let mut found: Vec<Finding<'_>> = Vec::new();
     for unit in units {
-        let committed = baseline.refs_of(&unit.memory_id);
         for source_ref in &unit.refs {
             let state =
                 *statuses.entry(source_ref.as_str()).or_insert_with(|| status(source_ref, sources));
@@ -77,7 +76,7 @@ pub(super) fn check_refs(
                 Status::Invalid => report(ErrorCode::InvalidSourceReference),
                 Status::Missing => report(ErrorCode::MissingSourceReference),
                 Status::Archived(trust) => {
-                    let new_to_block = committed.is_none_or(|refs| !refs.contains(source_ref));
+                    let new_to_block = !baseline.block_cites(&unit.memory_id, source_ref);
                     if new_to_block && trust != TrustState::Trusted {
                         report(ErrorCode::SourceNotTrusted);
                     }

@@ -172,7 +172,7 @@ pub(crate) fn stages(root: &Path) -> Vec<String> {
             entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name != "spare")
+                .filter(|name| name != "spare" && name != "spare.json")
                 .collect()
         })
         .unwrap_or_default()

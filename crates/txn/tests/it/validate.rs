@@ -10,7 +10,7 @@ use scriptorium_topics_format::{Code, TopicFile};
 use scriptorium_txn::ErrorCode;
 use scriptorium_txn::validate::{
     Baseline, Limits, Required, Rules, SourceCatalog, Validation, Violation, block_trust,
-    removed_message, validate,
+    removed_message, validate, validate_changes,
 };
 
 type Sources = BTreeMap<String, String>;
@@ -623,7 +623,7 @@ fn a_block_is_as_trusted_as_all_its_refs() {
     let trust = |sources: &Sources| -> Vec<TrustState> {
         let resolver = ArchiveResolver::new(sources.clone());
         let baseline = Baseline::read(&files, &resolver);
-        baseline.units().iter().map(|u| block_trust(u, &resolver)).collect()
+        baseline.units().map(|u| block_trust(u, &resolver)).collect()
     };
     assert_eq!(trust(&sources), [TrustState::Trusted, TrustState::Pending, TrustState::Pending]);
     promote(&mut sources, "p1");
@@ -638,7 +638,7 @@ fn baseline_exposes_committed_ids_and_refs() {
     let baseline = Baseline::read(&two_files(), &resolver);
     let ids: Vec<&str> = baseline.block_ids().iter().map(String::as_str).collect();
     assert_eq!(ids, ["aaaa0001", "bbbb0001"]);
-    assert_eq!(baseline.refs_of("aaaa0001"), Some(&BTreeSet::from([sref("m1")])));
+    assert_eq!(baseline.refs_of("aaaa0001"), Some(BTreeSet::from([sref("m1")])));
     assert_eq!(baseline.refs_of("zzzz"), None);
     assert!(baseline.is_committed_ref(&sref("m2")));
     assert!(!baseline.is_committed_ref(&sref("m3")));
@@ -654,4 +654,150 @@ fn violation_display() {
     let tree =
         Violation::tree(ErrorCode::SizeLimit, "topic tree exceeds the size limit: 2 > 1 bytes");
     assert_eq!(tree.to_string(), "SIZE_LIMIT topic tree exceeds the size limit: 2 > 1 bytes");
+}
+
+// ---- incremental validation against the whole-tree oracle ----
+
+/// A generated paragraph: ID number (a small pool, so duplicates happen), cited messages
+/// (`p1` is pending; none is an uncited paragraph) and an optional block link.
+#[derive(Clone, Debug)]
+struct Gen {
+    id: u8,
+    refs: Vec<&'static str>,
+    link: Option<u8>,
+}
+
+fn gen_id(n: u8) -> String {
+    format!("cccc{n:04x}")
+}
+
+fn gen_para() -> impl proptest::strategy::Strategy<Value = Gen> {
+    use proptest::prelude::*;
+    const REFS: [&str; 5] = ["m1", "m2", "m3", "m4", "p1"];
+    (
+        0u8..12,
+        proptest::collection::vec(proptest::sample::select(&REFS[..]), 0..3),
+        proptest::option::of(0u8..12),
+    )
+        .prop_map(|(id, refs, link)| Gen { id, refs, link })
+}
+
+fn gen_text(paras: &[Gen]) -> String {
+    let records: Vec<String> = paras
+        .iter()
+        .map(|p| {
+            let id = gen_id(p.id);
+            let content = match p.link {
+                Some(target) => format!("Fact {id} (see [it](f0.md#^{})).", gen_id(target)),
+                None => format!("Fact {id}."),
+            };
+            if p.refs.is_empty() {
+                format!("{content} ^{id}\n\n")
+            } else {
+                rec(&content, &id, &p.refs)
+            }
+        })
+        .collect();
+    format!("# Generated\n\n{}", records.concat())
+}
+
+/// What a violation says, without where (a duplicate between a changed and an unchanged file
+/// is reported in the changed file incrementally, in whichever parses second otherwise).
+fn said(violations: &[Violation]) -> Vec<(ErrorCode, String)> {
+    let mut out: Vec<(ErrorCode, String)> =
+        violations.iter().map(|v| (v.code, v.message.clone())).collect();
+    out.sort();
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// `validate_changes` of the changed files says what `validate` of the whole staged tree
+    /// says, for a baseline that validates.
+    #[test]
+    fn incremental_validation_says_what_the_whole_tree_says(
+        base in proptest::collection::vec(proptest::collection::vec(gen_para(), 0..4), 1..4),
+        edits in proptest::collection::vec(
+            (0usize..4, proptest::option::of(proptest::collection::vec(gen_para(), 0..4))), 1..3),
+        still_present in proptest::bool::ANY,
+    ) {
+        // A valid baseline: unique cited IDs, links only to IDs it has, no pending refs.
+        let mut taken = BTreeSet::new();
+        let base: Vec<Vec<Gen>> = base
+            .into_iter()
+            .map(|paras| {
+                paras
+                    .into_iter()
+                    .filter(|p| taken.insert(p.id))
+                    .map(|mut p| {
+                        p.refs.retain(|r| *r != "p1");
+                        if p.refs.is_empty() {
+                            p.refs.push("m1");
+                        }
+                        p
+                    })
+                    .collect()
+            })
+            .collect();
+        let base: Vec<Vec<Gen>> = base
+            .into_iter()
+            .map(|paras| {
+                paras
+                    .into_iter()
+                    .map(|mut p| {
+                        p.link = p.link.filter(|t| taken.contains(t));
+                        p
+                    })
+                    .collect()
+            })
+            .collect();
+        let committed: Vec<TopicFile> = base
+            .iter()
+            .enumerate()
+            .map(|(i, paras)| TopicFile::new(format!("f{i}.md"), gen_text(paras)))
+            .collect();
+        let resolver = ArchiveResolver::new(sources());
+        let baseline = Baseline::read(&committed, &resolver);
+        proptest::prop_assume!(baseline.diagnostics().is_empty());
+
+        // The change: each edit rewrites (Some) or deletes (None) file i (f3 is new).
+        let mut tree: BTreeMap<String, String> =
+            committed.iter().map(|f| (f.path.clone(), f.text.clone())).collect();
+        let mut changed: BTreeMap<String, String> = BTreeMap::new();
+        let mut removed: BTreeSet<String> = BTreeSet::new();
+        for (i, edit) in edits {
+            let path = format!("f{i}.md");
+            match edit {
+                Some(paras) => {
+                    let text = gen_text(&paras);
+                    tree.insert(path.clone(), text.clone());
+                    removed.remove(&path);
+                    changed.insert(path, text);
+                }
+                None => {
+                    if tree.remove(&path).is_some() {
+                        changed.remove(&path);
+                        if baseline.file(&path).is_some() {
+                            removed.insert(path);
+                        }
+                    }
+                }
+            }
+        }
+        let staged: Vec<TopicFile> =
+            tree.into_iter().map(|(path, text)| TopicFile::new(path, text)).collect();
+        let changed: Vec<TopicFile> =
+            changed.into_iter().map(|(path, text)| TopicFile::new(path, text)).collect();
+        let removed: Vec<String> = removed.into_iter().collect();
+        let rules = Rules {
+            required: if still_present { Required::StillPresent } else { Required::All },
+            ..Rules::default()
+        };
+
+        let whole = validate(&baseline, &staged, &resolver, &rules);
+        let incremental = validate_changes(&baseline, &changed, &removed, &resolver, &rules);
+        proptest::prop_assert_eq!(said(&incremental.violations), said(&whole.violations));
+        proptest::prop_assert_eq!(&incremental.removed, &whole.removed);
+    }
 }

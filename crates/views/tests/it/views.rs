@@ -1,11 +1,11 @@
-//! Timeline, recent events, relations and creation order (reference §7.4, §7.5), as insta
+//! Timeline, recent events and relations (reference §7.4), as insta
 //! snapshots on the frozen corpus workspace.
 
 use std::collections::BTreeMap;
 
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{TopicFile, parse_tree};
-use scriptorium_views::{FsSources, read_topics, rebuild};
+use scriptorium_views::rebuild;
 
 use crate::common::{corpus_workspace, parse_workspace};
 
@@ -13,7 +13,7 @@ use crate::common::{corpus_workspace, parse_workspace};
 fn corpus_workspace_views() {
     let parse = parse_workspace(&corpus_workspace());
     assert!(parse.is_valid(), "{:?}", parse.diagnostics);
-    let views = rebuild(&parse.units, None, 50);
+    let views = rebuild(parse.units.iter(), &BTreeMap::new(), 50);
     let files: Vec<&String> = views.timeline.keys().collect();
     insta::assert_debug_snapshot!("timeline_files", files);
     for (path, text) in &views.timeline {
@@ -24,13 +24,12 @@ fn corpus_workspace_views() {
     assert!(views.recent_events.ends_with("}\n") && views.relations.ends_with("}}\n"));
     insta::assert_snapshot!("recent_events", views.recent_events);
     insta::assert_snapshot!("relations", views.relations);
-    insta::assert_debug_snapshot!("creation_order", views.creation_order);
 }
 
 #[test]
 fn relations_match_the_reference_example() {
     let parse = parse_workspace(&corpus_workspace());
-    let views = rebuild(&parse.units, None, 50);
+    let views = rebuild(parse.units.iter(), &BTreeMap::new(), 50);
     assert_eq!(
         views.relations,
         "{\"backlinks\": {\"6dfc15f1\": [\"4d5ed8b5\"]}, \"outbound\": {\"18d91425\": [], \
@@ -46,59 +45,31 @@ fn recent_limit_keeps_the_newest_and_zero_is_empty() {
         ("18d91425".to_owned(), 1),
         ("4d5ed8b5".to_owned(), 2),
     ]);
-    let views = rebuild(&parse.units, Some(&order), 2);
+    let views = rebuild(parse.units.iter(), &order, 2);
     let ids: Vec<&str> = views
         .recent_events
         .lines()
         .map(|line| line.split('"').nth(3).unwrap_or_default())
         .collect();
     assert_eq!(ids, ["18d91425", "4d5ed8b5"]);
-    assert_eq!(rebuild(&parse.units, Some(&order), 0).recent_events, "");
-}
-
-#[test]
-fn new_ids_get_max_plus_one_in_parse_order_and_moves_keep_numbers() {
-    let root = corpus_workspace();
-    let resolver = ArchiveResolver::new(FsSources::new(&root));
-    let files = read_topics(&root).expect("corpus");
-    let before = rebuild(&parse_tree(&files, &resolver).units, None, 50).creation_order;
-    // Move the Dave paragraph into a new file that sorts first, and add a new paragraph.
-    let mut moved: Vec<TopicFile> = Vec::new();
-    for file in &files {
-        if file.path == "people/dave.md" {
-            moved.push(TopicFile::new(
-                "aa/dave.md",
-                file.text.replace(
-                    "^4d5ed8b5\n",
-                    "^4d5ed8b5\n\nDave also fixes tandems.[^e-763c42eaba] ^0fe0fe01\n",
-                ),
-            ));
-        } else {
-            moved.push(file.clone());
-        }
-    }
-    let parse = parse_tree(&moved, &resolver);
-    assert!(parse.is_valid(), "{:?}", parse.diagnostics);
-    let after = rebuild(&parse.units, Some(&before), 50).creation_order;
-    for (id, number) in &before {
-        assert_eq!(after.get(id), Some(number), "{id} renumbered");
-    }
-    assert_eq!(after.get("0fe0fe01"), Some(&3));
+    assert_eq!(rebuild(parse.units.iter(), &order, 0).recent_events, "");
 }
 
 #[test]
 fn rebuild_is_deterministic() {
     let parse = parse_workspace(&corpus_workspace());
-    assert_eq!(rebuild(&parse.units, None, 50), rebuild(&parse.units, None, 50));
+    assert_eq!(
+        rebuild(parse.units.iter(), &BTreeMap::new(), 50),
+        rebuild(parse.units.iter(), &BTreeMap::new(), 50)
+    );
 }
 
 #[test]
 fn empty_tree_has_empty_views() {
-    let views = rebuild(&[], None, 50);
+    let views = rebuild(std::iter::empty(), &BTreeMap::new(), 50);
     assert!(views.timeline.is_empty());
     assert_eq!(views.recent_events, "");
     assert_eq!(views.relations, "{\"backlinks\": {}, \"outbound\": {}}\n");
-    assert!(views.creation_order.is_empty());
 }
 
 #[test]
@@ -108,7 +79,7 @@ fn non_ascii_text_stays_utf8_and_controls_are_escaped() {
     let parse =
         parse_tree(&[TopicFile::new("zh.md", text)], &ArchiveResolver::new(BTreeMap::new()));
     assert!(parse.is_valid(), "{:?}", parse.diagnostics);
-    let views = rebuild(&parse.units, None, 50);
+    let views = rebuild(parse.units.iter(), &BTreeMap::new(), 50);
     assert_eq!(
         views.recent_events,
         "{\"memory_id\": \"aaaa0009\", \"when\": \"2024\", \"whens\": [\"2024\"], \
@@ -122,4 +93,117 @@ fn non_ascii_text_stays_utf8_and_controls_are_escaped() {
             "# 2024\n\n主人喜欢 \"plain\" language. [Topic](../topics/zh.md#^aaaa0009) [偏好](../sources/D1.md#d1-1)\n"
         )
     );
+}
+
+/// One paragraph of a generated tree: its ID number, its dates and the ID number it links to.
+#[derive(Clone, Debug)]
+struct Para {
+    id: u32,
+    whens: Vec<&'static str>,
+    link: Option<u32>,
+}
+
+const WHENS: [&str; 6] = ["2024", "2024-03", "2024-03-15", "2025-01-02", "undated", "2024-03"];
+
+fn para() -> impl proptest::strategy::Strategy<Value = Para> {
+    use proptest::prelude::*;
+    (0u32..24, proptest::collection::vec(0..WHENS.len(), 1..3), proptest::option::of(0u32..24))
+        .prop_map(|(id, whens, link)| Para {
+            id,
+            whens: whens.into_iter().map(|i| WHENS[i]).collect(),
+            link,
+        })
+}
+
+fn block_id(n: u32) -> String {
+    format!("{:08x}", 0xb000_0000_u32 + n)
+}
+
+/// A topic file of `paras`, each cited by one footnote per date.
+fn topic(paras: &[Para]) -> String {
+    let mut text = String::from("# Generated\n");
+    let mut notes = String::new();
+    let mut label = 0;
+    for para in paras {
+        text.push_str(&format!("\nFact number {}", para.id));
+        if let Some(link) = para.link {
+            text.push_str(&format!(" (see [this](f0.md#^{}))", block_id(link)));
+        }
+        text.push('.');
+        for when in &para.whens {
+            label += 1;
+            text.push_str(&format!("[^e{label}]"));
+            notes.push_str(&format!(
+                "[^e{label}]: Time: `{when}`; Sources: [s{label}](../sources/D1.md#d1-{label})\n"
+            ));
+        }
+        text.push_str(&format!(" ^{}\n", block_id(para.id)));
+    }
+    if !notes.is_empty() {
+        text.push('\n');
+        text.push_str(&notes);
+    }
+    text
+}
+
+/// Keeps the first paragraph of each ID among `taken` and `paras`, so IDs stay unique.
+fn unique(paras: Vec<Para>, taken: &mut std::collections::BTreeSet<u32>) -> Vec<Para> {
+    paras.into_iter().filter(|p| taken.insert(p.id)).collect()
+}
+
+proptest::proptest! {
+    /// Views updated from one changed file equal, file for file, the views rebuilt from the
+    /// whole new tree.
+    #[test]
+    fn an_update_equals_a_full_rebuild(
+        files in proptest::collection::vec(proptest::collection::vec(para(), 0..5), 1..4),
+        changed in 0usize..4,
+        replacement in proptest::collection::vec(para(), 0..5),
+        limit in 0usize..6,
+    ) {
+        use std::collections::BTreeSet;
+        use scriptorium_views::{affected, update};
+        let changed = changed % files.len();
+        let mut taken = BTreeSet::new();
+        let before: Vec<Vec<Para>> =
+            files.into_iter().map(|paras| unique(paras, &mut taken)).collect();
+        let mut others: BTreeSet<u32> = BTreeSet::new();
+        for (i, paras) in before.iter().enumerate() {
+            if i != changed {
+                others.extend(paras.iter().map(|p| p.id));
+            }
+        }
+        let mut after = before.clone();
+        after[changed] = unique(replacement, &mut others);
+        let tree = |paras: &[Vec<Para>]| -> Vec<TopicFile> {
+            paras.iter().enumerate().map(|(i, p)| TopicFile::new(format!("f{i}.md"), topic(p))).collect()
+        };
+        let resolver = ArchiveResolver::new(BTreeMap::new());
+        let old = parse_tree(&tree(&before), &resolver);
+        let new = parse_tree(&tree(&after), &resolver);
+        let path = format!("f{changed}.md");
+        let of_file = |parse: &scriptorium_topics_format::TreeParse| -> Vec<scriptorium_topics_format::Unit> {
+            parse.units.iter().filter(|u| u.topic_path == path).cloned().collect()
+        };
+        let (old_units, new_units) = (of_file(&old), of_file(&new));
+        let order = BTreeMap::new();
+        let mut views = rebuild(old.units.iter(), &order, limit);
+        let changes = update(
+            new.units.iter(),
+            &order,
+            limit,
+            &affected(old_units.iter(), new_units.iter()),
+        );
+        for (file, text) in changes.timeline {
+            match text {
+                Some(text) => views.timeline.insert(file, text),
+                None => views.timeline.remove(&file),
+            };
+        }
+        views.recent_events = changes.recent_events;
+        if let Some(relations) = changes.relations {
+            views.relations = relations;
+        }
+        proptest::prop_assert_eq!(views, rebuild(new.units.iter(), &order, limit));
+    }
 }

@@ -4,9 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use scriptorium_views::{
-    CoreRender, RebuildOptions, RuntimeState, Views, rebuild_workspace, write_views,
-};
+use scriptorium_views::{CoreRender, RebuildOptions, Views, rebuild_workspace, write_views};
 
 use crate::common::corpus_workspace;
 
@@ -31,8 +29,8 @@ fn workspace() -> tempfile::TempDir {
 }
 
 fn leftover_temporaries(root: &Path) -> Vec<String> {
-    fs::read_dir(root.join(".scriptorium"))
-        .expect(".scriptorium exists")
+    let Ok(entries) = fs::read_dir(root.join(".scriptorium")) else { return Vec::new() };
+    entries
         .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
         .filter(|name| name.ends_with(".tmp"))
         .collect()
@@ -48,7 +46,6 @@ fn rebuild_writes_every_view_then_nothing() {
     assert_eq!(
         report.written.changed_files,
         [
-            ".scriptorium/runtime.json",
             "core.md",
             "recent_events.jsonl",
             "relations.json",
@@ -62,10 +59,10 @@ fn rebuild_writes_every_view_then_nothing() {
          [^e-cecd4ddc68]: Time: `undated`; Sources: \
          [preference](sources/openprogram/_v2/sess-7f2a.md#source-0640c5fc0b1951db)\n"
     );
-    let runtime = RuntimeState::parse(
-        &fs::read_to_string(root.join(".scriptorium/runtime.json")).expect("runtime"),
+    assert!(
+        !root.join(".scriptorium/runtime.json").exists(),
+        "the views never write runtime state"
     );
-    assert_eq!(runtime.creation_order.len(), 3);
     let mtime = |rel: &str| fs::metadata(root.join(rel)).and_then(|m| m.modified()).expect("mtime");
     let before = ["core.md", "relations.json", "timeline/2024/03/15.md"].map(mtime);
     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -125,28 +122,6 @@ fn unparseable_legacy_root_core_is_left_alone_and_a_valid_one_promoted() {
     assert!(report.promoted_legacy_core);
     assert!(root.join("topics/core.md").is_file());
     assert_eq!(fs::read_to_string(root.join("core.md")).expect("render"), legacy);
-}
-
-#[test]
-fn corrupt_runtime_json_gives_defaults_and_counters_survive() {
-    let dir = workspace();
-    let root = dir.path();
-    fs::create_dir_all(root.join(".scriptorium")).expect("mkdir");
-    fs::write(root.join(".scriptorium/runtime.json"), "{not json").expect("write");
-    rebuild_workspace(root, &RebuildOptions::default()).expect("rebuild");
-    let text = fs::read_to_string(root.join(".scriptorium/runtime.json")).expect("runtime");
-    assert_eq!(RuntimeState::parse(&text).creation_order.len(), 3);
-
-    let mut state = RuntimeState::parse(&text);
-    state.creation_order.insert("gone0001".into(), 7);
-    state.local_batches = 4.into();
-    state.last_global_at = "2024-05-01T03:00:00".into();
-    fs::write(root.join(".scriptorium/runtime.json"), state.render()).expect("write");
-    rebuild_workspace(root, &RebuildOptions::default()).expect("rebuild");
-    let after = RuntimeState::parse(
-        &fs::read_to_string(root.join(".scriptorium/runtime.json")).expect("runtime"),
-    );
-    assert_eq!(after, state, "an unchanged order leaves runtime.json alone");
 }
 
 #[cfg(unix)]

@@ -13,7 +13,7 @@ use scriptorium_topics_format::topic::{Document, LineKind, is_footnote_id, is_me
 
 use super::{Destination, MemoryChange, Position, SourceRef, item_error, legacy, not_found};
 use crate::error::Result;
-use crate::pipeline::Staged;
+use crate::stage::Staged;
 
 /// Applies `changes` to the stage.
 pub(crate) fn apply(staged: &mut Staged, changes: &[MemoryChange]) -> Result<()> {
@@ -85,7 +85,6 @@ impl Tree {
         let homes = staged
             .baseline()
             .units()
-            .iter()
             .map(|u| (u.memory_id.clone(), format!("topics/{}", u.topic_path)))
             .collect();
         let existed = files.keys().cloned().collect();

@@ -31,7 +31,7 @@ use super::files::plain;
 use super::{ChangeLimits, invalid, refuse};
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
-use crate::pipeline::writable_path;
+use crate::stage::writable_path;
 
 pub(crate) use apply::apply;
 

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use scriptorium_txn::{
-    BeginOptions, Counters, ErrorCode, InstallEvent, InstallObserver, LockTimeout, Options, RealFs,
-    Revision, Workspace, writable_path,
+    BeginOptions, Counters, ErrorCode, InstallEvent, InstallObserver, LockTimeout, Observation,
+    Options, RealFs, Revision, Workspace, writable_path,
 };
 
 use super::{agent, drop_record, fixture, live, options, replace, stages, tree_state};
@@ -293,15 +293,15 @@ impl InstallObserver for Recorder {
         "recorder"
     }
 
-    fn installed(
-        &self,
-        event: &InstallEvent<'_>,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    fn installed(&self, event: &InstallEvent<'_>) -> Observation {
         self.seen
             .lock()
             .expect("poisoned")
-            .push((event.installed.txn_id.to_string(), event.units.len()));
-        if self.fail { Err("index unavailable".into()) } else { Ok(()) }
+            .push((event.installed.txn_id.to_string(), event.tree.units().count()));
+        Observation {
+            report: Some(std::sync::Arc::new(event.changes.len())),
+            failure: self.fail.then(|| "index unavailable".to_owned()),
+        }
     }
 }
 

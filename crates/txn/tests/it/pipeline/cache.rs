@@ -8,15 +8,23 @@ use std::path::Path;
 use scriptorium_txn::validate::Baseline;
 use scriptorium_txn::{BeginOptions, Workspace};
 
-use super::{fixture, live, replace};
+use super::{add_fact, agent, fixture, live, replace};
 
 /// The parts of a baseline a transaction is judged by.
 fn summary(baseline: &Baseline) -> String {
-    let mut refs: Vec<&String> = baseline.committed_refs().iter().collect();
+    let mut refs: Vec<&String> = baseline.committed_refs().collect();
     refs.sort();
+    // Per block: where it lives and what it cites (the indexes an incremental install keeps).
+    let blocks: Vec<String> = baseline
+        .block_ids()
+        .iter()
+        .map(|id| format!("{id} {:?} {:?}", baseline.home(id), baseline.refs_of(id)))
+        .collect();
+    let files: Vec<(&str, u64)> =
+        baseline.files().map(|f| (f.path(), baseline.file_bytes(f.path()).unwrap_or(0))).collect();
     format!(
-        "{:?}\n{:?}\n{refs:?}\n{}\n{:?}",
-        baseline.units(),
+        "{:?}\n{:?}\n{refs:?}\n{}\n{:?}\n{blocks:?}\n{files:?}",
+        baseline.units().collect::<Vec<_>>(),
         baseline.block_ids(),
         baseline.total_bytes(),
         baseline.diagnostics()
@@ -40,6 +48,45 @@ fn the_baseline_after_an_install_is_the_installed_tree() {
     let (cached, fresh) = baselines(&ws, dir.path());
     assert!(cached.contains("Dana lives in Paris."), "{cached}");
     assert_eq!(cached, fresh);
+}
+
+#[test]
+fn a_run_of_installs_keeps_the_cached_baseline_equal_to_a_fresh_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let check = |step: &str| {
+        let (cached, fresh) = baselines(&ws, dir.path());
+        assert_eq!(cached, fresh, "after {step}");
+    };
+    add_fact(&ws, "tandem", 3, BeginOptions::default()).expect("add");
+    check("a new file");
+    // A link from the garden to Dana's first block, then Dana's file moved: the link is
+    // rewritten in the garden (an unchanged file's text changes with the move).
+    let dana = live(dir.path(), "topics/people/dana.md");
+    let id = dana.lines().find_map(|l| l.rsplit_once(" ^").map(|(_, id)| id.to_owned()));
+    let id = id.expect("a block ID");
+    replace(
+        &ws,
+        "topics/projects/garden.md",
+        "Tomatoes go in the south bed.",
+        &format!("Tomatoes go in the south bed (ask [Dana](../people/dana.md#^{id})).",),
+        BeginOptions::default(),
+    )
+    .expect("link");
+    check("a new block link");
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
+    staged.remove_file("topics/people/dana.md").expect("remove");
+    staged.write_file("topics/friends/dana.md", &dana).expect("write");
+    let moved = staged.validate().expect("valid").install().expect("install");
+    assert!(moved.changed_files.iter().any(|p| p == "topics/projects/garden.md"), "{moved:?}");
+    check("a move that rewrote a link elsewhere");
+    replace(&ws, "topics/facts/tandem.md", "holds.", "holds, mostly.", BeginOptions::default())
+        .expect("edit");
+    check("an edit");
+    let mut staged = ws.begin(agent()).expect("begin");
+    staged.remove_file("topics/facts/tandem.md").expect("remove");
+    staged.validate().expect("valid").install().expect("install");
+    check("a removed file");
 }
 
 #[test]

@@ -1,0 +1,140 @@
+//! What a transaction starts from: its options ([`BeginOptions`]), the facts `begin` read under
+//! the lock ([`Begin`]) and the baseline, rebuilt only for the files that changed since the
+//! one the workspace handle keeps ([`CachedBaseline`]).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use scriptorium_topics_format::TopicFile;
+use scriptorium_topics_format::source::{ArchiveRecord, ArchiveResolver, PlannedWrite};
+
+use crate::error::{Error, Result};
+use crate::fs::Fs;
+use crate::ids::Revision;
+use crate::live::LiveTree;
+use crate::lock::LockTimeout;
+use crate::sources::LiveSources;
+use crate::state::{Batch, Layout};
+use crate::validate::{Baseline, FileState, Limits, Required};
+
+/// The resolver every step of one transaction shares: each cited archive is read and scanned
+/// once per transaction (the `sources/` fingerprint check guarantees it did not change).
+pub type Resolver = ArchiveResolver<LiveSources>;
+
+/// How a transaction starts.
+#[derive(Clone, Debug, Default)]
+pub struct BeginOptions {
+    /// Compare-and-set: the revision the caller read. A different revision at `begin` or at
+    /// install is `CONCURRENT_UPDATE`.
+    pub base_revision: Option<Revision>,
+    /// The transaction's own evidence: when `Some`, every ref no committed block cited must be
+    /// in it (writers: the batch's refs; the organizer: the empty set).
+    pub allowed_new_sources: Option<BTreeSet<String>>,
+    /// How long `begin` and `install` wait for the write lock.
+    pub lock_timeout: LockTimeout,
+    /// Which committed block IDs must survive.
+    pub required: Required,
+    /// The commit message (for the history crate; one line).
+    pub message: String,
+    /// Size limits.
+    pub limits: Limits,
+    /// Sources the transaction archives as it installs (the change API's declared `sources`).
+    /// `begin` plans their append against the live archive (refusing what cannot be archived)
+    /// and validation resolves refs against the live archive with the planned frames
+    /// appended; the install appends them under the write lock right before the swap. A
+    /// transaction that is rejected, aborted or refused by the compare-and-set therefore
+    /// archives nothing.
+    pub pending_sources: Vec<ArchiveRecord>,
+    /// The batch of session records this transaction writes (the writer's): the install
+    /// records it in the revision record with the topics
+    /// ([`Workspace::installed_batches`](crate::Workspace::installed_batches)).
+    pub batch: Option<Batch>,
+}
+
+/// The baseline of one revision, kept by the [`Workspace`](crate::Workspace) handle between
+/// transactions.
+///
+/// `begin` takes it whole when the revision, the digest of `topics/` and the `sources/`
+/// fingerprint all equal the ones it was read from; otherwise it keeps every file whose content
+/// hash is unchanged and parses only the others. Any outside edit of `topics/` changes a hash,
+/// any install or archive append (by any process) changes the revision, so a stale entry can
+/// never be used whole, and a stale file never survives. A rejected or aborted transaction
+/// changes nothing on disk and leaves the entry valid.
+pub(crate) struct CachedBaseline {
+    pub(crate) revision: Revision,
+    /// The digest of `topics/`.
+    pub(crate) topics: String,
+    /// The `sources/` fingerprint.
+    pub(crate) sources: String,
+    pub(crate) baseline: Arc<Baseline>,
+}
+
+/// What `begin` read under the lock, shared by the stages of one transaction.
+pub(crate) struct Begin {
+    pub(crate) revision: Revision,
+    pub(crate) sources: String,
+    /// The append of [`BeginOptions::pending_sources`] planned at `begin`.
+    pub(crate) pending: Vec<PlannedWrite>,
+    pub(crate) runtime: Option<Vec<u8>>,
+    /// The live `topics/` at `begin`.
+    pub(crate) live: LiveTree,
+    pub(crate) resolver: Resolver,
+}
+
+/// The baseline of the live tree `live`: `cached` whole when it describes exactly this
+/// revision, else `cached`'s files whose hashes are unchanged plus a parse of the others
+/// (bytes kept by the scan, or read now). The resolver's IO errors are errors.
+pub(crate) fn baseline_of(
+    fs: &dyn Fs,
+    layout: &Layout,
+    live: &LiveTree,
+    cached: Option<&CachedBaseline>,
+    exact: bool,
+    resolver: &Resolver,
+) -> Result<Arc<Baseline>> {
+    if let (true, Some(cached)) = (exact, cached) {
+        return Ok(Arc::clone(&cached.baseline));
+    }
+    let previous = cached.map(|c| Arc::clone(&c.baseline));
+    let mut baseline = match &previous {
+        Some(previous) => (**previous).clone(),
+        None => Baseline::default(),
+    };
+    let mut changed: Vec<Arc<FileState>> = Vec::new();
+    for (rel, file) in &live.files {
+        if !rel.ends_with(".md") {
+            continue;
+        }
+        if baseline.file(rel).is_some_and(|state| state.hash == file.hash) {
+            continue;
+        }
+        let bytes = live.bytes(fs, &layout.topics, rel)?;
+        // A file that is not UTF-8 is no topic; the transaction refuses it at validation.
+        let Ok(text) = String::from_utf8(bytes) else { continue };
+        changed.push(Arc::new(FileState::parse_hashed(
+            TopicFile::new(rel.clone(), text),
+            file.hash.clone(),
+            resolver,
+        )));
+    }
+    let removed: Vec<String> = baseline
+        .files()
+        .map(|f| f.path().to_owned())
+        .filter(|rel| {
+            live.files.get(rel).is_none_or(|file| {
+                // Gone, or no longer a readable topic.
+                baseline.file(rel).is_none_or(|state| state.hash != file.hash)
+                    && !changed.iter().any(|c| c.path() == rel)
+            })
+        })
+        .collect();
+    baseline.replace(changed, &removed);
+    if let Some(error) = resolver.files().take_errors().into_iter().next() {
+        return Err(Error::Io {
+            op: "read sources",
+            path: layout.sources.clone(),
+            source: std::io::Error::other(error),
+        });
+    }
+    Ok(Arc::new(baseline))
+}
