@@ -148,6 +148,18 @@ pub struct Derived {
     archived: Mutex<Vec<String>>,
 }
 
+/// The engine's creation order, as the views read it.
+struct Numbers<'a>(&'a scriptorium_txn::CreationOrder);
+
+impl scriptorium_views::Numbering for Numbers<'_> {
+    fn number(&self, id: &str) -> Option<u64> {
+        self.0.get(id)
+    }
+    fn next_number(&self) -> u64 {
+        self.0.next()
+    }
+}
+
 impl Derived {
     /// An observer committing to `history` (none: no git), keeping what `wiring` asks for.
     pub fn new(history: Option<History>, wiring: Wiring) -> Derived {
@@ -161,7 +173,7 @@ impl Derived {
     /// showed of those files is unknown).
     fn rebuild_views(event: &InstallEvent<'_>, archived: bool) -> Result<Vec<String>, String> {
         let root = event.root;
-        let order = event.creation_order;
+        let order = &Numbers(event.creation_order);
         let tree = event.tree;
         let master = tree.file(CORE_MASTER).map(|f| f.file.text.as_str());
         let core_changed = archived || event.changes.iter().any(|c| c.path == CORE_MASTER);
@@ -329,7 +341,10 @@ fn open_history(workspace: &Workspace) -> Result<History, String> {
                 != Some(installed.as_str());
             if behind {
                 let options = scriptorium_views::RebuildOptions {
-                    creation_order: workspace.creation_order().unwrap_or_default(),
+                    creation_order: workspace
+                        .creation_order()
+                        .map(|order| order.to_map())
+                        .unwrap_or_default(),
                     ..scriptorium_views::RebuildOptions::default()
                 };
                 if let Err(error) = scriptorium_views::rebuild_workspace(root, &options) {

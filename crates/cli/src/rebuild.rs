@@ -65,7 +65,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     // otherwise be overwritten by views of the tree before it.
     let report = workspace.with_write_lock(scriptorium_txn::LockTimeout::DEFAULT, || {
         let options = RebuildOptions {
-            creation_order: workspace.creation_order()?,
+            creation_order: workspace.creation_order()?.to_map(),
             ..RebuildOptions::default()
         };
         anyhow::Ok(rebuild_workspace(workspace.root(), &options)?)

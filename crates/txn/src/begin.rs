@@ -14,7 +14,7 @@ use crate::ids::Revision;
 use crate::live::LiveTree;
 use crate::lock::LockTimeout;
 use crate::sources::LiveSources;
-use crate::state::{Batch, Layout};
+use crate::state::{Batch, Layout, RuntimeCache};
 use crate::validate::{Baseline, FileState, Limits, Required};
 
 /// The resolver every step of one transaction shares: each cited archive is read and scanned
@@ -75,7 +75,8 @@ pub(crate) struct Begin {
     pub(crate) sources: String,
     /// The append of [`BeginOptions::pending_sources`] planned at `begin`.
     pub(crate) pending: Vec<PlannedWrite>,
-    pub(crate) runtime: Option<Vec<u8>>,
+    /// `runtime.json` at `begin`, parsed.
+    pub(crate) runtime: RuntimeCache,
     /// The live `topics/` at `begin`.
     pub(crate) live: LiveTree,
     pub(crate) resolver: Resolver,

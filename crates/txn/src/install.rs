@@ -19,8 +19,8 @@ use crate::prepare::Prepared;
 use crate::recover::{finish_install, recover, recover_intent};
 use crate::stage::{Stage, write_spare_manifest};
 use crate::state::{
-    BATCH_STAMPS, InstalledBatch, Intent, Layout, RevisionRecord, SwapMode, sha256_hex,
-    topics_digest, write_atomic,
+    BATCH_STAMPS, InstalledBatch, Intent, Layout, RevisionRecord, RuntimeCache, SwapMode,
+    sha256_hex, topics_digest, write_atomic,
 };
 use crate::validate::Baseline;
 use crate::workspace::{Current, Workspace, manifest_of};
@@ -141,8 +141,9 @@ fn install(validated: Validated) -> Result<Installed> {
         && prepared.adopted.is_empty()
         && begin.pending.is_empty();
     if nothing {
-        if let Some(text) = &prepared.runtime {
+        if let Some((text, state)) = prepared.runtime.take() {
             write_atomic(fs, layout, ids, &layout.runtime_json, text.as_bytes())?;
+            ws.keep_runtime(RuntimeCache { bytes: Some(Arc::from(text.into_bytes())), state });
         }
         drop(lock);
         return Ok(Installed {
@@ -206,7 +207,7 @@ fn install(validated: Validated) -> Result<Installed> {
     items.sort_unstable();
     let topics = topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
     let runtime = match &prepared.runtime {
-        Some(text) => sha256_hex(text.as_bytes()),
+        Some((text, _)) => sha256_hex(text.as_bytes()),
         None => current.record.runtime.clone(),
     };
     let mut batches = current.record.batches.clone();
@@ -249,7 +250,7 @@ fn install(validated: Validated) -> Result<Installed> {
         old_revision: current.revision.as_str().to_owned(),
         new_revision: new_revision.as_str().to_owned(),
         record,
-        runtime: prepared.runtime.clone(),
+        runtime: prepared.runtime.as_ref().map(|(text, _)| text.clone()),
         old_sources: String::new(),
     };
     let intent_bytes =
@@ -295,8 +296,16 @@ fn install(validated: Validated) -> Result<Installed> {
         observed: Vec::new(),
         noop: false,
     };
-    let runtime_text = prepared.runtime.as_deref().map(str::as_bytes).or(begin.runtime.as_deref());
-    let creation_order = crate::state::RuntimeState::parse(runtime_text).order();
+    // The parse of the `runtime.json` just written is this handle's from now on.
+    let runtime = match prepared.runtime.take() {
+        Some((text, state)) => {
+            let runtime = RuntimeCache { bytes: Some(Arc::from(text.into_bytes())), state };
+            ws.keep_runtime(runtime.clone());
+            runtime
+        }
+        None => begin.runtime.clone(),
+    };
+    let creation_order = &runtime.state.creation_order;
     let mut observed = Vec::new();
     for observer in &ws.inner.observers {
         let event = InstallEvent {
@@ -304,7 +313,7 @@ fn install(validated: Validated) -> Result<Installed> {
             installed: &installed,
             changes: &changes,
             tree: &tree,
-            creation_order: &creation_order,
+            creation_order,
         };
         observed.push((observer.name().to_owned(), observer.installed(&event)));
     }

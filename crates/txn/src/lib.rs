@@ -201,5 +201,5 @@ pub use observer::{
 };
 pub use sources::LiveSources;
 pub use stage::{MAX_NAME_BYTES, MAX_PATH_BYTES, Rejected, Staged, writable_path};
-pub use state::{Batch, Counters, InstalledBatch};
+pub use state::{Batch, Counters, CreationOrder, InstalledBatch};
 pub use workspace::{Options, RevisionState, Workspace, migrate_permissions, restore_workspace_id};

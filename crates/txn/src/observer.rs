@@ -3,12 +3,12 @@
 //! which files changed, and whose reports travel back in [`Installed`](crate::Installed).
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::ids::Revision;
 use crate::install::Installed;
+use crate::state::CreationOrder;
 use crate::validate::{Baseline, FileState};
 
 /// One file an install changed, as observers see it.
@@ -39,7 +39,7 @@ pub struct InstallEvent<'a> {
     /// The installed tree, file by file.
     pub tree: &'a Baseline,
     /// The creation order after the install (`runtime.json`'s, every installed ID numbered).
-    pub creation_order: &'a BTreeMap<String, u64>,
+    pub creation_order: &'a CreationOrder,
 }
 
 /// An observer's account of one install: its report (for the caller to read back through

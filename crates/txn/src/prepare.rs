@@ -26,8 +26,8 @@ pub(crate) struct Prepared {
     pub(crate) removed: Vec<String>,
     /// Files edited outside any transaction that this install records (relative to `topics/`).
     pub(crate) adopted: Vec<String>,
-    /// The new `runtime.json`, when it differs.
-    pub(crate) runtime: Option<String>,
+    /// The new `runtime.json` and its parse, when it differs.
+    pub(crate) runtime: Option<(String, Arc<RuntimeState>)>,
     /// `topics/…` paths whose bytes change, sorted.
     pub(crate) changed_files: Vec<String>,
     pub(crate) block_ids: BTreeMap<String, String>,
@@ -351,17 +351,25 @@ impl Staged {
             .collect();
 
         // Creation order (reference §7.5).
-        let mut runtime_state = RuntimeState::parse(begin.runtime.as_deref());
-        let seeded =
-            runtime_state.seed(baseline.units(), changed.iter().flat_map(|f| f.units.iter()));
-        let counted = self.counters.as_ref().is_some_and(|counters| {
-            let moved = runtime_state.counters() != *counters;
-            runtime_state.set_counters(counters);
-            moved
-        });
-        let runtime = if seeded || counted {
-            let text = runtime_state.render();
-            (begin.runtime.as_deref() != Some(text.as_bytes())).then_some(text)
+        // The state is cloned (cheaply, see `CreationOrder`) only when something moves.
+        let current = &begin.runtime.state;
+        // The units this install brings in: the changed files', and those of files edited
+        // outside any transaction that it adopts (their new IDs are numbered now too).
+        let new_units = || {
+            let outside = adopted.iter().filter_map(|rel| baseline.file(rel));
+            changed.iter().chain(outside).flat_map(|f| f.units.iter())
+        };
+        let seeding = current.lacks(baseline.units(), new_units());
+        let counting = self.counters.as_ref().filter(|counters| current.counters() != **counters);
+        let runtime = if seeding || counting.is_some() {
+            let mut state = RuntimeState::clone(current);
+            state.seed(baseline.units(), new_units());
+            if let Some(counters) = counting {
+                state.set_counters(counters);
+            }
+            let text = state.render();
+            (begin.runtime.bytes.as_deref() != Some(text.as_bytes()))
+                .then(|| (text, Arc::new(state)))
         } else {
             None
         };

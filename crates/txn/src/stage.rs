@@ -19,10 +19,7 @@ use crate::ids::{Revision, TxnId};
 use crate::live::{self, LiveTree};
 use crate::lock::OwnerLock;
 use crate::sources::LiveSources;
-use crate::state::{
-    Counters, ManifestEntry, RuntimeState, read_record, read_runtime, revision_of,
-    sources_fingerprint, walk,
-};
+use crate::state::{Counters, ManifestEntry, read_record, revision_of, sources_fingerprint, walk};
 use crate::validate::{Baseline, Violation};
 use crate::workspace::{Workspace, empty_record};
 
@@ -123,7 +120,7 @@ impl Workspace {
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
         let live = live::scan_against(fs, &layout.topics, &layout.revision, &record, true)?;
         let sources = sources_fingerprint(fs, &layout.sources)?;
-        let (_, runtime) = read_runtime(fs, layout)?;
+        let runtime = self.runtime()?;
         let digest = live.digest();
         let revision = revision_of(record.counter, &record.txn_id, &digest, &sources);
         if let Some(base) = opts.base_revision.as_ref().filter(|base| **base != revision) {
@@ -516,7 +513,7 @@ impl Staged {
 
     /// The organizer counters as committed at `begin`.
     pub fn counters(&self) -> Counters {
-        RuntimeState::parse(self.begin.runtime.as_deref()).counters()
+        self.begin.runtime.state.counters()
     }
 
     /// Makes the install write `counters` into `runtime.json`, with the topics (reference §5.4:

@@ -1,8 +1,9 @@
 //! On-disk runtime state: the layout, the revision record with its `topics/` manifest, the
 //! `sources/` stat fingerprint, `runtime.json`, the intent record, and the atomic file write.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -247,11 +248,11 @@ pub(crate) fn read_record(fs: &dyn Fs, layout: &Layout) -> Result<Option<Revisio
     Ok(Some(record))
 }
 
-/// The digest of `runtime.json` (empty when missing) and its bytes.
-pub(crate) fn read_runtime(fs: &dyn Fs, layout: &Layout) -> Result<(String, Option<Vec<u8>>)> {
+/// The bytes of `runtime.json` (`None` when missing).
+pub(crate) fn read_runtime(fs: &dyn Fs, layout: &Layout) -> Result<Option<Vec<u8>>> {
     match fs.read(&layout.runtime_json) {
-        Ok(bytes) => Ok((sha256_hex(&bytes), Some(bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((String::new(), None)),
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("read", &layout.runtime_json)(e)),
     }
 }
@@ -332,60 +333,241 @@ pub struct Counters {
     pub last_global_at: Option<String>,
 }
 
+/// The creation order of `runtime.json`: memory ID → creation number (reference §7.5).
+///
+/// Numbers only grow and entries are never dropped, so the order is kept as a shared table
+/// (the file as last parsed or compacted) plus the entries numbered since: a transaction that
+/// adds IDs copies nothing of the table, and the file's text is the table's cached rendering
+/// followed by the new entries.
+#[derive(Clone, Debug, Default)]
+pub struct CreationOrder {
+    table: Arc<OrderTable>,
+    /// Entries numbered after the table's, sorted by (number, ID); every number is larger than
+    /// the table's.
+    added: Vec<(String, u64)>,
+    added_index: HashMap<String, u64>,
+}
+
+/// The shared part of a [`CreationOrder`].
+#[derive(Debug, Default)]
+struct OrderTable {
+    /// `(id, number)`, sorted by number then ID (the order the file lists them in).
+    entries: Vec<(String, u64)>,
+    index: HashMap<String, u64>,
+    /// The entries as the file lists them (`    "id": n` lines joined by `,\n`), rendered once.
+    rendered: std::sync::OnceLock<String>,
+}
+
+impl PartialEq for CreationOrder {
+    fn eq(&self, other: &CreationOrder) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl CreationOrder {
+    fn from_index(index: HashMap<String, u64>) -> CreationOrder {
+        let mut entries: Vec<(String, u64)> =
+            index.iter().map(|(id, n)| (id.clone(), *n)).collect();
+        entries.sort_unstable_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        CreationOrder {
+            table: Arc::new(OrderTable { entries, index, rendered: std::sync::OnceLock::new() }),
+            added: Vec::new(),
+            added_index: HashMap::new(),
+        }
+    }
+
+    /// The creation number of `id`.
+    pub fn get(&self, id: &str) -> Option<u64> {
+        self.table.index.get(id).or_else(|| self.added_index.get(id)).copied()
+    }
+
+    /// One more than the largest number (0 when empty): the next ID's number.
+    pub fn next(&self) -> u64 {
+        self.added.last().or(self.table.entries.last()).map_or(0, |(_, n)| n + 1)
+    }
+
+    /// How many IDs have a number.
+    pub fn len(&self) -> usize {
+        self.table.entries.len() + self.added.len()
+    }
+
+    /// Whether no ID has a number.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every `(id, number)`, by number then ID.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
+        self.table.entries.iter().chain(&self.added).map(|(id, n)| (id.as_str(), *n))
+    }
+
+    /// The order as a map.
+    pub fn to_map(&self) -> HashMap<String, u64> {
+        self.iter().map(|(id, n)| (id.to_owned(), n)).collect()
+    }
+
+    /// Numbers `id` (which must have none) `n`, at least [`CreationOrder::next`].
+    fn push(&mut self, id: String, n: u64) {
+        self.added_index.insert(id.clone(), n);
+        self.added.push((id, n));
+    }
+
+    /// Folds the added entries into a new table once they are many (amortized: a fold copies
+    /// the table, and happens after a number of additions proportional to its size).
+    fn compact_if_large(&mut self) {
+        if self.added.len() > 256 && self.added.len() > self.table.entries.len() / 8 {
+            let mut index = self.table.index.clone();
+            index.extend(self.added_index.drain());
+            *self = CreationOrder::from_index(index);
+        }
+    }
+
+    fn render_into(&self, out: &mut String) {
+        let table = self.table.rendered.get_or_init(|| {
+            let mut text = String::with_capacity(24 * self.table.entries.len());
+            for (i, (id, n)) in self.table.entries.iter().enumerate() {
+                if i > 0 {
+                    text.push_str(",\n");
+                }
+                push_entry(&mut text, id, *n);
+            }
+            text
+        });
+        out.push_str(table);
+        for (i, (id, n)) in self.added.iter().enumerate() {
+            if i > 0 || !table.is_empty() {
+                out.push_str(",\n");
+            }
+            push_entry(out, id, *n);
+        }
+    }
+}
+
+/// `    "<id>": <n>`.
+fn push_entry(out: &mut String, id: &str, n: u64) {
+    use std::fmt::Write as _;
+    out.push_str("    ");
+    push_json_string(out, id);
+    let _ = write!(out, ": {n}");
+}
+
 /// `runtime.json` (reference §6.6): creation order plus the organizer counters. Unknown keys
 /// are dropped; an unreadable file loads as the defaults.
+///
+/// Parsed once per version of the file and shared ([`RuntimeCache`]); a transaction clones it
+/// (cheaply: the order's table is shared) only when it adds an ID or moves a counter.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct RuntimeState {
-    pub(crate) creation_order: Vec<(String, u64)>,
+    pub(crate) creation_order: CreationOrder,
     pub(crate) write_commits_since_global: serde_json::Value,
     pub(crate) local_batches: serde_json::Value,
     pub(crate) local_tokens: serde_json::Value,
     pub(crate) last_global_at: serde_json::Value,
 }
 
+/// `runtime.json` as read, before the rules of [`RuntimeState::parse`] apply.
+#[derive(Deserialize)]
+struct RawRuntime {
+    #[serde(default)]
+    creation_order: OrderField,
+    #[serde(default)]
+    write_commits_since_global: serde_json::Value,
+    #[serde(default)]
+    local_batches: serde_json::Value,
+    #[serde(default)]
+    local_tokens: serde_json::Value,
+    #[serde(default)]
+    last_global_at: serde_json::Value,
+}
+
+/// The `creation_order` value: the entries of an object whose value is a non-negative integer
+/// (a later duplicate key wins, as in `json.loads`); anything else is no entries.
+#[derive(Default)]
+struct OrderField(HashMap<String, u64>);
+
+impl<'de> Deserialize<'de> for OrderField {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = OrderField;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<OrderField, A::Error> {
+                let mut out = HashMap::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some((id, value)) = map.next_entry::<String, serde_json::Value>()? {
+                    match value.as_u64() {
+                        Some(n) => out.insert(id, n),
+                        None => out.remove(&id),
+                    };
+                }
+                Ok(OrderField(out))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<OrderField, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(OrderField::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<OrderField, E> {
+                Ok(OrderField::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<OrderField, E> {
+                Ok(OrderField::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<OrderField, E> {
+                Ok(OrderField::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<OrderField, E> {
+                Ok(OrderField::default())
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<OrderField, E> {
+                Ok(OrderField::default())
+            }
+            fn visit_unit<E>(self) -> std::result::Result<OrderField, E> {
+                Ok(OrderField::default())
+            }
+        }
+        deserializer.deserialize_any(Entries)
+    }
+}
+
 impl RuntimeState {
     pub(crate) fn parse(bytes: Option<&[u8]>) -> RuntimeState {
         let defaults = RuntimeState {
-            creation_order: Vec::new(),
+            creation_order: CreationOrder::default(),
             write_commits_since_global: 0.into(),
             local_batches: 0.into(),
             local_tokens: 0.into(),
             last_global_at: serde_json::Value::Null,
         };
         let Some(bytes) = bytes else { return defaults };
-        let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(bytes) else {
+        // Not a JSON object (or not JSON): the defaults. (A struct also deserializes from an
+        // array; the file must be an object.)
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return defaults;
-        };
-        let int = |key: &str| match map.get(key) {
-            Some(v @ serde_json::Value::Number(n)) if n.is_u64() || n.is_i64() => v.clone(),
+        }
+        let Ok(raw) = serde_json::from_slice::<RawRuntime>(bytes) else { return defaults };
+        let int = |v: serde_json::Value| match v {
+            v @ serde_json::Value::Number(_) if v.is_u64() || v.is_i64() => v,
             _ => 0.into(),
         };
-        let mut order: Vec<(String, u64)> = Vec::new();
-        if let Some(serde_json::Value::Object(co)) = map.get("creation_order") {
-            for (id, value) in co {
-                if let Some(n) = value.as_u64() {
-                    order.push((id.clone(), n));
-                }
-            }
-        }
-        order.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
         RuntimeState {
-            creation_order: order,
-            write_commits_since_global: int("write_commits_since_global"),
-            local_batches: int("local_batches"),
-            local_tokens: int("local_tokens"),
-            last_global_at: match map.get("last_global_at") {
-                Some(v @ (serde_json::Value::Number(_) | serde_json::Value::String(_))) => {
-                    v.clone()
-                }
+            creation_order: CreationOrder::from_index(raw.creation_order.0),
+            write_commits_since_global: int(raw.write_commits_since_global),
+            local_batches: int(raw.local_batches),
+            local_tokens: int(raw.local_tokens),
+            last_global_at: match raw.last_global_at {
+                v @ (serde_json::Value::Number(_) | serde_json::Value::String(_)) => v,
                 _ => serde_json::Value::Null,
             },
         }
-    }
-
-    /// The creation order as a map.
-    pub(crate) fn order(&self) -> BTreeMap<String, u64> {
-        self.creation_order.iter().cloned().collect()
     }
 
     /// The counters (a counter that is not a non-negative integer reads as 0).
@@ -412,70 +594,120 @@ impl RuntimeState {
 
     /// The Python layout: `json.dumps(indent=2)` with `creation_order` in creation order.
     pub(crate) fn render(&self) -> String {
-        let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
-        let mut out = String::from("{\n  \"creation_order\": {");
-        for (i, (id, n)) in self.creation_order.iter().enumerate() {
-            out.push_str(if i == 0 { "\n" } else { ",\n" });
-            out.push_str(&format!("    {}: {n}", quote(id)));
+        use std::fmt::Write as _;
+        let order = &self.creation_order;
+        let mut out = String::with_capacity(160 + 24 * order.len());
+        out.push_str("{\n  \"creation_order\": {");
+        if order.is_empty() {
+            out.push_str("},\n");
+        } else {
+            out.push('\n');
+            order.render_into(&mut out);
+            out.push_str("\n  },\n");
         }
-        out.push_str(if self.creation_order.is_empty() { "},\n" } else { "\n  },\n" });
-        out.push_str(&format!(
+        let _ = write!(
+            out,
             "  \"write_commits_since_global\": {},\n  \"local_batches\": {},\n  \
              \"local_tokens\": {},\n  \"last_global_at\": {}\n}}\n",
             self.write_commits_since_global,
             self.local_batches,
             self.local_tokens,
             self.last_global_at
-        ));
+        );
         out
+    }
+
+    /// Whether [`RuntimeState::seed`] would add anything: some unit of `units` has no number,
+    /// or the order is empty and there are committed units to seed it from. Costs what `units`
+    /// holds.
+    pub(crate) fn lacks<'u>(
+        &self,
+        mut committed: impl Iterator<Item = &'u scriptorium_topics_format::Unit>,
+        mut units: impl Iterator<Item = &'u scriptorium_topics_format::Unit>,
+    ) -> bool {
+        (self.creation_order.is_empty() && committed.next().is_some())
+            || units.any(|u| self.creation_order.get(&u.memory_id).is_none())
     }
 
     /// Reference §7.5: seeded from the committed units' parse order when empty; every ID new in
     /// `units` gets `max + 1, …` in parse order, aliases of one paragraph sharing a number.
-    /// Returns whether anything was added.
+    /// Returns whether anything was added. Costs what `units` holds, plus the committed tree
+    /// once when the order is empty.
     pub(crate) fn seed<'u>(
         &mut self,
         committed: impl Iterator<Item = &'u scriptorium_topics_format::Unit>,
         units: impl Iterator<Item = &'u scriptorium_topics_format::Unit>,
     ) -> bool {
-        let mut changed = false;
-        let mut known: HashMap<String, u64> = self.creation_order.iter().cloned().collect();
-        if known.is_empty() {
+        let order = &mut self.creation_order;
+        let before = order.len();
+        if order.is_empty() {
             // Parse order of the committed tree: a unit's number is how many units were parsed
             // before its paragraph across the whole tree (the aliases of one paragraph share
             // it); `created_order` counts within the unit's file.
+            let mut index: HashMap<String, u64> = HashMap::new();
             let mut paragraph: Option<((&str, usize), u64)> = None;
-            for (index, unit) in committed.enumerate() {
+            for (i, unit) in committed.enumerate() {
                 let this = (unit.topic_path.as_str(), unit.created_order);
                 let n = match paragraph {
                     Some((key, n)) if key == this => n,
-                    _ => index as u64,
+                    _ => i as u64,
                 };
                 paragraph = Some((this, n));
-                if known.insert(unit.memory_id.clone(), n).is_none() {
-                    self.creation_order.push((unit.memory_id.clone(), n));
-                    changed = true;
-                }
+                index.entry(unit.memory_id.clone()).or_insert(n);
             }
-            self.creation_order.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            *order = CreationOrder::from_index(index);
         }
-        let mut next = known.values().copied().max().map_or(0, |m| m + 1);
-        let mut by_paragraph: BTreeMap<(String, usize), u64> = BTreeMap::new();
+        let mut next = order.next();
+        let mut by_paragraph: HashMap<(&str, usize), u64> = HashMap::new();
+        let first_added = order.added.len();
         for unit in units {
-            if known.contains_key(&unit.memory_id) {
+            if order.get(&unit.memory_id).is_some() {
                 continue;
             }
-            let key = (unit.topic_path.clone(), unit.created_order);
+            let key = (unit.topic_path.as_str(), unit.created_order);
             let n = *by_paragraph.entry(key).or_insert_with(|| {
                 let n = next;
                 next += 1;
                 n
             });
-            known.insert(unit.memory_id.clone(), n);
-            self.creation_order.push((unit.memory_id.clone(), n));
-            changed = true;
+            order.push(unit.memory_id.clone(), n);
         }
-        changed
+        // Aliases share a number: list them by ID, as a parse of the file would.
+        order.added[first_added..].sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        order.compact_if_large();
+        order.len() != before
+    }
+}
+
+/// `s` as a JSON string (`json.dumps` escapes; IDs are ASCII in practice).
+fn push_json_string(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned()));
+    }
+}
+
+/// The parsed `runtime.json` of one version of the file, kept by the workspace handle: `begin`
+/// reads the file and parses it only when its bytes differ from the cached ones.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RuntimeCache {
+    pub(crate) bytes: Option<Arc<[u8]>>,
+    pub(crate) state: Arc<RuntimeState>,
+}
+
+impl RuntimeCache {
+    /// The state of `bytes`: the cached one when the bytes are the same.
+    pub(crate) fn state_of(cached: Option<&RuntimeCache>, bytes: Option<Vec<u8>>) -> RuntimeCache {
+        if let Some(cached) = cached
+            && cached.bytes.as_deref() == bytes.as_deref()
+        {
+            return cached.clone();
+        }
+        let state = Arc::new(RuntimeState::parse(bytes.as_deref()));
+        RuntimeCache { bytes: bytes.map(Arc::from), state }
     }
 }
 
@@ -492,6 +724,73 @@ mod tests {
         let empty = RuntimeState::parse(None).render();
         assert!(empty.starts_with("{\n  \"creation_order\": {},\n"), "{empty}");
         assert_eq!(RuntimeState::parse(Some(b"[1, 2]")), RuntimeState::parse(None));
+    }
+
+    #[test]
+    fn runtime_json_keeps_only_integer_numbers_and_the_last_duplicate() {
+        let text = br#"{"creation_order": {"a": 1, "b": -2, "c": 1.5, "d": "3", "a": 4},
+                      "local_batches": 2}"#;
+        let state = RuntimeState::parse(Some(text));
+        let order: Vec<(&str, u64)> = state.creation_order.iter().collect();
+        assert_eq!(order, [("a", 4)]);
+        assert_eq!(state.counters().local_batches, 2);
+        for other in
+            [&br#"{"creation_order": [1, 2], "local_batches": 2}"#[..], br#"{"creation_order": 7}"#]
+        {
+            assert!(RuntimeState::parse(Some(other)).creation_order.is_empty());
+        }
+        assert_eq!(RuntimeState::parse(Some(b"  [1, 2]")), RuntimeState::parse(None));
+        assert_eq!(RuntimeState::parse(Some(b"{not json")), RuntimeState::parse(None));
+    }
+
+    /// A unit of `path` at paragraph `order` with `id`.
+    fn unit(path: &str, order: usize, id: &str) -> scriptorium_topics_format::Unit {
+        let text = format!("# T\n\nFact.[^e1] ^{id}\n\n[^e1]: Time: `2024`; Sources: [s](x/y/z)\n");
+        let file = scriptorium_topics_format::TopicFile::new(path, text);
+        let resolver = scriptorium_topics_format::source::ArchiveResolver::new(
+            std::collections::BTreeMap::new(),
+        );
+        let mut parse = scriptorium_topics_format::parse_tree(&[file], &resolver);
+        let mut unit = parse.units.remove(0);
+        unit.created_order = order;
+        unit
+    }
+
+    #[test]
+    fn numbers_added_in_layers_render_as_one_file_and_survive_compaction() {
+        let committed: Vec<_> = (0..3).map(|i| unit("a.md", i, &format!("0000000{i}"))).collect();
+        let mut state = RuntimeState::parse(None);
+        assert!(state.seed(committed.iter(), std::iter::empty()));
+        let mut reference = state.clone();
+        // Many transactions, each adding two aliases of one paragraph and one more paragraph.
+        for round in 0..400u32 {
+            let new = [
+                unit("b.md", 0, &format!("{:08x}", 0x1000_0000 + 2 * round)),
+                unit("b.md", 0, &format!("{:08x}", 0x1000_0001 + 2 * round)),
+                unit("b.md", 1, &format!("{:08x}", 0x2000_0000 + round)),
+            ];
+            assert!(state.lacks(committed.iter(), new.iter()));
+            assert!(state.seed(committed.iter(), new.iter()));
+            assert!(!state.lacks(committed.iter(), new.iter()));
+            assert!(!state.seed(committed.iter(), new.iter()), "numbered once");
+            // The layered state renders what a parse of its own file renders.
+            if round % 97 == 0 || round == 399 {
+                let text = state.render();
+                let reparsed = RuntimeState::parse(Some(text.as_bytes()));
+                assert_eq!(reparsed.render(), text);
+                assert_eq!(reparsed, state);
+            }
+            reference = state.clone();
+        }
+        assert_eq!(reference.creation_order.len(), 3 + 3 * 400);
+        assert_eq!(reference.creation_order.get("00000002"), Some(2));
+        // Round r's aliases share number 3 + 2r, its other paragraph gets 4 + 2r.
+        assert_eq!(
+            reference.creation_order.get(&format!("{:08x}", 0x1000_0001 + 2 * 399)),
+            Some(801)
+        );
+        assert_eq!(reference.creation_order.get(&format!("{:08x}", 0x2000_0000 + 399)), Some(802));
+        assert_eq!(reference.creation_order.next(), 803);
     }
 
     #[test]

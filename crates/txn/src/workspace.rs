@@ -14,8 +14,8 @@ use crate::ids::{Clock, IdSource, RandomIds, Revision, SystemClock, WorkspaceId}
 use crate::lock::{self, LockTimeout, WriteLock};
 use crate::observer::InstallObserver;
 use crate::state::{
-    InstalledBatch, Layout, ManifestEntry, RevisionRecord, read_record, read_runtime, revision_of,
-    sha256_hex, sources_fingerprint, walk, write_atomic,
+    InstalledBatch, Layout, ManifestEntry, RevisionRecord, RuntimeCache, read_record, read_runtime,
+    revision_of, sha256_hex, sources_fingerprint, walk, write_atomic,
 };
 
 /// What [`Workspace::open_with`] injects: the filesystem, the clock, ID randomness, the lock
@@ -77,6 +77,8 @@ pub(crate) struct Inner {
     /// The last [`Workspace::installed_revision`]: the revision record's (inode, mtime, size)
     /// and the revision it gave.
     pub(crate) installed_cache: Mutex<Option<(RecordStat, Revision)>>,
+    /// The last `runtime.json` this handle parsed or wrote.
+    pub(crate) runtime_cache: Mutex<Option<RuntimeCache>>,
 }
 
 /// An open memory workspace (reference §1.1 layout, SPEC §3). Cheap to clone; `Send + Sync`.
@@ -186,6 +188,7 @@ impl Workspace {
                 workspace_id: id,
                 baseline_cache: Mutex::new(None),
                 installed_cache: Mutex::new(None),
+                runtime_cache: Mutex::new(None),
             }),
         })
     }
@@ -306,21 +309,33 @@ impl Workspace {
         &self.inner.layout
     }
 
-    /// The current state, with `topics/` judged by stat against the record's manifest.
     /// The creation order of the live `runtime.json` (memory ID → number; empty when missing
     /// or unreadable). This crate is its only writer: every install numbers the IDs it adds.
-    pub fn creation_order(&self) -> Result<std::collections::BTreeMap<String, u64>> {
-        let (_, bytes) = crate::state::read_runtime(self.fs(), self.layout())?;
-        Ok(crate::state::RuntimeState::parse(bytes.as_deref()).order())
+    pub fn creation_order(&self) -> Result<crate::CreationOrder> {
+        Ok(self.runtime()?.state.creation_order.clone())
     }
 
     /// The organizer counters of the live `runtime.json` (defaults when it is missing or
     /// unreadable, reference §6.6).
     pub fn counters(&self) -> Result<crate::Counters> {
-        let (_, bytes) = crate::state::read_runtime(self.fs(), self.layout())?;
-        Ok(crate::state::RuntimeState::parse(bytes.as_deref()).counters())
+        Ok(self.runtime()?.state.counters())
     }
 
+    /// The live `runtime.json`, parsed only when its bytes differ from the cached ones.
+    pub(crate) fn runtime(&self) -> Result<RuntimeCache> {
+        let bytes = read_runtime(self.fs(), self.layout())?;
+        let mut cache = self.inner.runtime_cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let runtime = RuntimeCache::state_of(cache.as_ref(), bytes);
+        *cache = Some(runtime.clone());
+        Ok(runtime)
+    }
+
+    /// Keeps `runtime` as the parse of the `runtime.json` an install just wrote.
+    pub(crate) fn keep_runtime(&self, runtime: RuntimeCache) {
+        *self.inner.runtime_cache.lock().unwrap_or_else(PoisonError::into_inner) = Some(runtime);
+    }
+
+    /// The current state, with `topics/` judged by stat against the record's manifest.
     pub(crate) fn current(&self) -> Result<Current> {
         let fs = self.fs();
         let layout = self.layout();
@@ -390,7 +405,7 @@ fn record_from_disk(
         txn_id: txn_id.to_owned(),
         topics: live.digest(),
         sources: sources_fingerprint(fs, &layout.sources)?,
-        runtime: read_runtime(fs, layout)?.0,
+        runtime: read_runtime(fs, layout)?.map(|bytes| sha256_hex(&bytes)).unwrap_or_default(),
         files: live.manifest(),
         workspace_id: Some(workspace_id.as_str().to_owned()),
         batches: Vec::new(),

@@ -375,7 +375,7 @@ pub struct RebuildOptions {
     pub promote_legacy_core: bool,
     /// The creation order (`runtime.json`'s, which the transaction engine keeps; the caller
     /// reads it there). IDs it lacks are numbered after the others for this render.
-    pub creation_order: std::collections::BTreeMap<String, u64>,
+    pub creation_order: std::collections::HashMap<String, u64>,
 }
 
 impl Default for RebuildOptions {
@@ -384,7 +384,7 @@ impl Default for RebuildOptions {
             recent_limit: DEFAULT_RECENT_LIMIT,
             core_budget: DEFAULT_CORE_BUDGET,
             promote_legacy_core: false,
-            creation_order: std::collections::BTreeMap::new(),
+            creation_order: std::collections::HashMap::new(),
         }
     }
 }

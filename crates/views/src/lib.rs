@@ -54,5 +54,5 @@ pub use crate::io::{
     write_update, write_views,
 };
 pub use crate::views::{
-    Affected, DEFAULT_RECENT_LIMIT, Views, ViewsUpdate, affected, rebuild, update,
+    Affected, DEFAULT_RECENT_LIMIT, Numbering, Views, ViewsUpdate, affected, rebuild, update,
 };

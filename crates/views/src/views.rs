@@ -10,6 +10,33 @@ use scriptorium_topics_format::topic::is_valid_temporal;
 use crate::paths::{is_py_space, normalize, relative, topic_dir};
 use crate::pyjson;
 
+/// Creation numbers by memory ID: the order the transaction engine keeps in `runtime.json`
+/// (it numbers every new ID as it installs it).
+pub trait Numbering {
+    /// The creation number of `id`, if it has one.
+    fn number(&self, id: &str) -> Option<u64>;
+    /// One more than the largest number (0 when there is none).
+    fn next_number(&self) -> u64;
+}
+
+impl<S: std::hash::BuildHasher> Numbering for HashMap<String, u64, S> {
+    fn number(&self, id: &str) -> Option<u64> {
+        self.get(id).copied()
+    }
+    fn next_number(&self) -> u64 {
+        self.values().max().map_or(0, |max| max + 1)
+    }
+}
+
+impl Numbering for BTreeMap<String, u64> {
+    fn number(&self, id: &str) -> Option<u64> {
+        self.get(id).copied()
+    }
+    fn next_number(&self) -> u64 {
+        self.values().max().map_or(0, |max| max + 1)
+    }
+}
+
 /// The default number of units in `recent_events.jsonl`.
 pub const DEFAULT_RECENT_LIMIT: usize = 50;
 
@@ -27,15 +54,14 @@ pub struct Views {
 
 /// Rebuilds the views from the units of a parsed tree (in tree order). Pure and deterministic.
 ///
-/// `creation_order` is `runtime.json`'s map, which the transaction engine keeps (it numbers
-/// every new ID as it installs it); an ID it lacks (a tree written by hand) is numbered after
-/// the others in parse order, for this render only.
+/// `creation_order` is the engine's order ([`Numbering`]); an ID it lacks (a tree written by
+/// hand) is numbered after the others in parse order, for this render only.
 ///
 /// Block links to IDs that no unit has are listed as they are (the transaction's validation
 /// rejects them before a rebuild; the Python code would raise here).
 pub fn rebuild<'u>(
     units: impl Iterator<Item = &'u Unit> + Clone,
-    creation_order: &BTreeMap<String, u64>,
+    creation_order: &dyn Numbering,
     recent_limit: usize,
 ) -> Views {
     Views {
@@ -45,9 +71,11 @@ pub fn rebuild<'u>(
     }
 }
 
-/// Which views an install touches: the timeline files of every date its changed units (before
-/// and after) are filed under, and `relations.json` when a block appeared, disappeared or
-/// changed its links. `recent_events.jsonl` is always recomputed (one pass over the units).
+/// Which views an install touches: the timeline files of every date a changed unit (before
+/// and after) is filed under, and `relations.json` when a block appeared, disappeared or
+/// changed its links. A unit of a changed file that renders the same timeline rows as before
+/// (same ID, text, dates, sources and file) touches nothing. `recent_events.jsonl` is always
+/// recomputed (one pass over the units).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Affected {
     /// The `when` values whose timeline files must be rendered again.
@@ -56,24 +84,47 @@ pub struct Affected {
     pub relations: bool,
 }
 
+/// Everything of a unit its timeline rows show (a unit that keeps it keeps its rows).
+fn row_key(unit: &Unit) -> impl Eq + '_ {
+    let evidence: Vec<_> =
+        unit.evidence.iter().map(|e| (&e.quote, &e.when, &e.refs, &e.targets, &e.labels)).collect();
+    (
+        (&unit.content, &unit.when, &unit.topic_path),
+        (&unit.refs, &unit.link_targets, &unit.labels),
+        evidence,
+    )
+}
+
 /// What changes between the units `before` and `after` of the files an install changed.
 pub fn affected<'u>(
     before: impl Iterator<Item = &'u Unit>,
     after: impl Iterator<Item = &'u Unit>,
 ) -> Affected {
     let mut out = Affected::default();
-    // Block ID → its link targets (before, after).
     type Targets<'a> = Option<&'a [String]>;
-    let mut links: BTreeMap<&str, (Targets<'_>, Targets<'_>)> = BTreeMap::new();
+    // Block ID → (unit before, unit after).
+    let mut units: HashMap<&str, (Option<&Unit>, Option<&Unit>)> = HashMap::new();
     for unit in before {
-        out.whens.extend(whens_of(unit).map(str::to_owned));
-        links.entry(&unit.memory_id).or_default().0 = Some(&unit.relation_targets);
+        units.entry(&unit.memory_id).or_default().0 = Some(unit);
     }
     for unit in after {
-        out.whens.extend(whens_of(unit).map(str::to_owned));
-        links.entry(&unit.memory_id).or_default().1 = Some(&unit.relation_targets);
+        units.entry(&unit.memory_id).or_default().1 = Some(unit);
     }
-    out.relations = links.values().any(|(before, after)| before != after);
+    for (old, new) in units.values() {
+        let same_rows = match (old, new) {
+            (Some(old), Some(new)) => row_key(old) == row_key(new),
+            _ => false,
+        };
+        if !same_rows {
+            for unit in old.iter().chain(new) {
+                out.whens.extend(whens_of(unit).map(str::to_owned));
+            }
+        }
+        let targets = |unit: &Option<&'u Unit>| -> Targets<'u> {
+            unit.map(|u| u.relation_targets.as_slice())
+        };
+        out.relations |= targets(old) != targets(new);
+    }
     out
 }
 
@@ -95,7 +146,7 @@ pub struct ViewsUpdate {
 /// the same files of a full rebuild.
 pub fn update<'u>(
     units: impl Iterator<Item = &'u Unit> + Clone,
-    creation_order: &BTreeMap<String, u64>,
+    creation_order: &dyn Numbering,
     recent_limit: usize,
     affected: &Affected,
 ) -> ViewsUpdate {
@@ -235,10 +286,13 @@ fn timeline<'u>(
                 let key_b = (b.refs.first().map_or("", String::as_str), b.unit.memory_id.as_str());
                 key_a.cmp(&key_b)
             });
-            let mut text = format!("# {when}");
+            let mut text = String::with_capacity(64 + 160 * rows.len());
+            text.push_str("# ");
+            text.push_str(when);
+            let mut links = Links::default();
             for row in &rows {
                 text.push_str("\n\n");
-                push_row(&mut text, row, &dir);
+                push_row(&mut text, row, &dir, &mut links);
             }
             let trimmed = text.trim_end_matches(is_py_space).len();
             text.truncate(trimmed);
@@ -248,14 +302,43 @@ fn timeline<'u>(
         .collect()
 }
 
+/// The relative links of one timeline file, computed once per topic file and per source link
+/// (a day's rows mostly come from a few topics citing a few archives).
+#[derive(Default)]
+struct Links<'u> {
+    topics: HashMap<&'u str, String>,
+    sources: HashMap<(&'u str, &'u str), String>,
+}
+
+impl<'u> Links<'u> {
+    /// `topics/<topic_path>` relative to `dir`.
+    fn topic(&mut self, topic_path: &'u str, dir: &[&str]) -> &str {
+        self.topics.entry(topic_path).or_insert_with(|| {
+            let mut topic = vec!["topics"];
+            topic.extend(normalize(topic_path));
+            relative(&topic, dir)
+        })
+    }
+
+    /// A source link path written in `topic_path`, relative to `dir`.
+    fn source(&mut self, topic_path: &'u str, path: &'u str, dir: &[&str]) -> &str {
+        self.sources.entry((topic_path, path)).or_insert_with(|| {
+            if path.starts_with('/') {
+                // An absolute target has no workspace-relative form; it is kept as written.
+                return path.to_owned();
+            }
+            let joined = format!("{}/{path}", topic_dir(topic_path).join("/"));
+            relative(&normalize(&joined), dir)
+        })
+    }
+}
+
 /// `<quote> [Topic](<rel>#^<id>) [<label>](<rel source link>)…`
-fn push_row(out: &mut String, row: &Row<'_>, dir: &[&str]) {
+fn push_row<'u>(out: &mut String, row: &Row<'u>, dir: &[&str], links: &mut Links<'u>) {
     let unit = row.unit;
-    let mut topic = vec!["topics"];
-    topic.extend(normalize(&unit.topic_path));
     out.push_str(row.text);
     out.push_str(" [Topic](");
-    out.push_str(&relative(&topic, dir));
+    out.push_str(links.topic(&unit.topic_path, dir));
     out.push('#');
     if !unit.memory_id.starts_with("mem_") {
         out.push('^');
@@ -263,7 +346,6 @@ fn push_row(out: &mut String, row: &Row<'_>, dir: &[&str]) {
     out.push_str(&unit.memory_id);
     out.push_str(") ");
     let labels = if row.labels.len() == row.refs.len() { row.labels } else { row.refs };
-    let source_dir = topic_dir(&unit.topic_path);
     for (i, (label, link)) in labels.iter().zip(row.targets).enumerate() {
         if i > 0 {
             out.push(' ');
@@ -275,13 +357,7 @@ fn push_row(out: &mut String, row: &Row<'_>, dir: &[&str]) {
         out.push('[');
         out.push_str(label);
         out.push_str("](");
-        if path.starts_with('/') {
-            // An absolute target has no workspace-relative form; it is kept as written.
-            out.push_str(path);
-        } else {
-            let joined = format!("{}/{path}", source_dir.join("/"));
-            out.push_str(&relative(&normalize(&joined), dir));
-        }
+        out.push_str(links.source(&unit.topic_path, path, dir));
         if let Some(fragment) = fragment {
             out.push('#');
             out.push_str(fragment);
@@ -293,25 +369,27 @@ fn push_row(out: &mut String, row: &Row<'_>, dir: &[&str]) {
 /// The last `limit` units in ascending creation order, one JSON object per line.
 fn recent_events<'u>(
     units: impl Iterator<Item = &'u Unit> + Clone,
-    given: &BTreeMap<String, u64>,
+    given: &dyn Numbering,
     limit: usize,
 ) -> String {
     if limit == 0 {
         return String::new();
     }
     // IDs the order lacks (a tree written by hand) come after the others, in parse order.
-    let mut next = given.values().max().map_or(0, |max| max + 1);
+    let mut next = given.next_number();
     let mut extra: HashMap<&str, u64> = HashMap::new();
-    for unit in units.clone() {
-        if !given.contains_key(&unit.memory_id) && !extra.contains_key(unit.memory_id.as_str()) {
-            extra.insert(&unit.memory_id, next);
-            next += 1;
-        }
+    let mut keyed: Vec<(u64, usize, &Unit)> = Vec::new();
+    for (i, unit) in units.enumerate() {
+        let id = unit.memory_id.as_str();
+        let number = given.number(id).unwrap_or_else(|| {
+            *extra.entry(id).or_insert_with(|| {
+                next += 1;
+                next - 1
+            })
+        });
+        keyed.push((number, i, unit));
     }
-    let number = |id: &str| given.get(id).or_else(|| extra.get(id)).copied().unwrap_or(0);
     // The newest `limit` by (number, parse index): a stable sort's tail, in linear time.
-    let mut keyed: Vec<(u64, usize, &Unit)> =
-        units.enumerate().map(|(i, u)| (number(&u.memory_id), i, u)).collect();
     let skip = keyed.len().saturating_sub(limit);
     if skip > 0 {
         keyed.select_nth_unstable_by_key(skip, |&(created, i, _)| (created, i));

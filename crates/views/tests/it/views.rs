@@ -123,15 +123,16 @@ fn block_id(n: u32) -> String {
 fn topic(paras: &[Para]) -> String {
     let mut text = String::from("# Generated\n");
     let mut notes = String::new();
-    let mut label = 0;
     for para in paras {
         text.push_str(&format!("\nFact number {}", para.id));
         if let Some(link) = para.link {
-            text.push_str(&format!(" (see [this](f0.md#^{}))", block_id(link)));
+            text.push_str(&format!(" (see [fact {link}](f0.md#^{}))", block_id(link)));
         }
         text.push('.');
-        for when in &para.whens {
-            label += 1;
+        // Labels and sources follow the paragraph, not its position: a paragraph kept by an
+        // edit of its file renders the same rows.
+        for (k, when) in para.whens.iter().enumerate() {
+            let label = para.id * 10 + k as u32;
             text.push_str(&format!("[^e{label}]"));
             notes.push_str(&format!(
                 "[^e{label}]: Time: `{when}`; Sources: [s{label}](../sources/D1.md#d1-{label})\n"
@@ -160,6 +161,8 @@ proptest::proptest! {
         changed in 0usize..4,
         replacement in proptest::collection::vec(para(), 0..5),
         limit in 0usize..6,
+        edit_in_place in proptest::bool::ANY,
+        aspect in 0u8..3,
     ) {
         use std::collections::BTreeSet;
         use scriptorium_views::{affected, update};
@@ -174,13 +177,35 @@ proptest::proptest! {
             }
         }
         let mut after = before.clone();
-        after[changed] = unique(replacement, &mut others);
+        // Either a new file, or the old one with one paragraph replaced and one added.
+        after[changed] = if edit_in_place && !before[changed].is_empty() {
+            let mut paras = before[changed].clone();
+            let mut own: BTreeSet<u32> = BTreeSet::new();
+            let extra = unique(replacement, &mut others);
+            let at = extra.len() % paras.len();
+            if let Some(first) = extra.first() {
+                // Its text only, its dates only, or both.
+                let old = paras[at].clone();
+                paras[at] = match aspect {
+                    0 => Para { link: first.link.or(Some(old.id)).filter(|l| Some(*l) != old.link), ..old },
+                    1 => Para { whens: first.whens.clone(), ..old },
+                    _ => Para { id: old.id, ..first.clone() },
+                };
+            }
+            paras.extend(extra.into_iter().skip(1).take(1));
+            paras.into_iter().filter(|p| own.insert(p.id)).collect()
+        } else {
+            unique(replacement, &mut others)
+        };
         let tree = |paras: &[Vec<Para>]| -> Vec<TopicFile> {
             paras.iter().enumerate().map(|(i, p)| TopicFile::new(format!("f{i}.md"), topic(p))).collect()
         };
         let resolver = ArchiveResolver::new(BTreeMap::new());
         let old = parse_tree(&tree(&before), &resolver);
         let new = parse_tree(&tree(&after), &resolver);
+        // Every generated paragraph parses (the comparison is about views, not diagnostics).
+        proptest::prop_assert!(old.diagnostics.is_empty(), "{:?}", old.diagnostics);
+        proptest::prop_assert!(new.diagnostics.is_empty(), "{:?}", new.diagnostics);
         let path = format!("f{changed}.md");
         let of_file = |parse: &scriptorium_topics_format::TreeParse| -> Vec<scriptorium_topics_format::Unit> {
             parse.units.iter().filter(|u| u.topic_path == path).cloned().collect()

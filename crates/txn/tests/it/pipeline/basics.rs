@@ -327,6 +327,29 @@ fn observers_see_installs_and_their_failure_never_uninstalls() {
 }
 
 #[test]
+fn an_install_numbers_the_ids_of_the_outside_edits_it_adopts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    // A paragraph added by hand, with its own block ID, citing Dana's first evidence.
+    let path = dir.path().join("topics/people/dana.md");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let first = text.lines().find(|l| l.starts_with("Dana prefers")).expect("a record");
+    let citation = first.split("[^").nth(1).and_then(|r| r.split(']').next()).expect("label");
+    let added = format!("{first}\n\nDana keeps bees.[^{citation}] ^abcd1234");
+    std::fs::write(&path, text.replacen(first, &added, 1)).expect("write");
+    let installed =
+        replace(&ws, "topics/projects/garden.md", "Rust", "Rust 2024", BeginOptions::default())
+            .expect("install");
+    assert_eq!(installed.adopted, ["topics/people/dana.md"]);
+    let runtime: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join(".scriptorium/runtime.json")).expect("runtime"),
+    )
+    .expect("json");
+    // Five committed blocks numbered 0-4: the adopted one is next.
+    assert_eq!(runtime["creation_order"]["abcd1234"], 5, "{runtime}");
+}
+
+#[test]
 fn revision_ignores_runtime_noise_and_sees_outside_edits() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = fixture(dir.path());
