@@ -222,7 +222,8 @@ fn incremental_update_sees_new_block_and_drops_deleted_one() {
     );
     let mut paths = written;
     paths.push("topics/projects/budget.md".to_owned());
-    let report = index.sync("r2", Some(&Changes { paths })).expect("test step");
+    let report =
+        index.sync("r2", Some(&Changes { since: "r1".to_owned(), paths })).expect("test step");
     assert!(!report.full_walk);
     assert_eq!(report.reindexed, ["sources/openprogram/_v2/s1.md", "topics/projects/budget.md"]);
 
@@ -400,14 +401,54 @@ fn relevance_floor() {
     );
 }
 
-/// Appends a paragraph to `topics/projects/budget.md`, returning the hint for it.
-fn append_paragraph(root: &Path, n: usize, text: &str) -> Changes {
+/// Regression: a hint names only what changed since its own revision. An index further behind
+/// (a process archived a batch and died before indexing it; the next process installed the
+/// topics citing it) took the hint as the whole change, stamped itself with the new revision
+/// and never saw the archive: neither its records nor the blocks citing them were recalled.
+#[test]
+fn a_hint_from_a_revision_the_index_does_not_reflect_falls_back_to_the_manifest() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    // r2: an archive append that was never indexed.
+    archive(
+        root,
+        &[record(
+            "s1",
+            "u3",
+            "Craig",
+            "Craig adopted a greyhound named Pixel.",
+            "2024-04-01T10:00:00Z",
+        )],
+    );
+    // r3: a block citing it, hinted as a change from r2.
+    let rel = "topics/projects/budget.md";
+    let d5 =
+        definition(root, "projects/budget.md", "e-eeeeeeeeee", "2024-04-01", "openprogram/s1/u3");
+    let mut text = std::fs::read_to_string(root.join(rel)).expect("test step");
+    text.push_str(&format!(
+        "\nCraig has a greyhound called Pixel.[^e-eeeeeeeeee] ^0a1b2c3d\n\n{d5}\n"
+    ));
+    std::fs::write(root.join(rel), text).expect("test step");
+    let hint = Changes { since: "r2".to_owned(), paths: vec![rel.to_owned()] };
+    let report = index.sync("r3", Some(&hint)).expect("test step");
+    assert!(report.full_walk, "the index is at r1, not r2");
+    assert_eq!(report.reindexed, ["sources/openprogram/_v2/s1.md", rel]);
+    let hits = index.search("r3", &Query::new("greyhound Pixel")).expect("test step");
+    assert!(ids(&hits).contains(&"openprogram/s1/u3".to_owned()), "the record: {hits:?}");
+    assert!(ids(&hits).contains(&"0a1b2c3d".to_owned()), "the block citing it: {hits:?}");
+}
+
+/// Appends a paragraph to `topics/projects/budget.md`, returning the hint for it (a change
+/// from revision `since`).
+fn append_paragraph(root: &Path, since: &str, n: usize, text: &str) -> Changes {
     let rel = "topics/projects/budget.md";
     let mut body = std::fs::read_to_string(root.join(rel)).expect("test step");
     // Cites an archived, trusted record: uncited blocks are never recallable.
     body.push_str(&format!("\n{text}[^e-aaaaaaaaaa] ^{n:08x}\n"));
     std::fs::write(root.join(rel), body).expect("test step");
-    Changes { paths: vec![rel.to_owned()] }
+    Changes { since: since.to_owned(), paths: vec![rel.to_owned()] }
 }
 
 #[test]
@@ -420,7 +461,8 @@ fn one_writer_is_reused_across_syncs() {
     assert!(index.holds_writer(), "the first update keeps the writer");
     let words = ["aardvark", "bassoon", "cormorant", "dulcimer", "echidna", "flugelhorn"];
     for (n, word) in words.iter().enumerate() {
-        let hint = append_paragraph(root, n + 1, &format!("Craig mentioned a {word}."));
+        let since = format!("r{}", n + 1);
+        let hint = append_paragraph(root, &since, n + 1, &format!("Craig mentioned a {word}."));
         let report = index.sync(&format!("r{}", n + 2), Some(&hint)).expect("test step");
         assert_eq!(report.reindexed, ["topics/projects/budget.md"]);
         assert!(index.holds_writer());
@@ -439,7 +481,7 @@ fn one_writer_is_reused_across_syncs() {
     drop(index);
     let mut index = Index::open(root).expect("test step");
     assert_eq!(index.revision(), Some(revision.as_str()));
-    let hint = append_paragraph(root, 99, "Craig bought a gramophone.");
+    let hint = append_paragraph(root, &revision, 99, "Craig bought a gramophone.");
     index.sync("r99", Some(&hint)).expect("test step");
     assert_eq!(
         ids(&index.search("r99", &Query::new("gramophone")).expect("test step")),
@@ -461,7 +503,7 @@ fn a_second_index_on_the_same_directory_is_busy_while_the_first_holds_the_writer
     assert!(!second.search("r1", &Query::new("budget tracker")).expect("test step").is_empty());
 
     // Catching up does, and fails gracefully (retryable) while the first holds it.
-    let hint = append_paragraph(root, 1, "Craig mentioned a zeppelin.");
+    let hint = append_paragraph(root, "r1", 1, "Craig mentioned a zeppelin.");
     let error = second.sync("r2", Some(&hint)).expect_err("the writer is held");
     assert_eq!(error.code(), ErrorCode::Busy);
     assert!(error.is_retryable());
@@ -477,7 +519,8 @@ fn a_second_index_on_the_same_directory_is_busy_while_the_first_holds_the_writer
         ["00000001"]
     );
     assert!(second.holds_writer());
-    let hint = append_paragraph(root, 2, "Craig mentioned a xylophone.");
+    // The second brought the index to r2, whatever the first last saw.
+    let hint = append_paragraph(root, "r2", 2, "Craig mentioned a xylophone.");
     assert_eq!(first.sync("r3", Some(&hint)).expect_err("held").code(), ErrorCode::Busy);
     drop(second);
     first.sync("r3", Some(&hint)).expect("test step");
