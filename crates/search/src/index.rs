@@ -168,7 +168,9 @@ impl Index {
     ///
     /// Atomicity: the documents and the revision are published by one tantivy commit (its
     /// `meta.json` is replaced atomically); the manifest is written after it (temp file +
-    /// rename), and a stale manifest only causes files to be re-read next time.
+    /// rename), and a stale manifest only causes files to be re-read next time. A sync killed
+    /// before its commit changes nothing: the files it wrote are collected when the next sync
+    /// takes the writer.
     pub fn sync(&mut self, revision: &str, hint: Option<&Changes>) -> Result<SyncReport> {
         self.reader.reload()?;
         let stored = read_payload(&self.index).map(|p| p.revision);
@@ -519,6 +521,11 @@ fn new_writer(index: &tantivy::Index) -> Result<IndexWriter<TantivyDocument>> {
         .build();
     let writer = index.writer_with_options(options)?;
     writer.set_merge_policy(Box::new(merge_policy()));
+    // A writer killed while committing leaves files no commit refers to, among them delete
+    // files named by segment and opstamp. Opstamps start again from the last commit, so the
+    // same operations would name their delete files the same, and tantivy refuses to create a
+    // file that exists. tantivy collects such files only after a commit: collect them first.
+    writer.garbage_collect_files().wait()?;
     Ok(writer)
 }
 

@@ -440,6 +440,61 @@ fn a_hint_from_a_revision_the_index_does_not_reflect_falls_back_to_the_manifest(
     assert!(ids(&hits).contains(&"0a1b2c3d".to_owned()), "the block citing it: {hits:?}");
 }
 
+/// Regression: a process killed while committing a sync leaves the delete files it wrote
+/// (`<segment>.<opstamp>.del`, registered in tantivy's `.managed.json`) beside the old
+/// `meta.json`. The next sync starts again from the committed opstamp and, re-doing the same
+/// operations, names its delete files the same: tantivy refused to create them
+/// (`FileAlreadyExists`), and every search failed with `INDEX_ERROR` until an install with
+/// another number of operations came along.
+#[test]
+fn a_sync_after_one_killed_while_committing_writes_its_delete_files_again() {
+    let ws = workspace();
+    let root = ws.root();
+    let dir = root.join(".scriptorium/index");
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    drop(index);
+    let before = tempfile::tempdir().expect("test step");
+    copy_files(&dir, before.path());
+
+    // The sync the process was killed in: it re-indexes a file (deleting its documents).
+    let hint = append_paragraph(root, "r1", 7, "Craig mentioned a theremin.");
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r2", Some(&hint)).expect("test step");
+    drop(index);
+    // What the kill left: everything it wrote but the new `meta.json`.
+    for entry in std::fs::read_dir(&dir).expect("test step") {
+        let path = entry.expect("test step").path();
+        let name = path.file_name().expect("test step").to_owned();
+        if name != "meta.json" && (name == ".managed.json" || !before.path().join(&name).exists()) {
+            std::fs::copy(&path, before.path().join(&name)).expect("test step");
+        }
+    }
+    assert!(
+        std::fs::read_dir(before.path()).expect("test step").any(|e| e
+            .expect("test step")
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".del")),
+        "the killed commit wrote delete files"
+    );
+    std::fs::remove_dir_all(&dir).expect("test step");
+    copy_files(before.path(), &dir);
+
+    let mut index = Index::open(root).expect("test step");
+    assert_eq!(index.revision(), Some("r1"), "the killed commit never happened");
+    index.sync("r2", Some(&hint)).expect("the same sync again");
+    assert_eq!(ids(&index.search("r2", &Query::new("theremin")).expect("test step")), ["00000007"]);
+}
+
+fn copy_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("test step");
+    for entry in std::fs::read_dir(from).expect("test step") {
+        let path = entry.expect("test step").path();
+        std::fs::copy(&path, to.join(path.file_name().expect("test step"))).expect("test step");
+    }
+}
+
 /// Appends a paragraph to `topics/projects/budget.md`, returning the hint for it (a change
 /// from revision `since`).
 fn append_paragraph(root: &Path, since: &str, n: usize, text: &str) -> Changes {
