@@ -10,17 +10,26 @@
 //! write, killed after a random delay (uniform over 0–120 % of the duration of a full run:
 //! the reference's, adjusted by every chain that finishes without a kill, so kills land early,
 //! in the middle and near the end whatever the load; SIGKILL, SIGTERM or SIGINT, which `write`
-//! does not handle), run again, and so on until a write exits 0. After every kill
-//! [`check_recovered`] holds, and nothing is duplicated even for a moment: every topic
-//! paragraph and every archive frame is one the reference has, at most as often. The effects
-//! keep their order (archive → install → mark): every turn of an installed batch is archived,
-//! and the pending turns are those of the pristine home minus the installed batches', plus at
-//! most the last batch's (installed but not marked: the kill fell between the two, and the
-//! next write must mark it without writing it again). When a write
-//! finishes, every file of the memory workspace but `.git` and `.scriptorium` (topics,
-//! sources, views) equals the reference byte for byte, and so do the markers: the pending
-//! turns of `scriptorium status --json` and `sessions branches --json` of every session.
+//! does not handle, unless this process ignores it), run again, and so on until a write exits
+//! 0.
 //!
+//! After a kill, `scriptorium status --json` recovers (for one kill in eight it is itself
+//! SIGKILLed at a random point first; one kill in eight is left to the next write, whose own
+//! open recovers, and checked after it), and then [`check_recovered`] holds, and nothing is
+//! duplicated even for a moment: every topic paragraph and every archive frame is one the
+//! reference has, at most as often. The effects keep their order (archive → install → mark):
+//! every turn of an installed batch is archived, and the pending turns are those of the
+//! pristine home minus the installed batches', plus at most the last batch's (installed but not
+//! marked: the kill fell between the two, and the next write must mark it without writing it
+//! again).
+//!
+//! When a write finishes, every file of the memory workspace but `.git` and `.scriptorium`
+//! (topics, sources, views) equals the reference byte for byte, and so do the markers: the
+//! pending turns of `scriptorium status --json` and `sessions branches --json` of every
+//! session. So does recall: `scriptorium search` finds what the reference finds (see
+//! [`probes`]).
+//!
+//! `SCRIPTORIUM_CRASH_WRITE_PROJECT` names another Claude Code project of the test data.
 //! `SCRIPTORIUM_CRASH_WRITE_ITERATIONS` (else `SCRIPTORIUM_CRASH_ITERATIONS`, else
 //! [`DEFAULT_ITERATIONS`]) kill attempts; a chain left unfinished when the budget is spent is
 //! finished without a kill and compared too.
@@ -37,7 +46,9 @@ use serde_json::{Value, json};
 
 use crate::{Outcome, Rng, check_recovered, env_number, scriptorium};
 
-/// The project imported, under the test data directory.
+/// The Claude Code project imported, under the test data directory (another one with
+/// `SCRIPTORIUM_CRASH_WRITE_PROJECT`, e.g. `codemie-code/claude`, whose long session takes
+/// several batches).
 const PROJECT: &str = "claude-code-log/real_projects";
 
 /// The command from the bug report (interrupted, it used to duplicate memory).
@@ -60,9 +71,13 @@ pub(crate) fn run(seed: u64) -> Outcome {
             Outcome::NotRun(why)
         };
     };
-    let project = data.join(PROJECT);
+    let name = std::env::var("SCRIPTORIUM_CRASH_WRITE_PROJECT")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| PROJECT.to_owned());
+    let project = data.join(&name);
     if !project.is_dir() {
-        return Outcome::Failed(format!("{PROJECT} is missing from the test data"));
+        return Outcome::Failed(format!("{name} is missing from the test data"));
     }
     let work = match tempfile::tempdir() {
         Ok(work) => work,
@@ -87,6 +102,15 @@ struct Reference {
     frames: BTreeMap<String, BTreeSet<String>>,
     /// `status --json` pending turns and `sessions branches --json` per session.
     markers: Value,
+    /// What the reference recalls (see [`probes`]).
+    probes: Vec<Probe>,
+}
+
+/// A recall probe: the first words of a paragraph or frame, and its ID (a block or source ID),
+/// which the reference's `scriptorium search` ranks among its first three hits.
+struct Probe {
+    query: String,
+    id: String,
 }
 
 /// The kill signals, chosen at random per kill.
@@ -132,9 +156,17 @@ fn supervise(project: &Path, work: &Path, seed: u64) -> Result<String, String> {
     // How long an uninterrupted write takes here: the reference's time, then adjusted by every
     // chain that finished without a kill (the load of the machine changes).
     let mut typical = duration;
+    // A signal this process ignores is ignored by its children too (a shell ignores SIGINT
+    // in the commands it runs in the background): it would not interrupt anything.
+    let ignored = ignored_signals();
+    let sendable: Vec<usize> =
+        (0..SIGNALS.len()).filter(|&i| ignored & (1 << (SIGNALS[i].0.as_raw() - 1)) == 0).collect();
     let mut by_signal = [0usize; 3];
     let mut by_third = [0usize; 4];
     let mut by_state = [0usize; 3];
+    let (mut left_to_next, mut recoveries_killed) = (0, 0);
+    // How long the checks after a kill take (recovery is the first of them).
+    let mut check_time = Duration::from_millis(50);
     let (mut chains, mut kills_in_chain, mut finished_after_kill) = (0, 0, 0);
     let mut chain_home = None;
     for attempt in 0..iterations {
@@ -150,7 +182,7 @@ fn supervise(project: &Path, work: &Path, seed: u64) -> Result<String, String> {
         };
         let log = home.join("write.log");
         let delay = Duration::from_micros(rng.below(typical.as_micros() as u64 * 6 / 5));
-        let which = rng.below(2) as usize;
+        let which = sendable[rng.below(sendable.len() as u64 - 1) as usize];
         let (signal, signal_name) = SIGNALS[which];
         let at = format!(
             "chain {chains}, attempt {attempt}: {signal_name} after {} ms of a full run's {} ms",
@@ -164,20 +196,39 @@ fn supervise(project: &Path, work: &Path, seed: u64) -> Result<String, String> {
         kill_process(Pid::from_child(&child), signal).map_err(|e| format!("{at}: kill: {e}"))?;
         let status = child.wait().map_err(io)?;
         let elapsed = start.elapsed();
-        let recovered = check_recovered(&home).map_err(|e| format!("{at}: {e}"))?;
-        let now = snapshot(&home.join("memory"))?;
-        check_no_duplicates(&now, &reference).map_err(|e| format!("{at}: {e}"))?;
-        let state = effects(&home.join("memory"), &now, &recovered, &before)
-            .map_err(|e| format!("{at}: {e}"))?;
         // Killed by the signal, or (should `write` ever handle SIGTERM or SIGINT) exited by
         // the convention for it, 128 + the signal's number.
         let interrupted = status.signal().is_some()
             || (which > 0 && status.code() == Some(128 + signal.as_raw()));
         if interrupted {
-            by_state[state as usize] += 1;
             by_signal[which] += 1;
             by_third[(delay.as_micros() * 3 / typical.as_micros().max(1)).min(3) as usize] += 1;
             kills_in_chain += 1;
+        }
+        // Who recovers from the kill: mostly the check's `status --json`; one kill in eight
+        // first gets a `status --json` that is killed itself (recovery interrupted), and one
+        // in eight is left to the next write (its own open recovers; checked after it).
+        let recovery = rng.below(7);
+        if interrupted && recovery == 7 {
+            left_to_next += 1;
+            continue;
+        }
+        let at = if interrupted && recovery == 6 {
+            let killed_after = kill_recovery(&home, rng.below(check_time.as_micros() as u64))?;
+            recoveries_killed += 1;
+            format!("{at}, then recovery killed after {} ms", killed_after.as_millis())
+        } else {
+            at
+        };
+        let checking = Instant::now();
+        let recovered = check_recovered(&home).map_err(|e| format!("{at}: {e}"))?;
+        check_time = (check_time + checking.elapsed()) / 2;
+        let now = snapshot(&home.join("memory"))?;
+        check_no_duplicates(&now, &reference).map_err(|e| format!("{at}: {e}"))?;
+        let state = effects(&home.join("memory"), &now, &recovered, &before)
+            .map_err(|e| format!("{at}: {e}"))?;
+        if interrupted {
+            by_state[state as usize] += 1;
             continue;
         }
         if !status.success() {
@@ -215,12 +266,21 @@ fn supervise(project: &Path, work: &Path, seed: u64) -> Result<String, String> {
         chains += 1;
     }
     let kills: usize = by_signal.iter().sum();
+    let not_sent: Vec<&str> =
+        (0..SIGNALS.len()).filter(|i| !sendable.contains(i)).map(|i| SIGNALS[i].1).collect();
+    let not_sent = if not_sent.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} not sent: ignored by this process)", not_sent.join(", "))
+    };
     Ok(format!(
-        "{kills} kills in {iterations} attempts ({} SIGKILL, {} SIGTERM, {} SIGINT; {}/{}/{} in \
-         the first/second/last third of a full run, {} past it; {} between batches, \
-         {} with a batch archived but not installed, {} installed but not marked) over \
-         {chains} chains, {finished_after_kill} finished after kills; the reference wrote \
-         {batches} batches, {} topic files, {} frames in {} ms (a full run at the end: {} ms)",
+        "{kills} kills in {iterations} attempts ({} SIGKILL, {} SIGTERM, {} SIGINT{not_sent}; \
+         {}/{}/{} in the first/second/last third of a full run, {} past it; of the kills \
+         checked at once {} left the effects between batches, {} with a batch archived but not \
+         installed, {} installed but not marked; {recoveries_killed} recoveries killed, \
+         {left_to_next} kills left to the next write to recover) over {chains} chains, \
+         {finished_after_kill} finished after kills; the reference wrote {batches} batches, {} \
+         topic files, {} frames, {} recall probes in {} ms (a full run at the end: {} ms)",
         by_signal[0],
         by_signal[1],
         by_signal[2],
@@ -233,6 +293,7 @@ fn supervise(project: &Path, work: &Path, seed: u64) -> Result<String, String> {
         by_state[State::Unmarked as usize],
         reference.paragraphs.len(),
         reference.frames.values().map(BTreeSet::len).sum::<usize>(),
+        reference.probes.len(),
         duration.as_millis(),
         typical.as_millis(),
     ))
@@ -240,6 +301,35 @@ fn supervise(project: &Path, work: &Path, seed: u64) -> Result<String, String> {
 
 fn io(e: std::io::Error) -> String {
     e.to_string()
+}
+
+/// The signals this process ignores (the `SigIgn` mask of `/proc/self/status`; bit n-1 is
+/// signal n).
+fn ignored_signals() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Kills a `scriptorium status --json` (which recovers and catches git up) on `home` after
+/// `delay_us` microseconds, unless it finished before; returns how long it ran.
+fn kill_recovery(home: &Path, delay_us: u64) -> Result<Duration, String> {
+    let start = Instant::now();
+    let mut child = scriptorium(home)
+        .args(["status", "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn status: {e}"))?;
+    std::thread::sleep(Duration::from_micros(delay_us));
+    kill_process(Pid::from_child(&child), Signal::KILL).map_err(|e| format!("kill: {e}"))?;
+    child.wait().map_err(io)?;
+    Ok(start.elapsed())
 }
 
 /// Starts the write on `home`, its stdout and stderr into `log` (a file, so a full pipe never
@@ -378,7 +468,90 @@ fn reference(home: &Path) -> Result<Reference, String> {
         }
     }
     let markers = markers(home, &status)?;
-    Ok(Reference { files, paragraphs: paragraphs_by_file, frames, markers })
+    let mut kept = Vec::new();
+    for probe in probes(&files) {
+        if recalled(home, &probe.query)?.iter().take(3).any(|id| *id == probe.id) {
+            kept.push(probe);
+        }
+    }
+    // At least one probe per archive, or the recall check would be void.
+    if kept.len() < frames.len() {
+        return Err(format!("the reference recalls only {} of its probes", kept.len()));
+    }
+    Ok(Reference { files, paragraphs: paragraphs_by_file, frames, markers, probes: kept })
+}
+
+/// Recall probes: the first and the last frame of every archive and the first and the last
+/// paragraph of every topic file, each queried by its first twelve words. Recall is compared
+/// only when a chain finishes: a search after a kill would bring the index up to date itself
+/// and hide what the next write leaves.
+fn probes(files: &BTreeMap<String, Vec<u8>>) -> Vec<Probe> {
+    let words = |text: &str| text.split_whitespace().take(12).collect::<Vec<_>>().join(" ");
+    let mut out = Vec::new();
+    for (path, bytes) in files {
+        let text = text(bytes);
+        let found: Vec<(String, String)> = if path.starts_with("sources/") {
+            frame_bodies(&text)
+        } else if path.starts_with("topics/") {
+            text.lines()
+                .filter_map(|line| {
+                    let (body, id) = line.rsplit_once(" ^")?;
+                    let body: String =
+                        body.split("[^").map(|p| p.split_once(']').map_or(p, |(_, r)| r)).collect();
+                    (id.len() == 8).then(|| (id.to_owned(), body))
+                })
+                .collect()
+        } else {
+            continue;
+        };
+        for (id, body) in found.first().into_iter().chain(found.last().filter(|_| found.len() > 1))
+        {
+            out.push(Probe { query: words(body), id: id.clone() });
+        }
+    }
+    out
+}
+
+/// Each frame's source ID and the first line of its record, after the speaker label.
+fn frame_bodies(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let (mut id, mut next_is_body) = (None, false);
+    for line in text.lines() {
+        if next_is_body {
+            let body = line.split_once("): ").map_or(line, |(_, body)| body);
+            if let Some(id) = id.take() {
+                out.push((id, body.to_owned()));
+            }
+            next_is_body = false;
+        } else if let Some(found) =
+            line.strip_prefix("<!-- source-id:").and_then(|l| l.strip_suffix(" -->"))
+        {
+            id = Some(found.to_owned());
+        } else {
+            next_is_body = line.starts_with("<!-- record-lines:");
+        }
+    }
+    out
+}
+
+/// The IDs `scriptorium search --json --top-k 10` returns for `query`, best first.
+fn recalled(home: &Path, query: &str) -> Result<Vec<String>, String> {
+    let out = scriptorium(home)
+        .args(["search", "--json", "--top-k", "10", "--"])
+        .arg(query)
+        .output()
+        .map_err(io)?;
+    if !out.status.success() {
+        return Err(format!("search {query:?} failed: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let hits: Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("search {query:?}: {e}"))?;
+    Ok(hits
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|hit| hit["id"].as_str().map(str::to_owned))
+        .collect())
 }
 
 /// Where a kill left the write's effects (archive → install → mark).
@@ -513,6 +686,14 @@ fn compare(
     if markers != reference.markers {
         problems
             .push(format!("markers differ: {markers:#}\nthe reference's: {:#}", reference.markers));
+    }
+    for probe in &reference.probes {
+        if !recalled(home, &probe.query)?.contains(&probe.id) {
+            problems.push(format!(
+                "{} is not recalled for {:?} (the reference ranks it in its first three)",
+                probe.id, probe.query
+            ));
+        }
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
 }
