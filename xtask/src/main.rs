@@ -7,8 +7,9 @@
 //! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
 //! - `recall`: the recall-quality harness on the LoCoMo dev split (recall@5, recall@10, and the
 //!   share of negative queries that return nothing).
-//! - `crash`: the kill -9 supervisor of the transaction engine, for N iterations (CI runs a few
-//!   as part of the tests; run many locally).
+//! - `crash`: the kill supervisors, in release, for N iterations each: the transaction engine's
+//!   and the binary's (`scriptorium edit` and `scriptorium write` killed at random points). CI
+//!   runs a few as part of the tests; run many locally.
 //!
 //! `deps` and `tidy` also run as ordinary `#[test]`s, so plain `cargo test` enforces them.
 
@@ -70,7 +71,7 @@ fn run_step(name: &str, mut cmd: Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `cargo xtask crash [--iterations N]`: the kill -9 supervisor, longer than in CI.
+/// `cargo xtask crash [--iterations N]`: the kill supervisors, longer than in CI.
 fn crash(args: &[String]) -> anyhow::Result<()> {
     let iterations = match args {
         [] => "500".to_owned(),

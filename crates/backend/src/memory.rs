@@ -252,7 +252,10 @@ impl InstallObserver for Derived {
             .unwrap_or_else(PoisonError::into_inner)
             .extend(event.changed_files.iter().cloned());
         if self.wiring.index {
-            let hint = Changes { paths: event.changed_files.to_vec() };
+            let hint = Changes {
+                since: event.previous_revision.as_str().to_owned(),
+                paths: event.changed_files.to_vec(),
+            };
             let revision = event.revision.as_str();
             if let Err(error) =
                 with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
@@ -274,7 +277,10 @@ impl InstallObserver for Derived {
         changed.extend(archived);
         // The index follows the transaction's files (views are not indexed), so its update
         // runs beside the views rebuild and the git commit, which need each other.
-        let hint = Changes { paths: changed.clone() };
+        let hint = Changes {
+            since: event.installed.base_revision.as_str().to_owned(),
+            paths: changed.clone(),
+        };
         let revision = event.installed.revision.as_str();
         let indexed = std::thread::scope(|scope| {
             let index_job = self.wiring.index.then(|| {
@@ -443,5 +449,67 @@ impl MemoryWorkspace {
         let docs = index.num_docs();
         *guard = Some(index);
         Ok(docs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use scriptorium_search::{HitKind, Query};
+    use scriptorium_topics_format::source::ArchiveRecord;
+    use scriptorium_txn::{BeginOptions, LockTimeout, Workspace};
+
+    use super::MemoryWorkspace;
+
+    fn record(message: &str, content: &str) -> ArchiveRecord {
+        let mut record = ArchiveRecord::new("openprogram", "s1", message, 1, "user", content);
+        record.timestamp = Some("2024-04-02T09:14:00+02:00".into());
+        record
+    }
+
+    /// Appends a paragraph citing `openprogram/s1/<message>` to `topics/people/dana.md`.
+    fn install(memory: &MemoryWorkspace, text: &str, message: &str) {
+        let path = memory.workspace().root().join("topics/people/dana.md");
+        let base = std::fs::read_to_string(path).unwrap_or_else(|_| "# Dana\n".to_owned());
+        let mut staged = memory.workspace().begin(BeginOptions::default()).expect("begin");
+        staged
+            .write_file(
+                "topics/people/dana.md",
+                &format!(
+                    "{base}\n{text}[^{message}]\n\n\
+                     [^{message}]: Time: `2024-04-02`; Sources: [turn](openprogram/s1/{message})\n"
+                ),
+            )
+            .expect("write");
+        staged.validate().expect("valid").install().expect("install");
+    }
+
+    /// Regression: a write killed after archiving its batch but before indexing the archive
+    /// left it out of the search index for good. The next install's hint named only that
+    /// install's files, and the index, stamped with the new revision, never looked again: the
+    /// archived records and the blocks citing them were never recalled.
+    #[test]
+    fn an_archive_the_index_missed_is_indexed_by_the_next_install() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let memory = MemoryWorkspace::open(dir.path(), true).expect("open");
+        memory
+            .workspace()
+            .archive_sources(&[record("u1", "Dana keeps bees.")], LockTimeout::DEFAULT)
+            .expect("archive");
+        install(&memory, "Dana keeps bees.", "u1");
+        drop(memory);
+        // The append of a process that died before telling the index (no observer).
+        Workspace::open(dir.path())
+            .expect("open")
+            .archive_sources(
+                &[record("u2", "Dana sells honey at the market.")],
+                LockTimeout::DEFAULT,
+            )
+            .expect("archive");
+
+        let memory = MemoryWorkspace::open(dir.path(), false).expect("open");
+        install(&memory, "Dana sells honey at the market.", "u2");
+        let hits = memory.search(&Query::new("honey market")).expect("search");
+        assert!(hits.iter().any(|h| h.id == "openprogram/s1/u2"), "the record: {hits:?}");
+        assert!(hits.iter().any(|h| h.kind == HitKind::Block), "the block: {hits:?}");
     }
 }

@@ -133,7 +133,7 @@ fn main() {
                 text.push('\n');
                 text.push_str(&paragraph);
                 std::fs::write(&path, text).expect("write topic");
-                let changes = Changes { paths: vec![rel] };
+                let changes = Changes { since: format!("rev-{}", revision - 1), paths: vec![rel] };
                 let t = Instant::now();
                 index.sync(&format!("rev-{revision}"), Some(&changes)).expect("sync");
                 total += t.elapsed();

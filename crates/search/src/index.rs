@@ -159,23 +159,28 @@ impl Index {
         self.reader.searcher().num_docs()
     }
 
-    /// Brings the index to `revision`: re-indexes only the files that changed. With a `hint`,
-    /// only the hinted files are looked at; otherwise every `topics/**/*.md` and v2 archive is
-    /// stat'ed and compared with the manifest (size, mtime, inode; the content hash only when
-    /// the stat differs). Topic files citing source records whose trust changed are re-indexed
-    /// too. A fresh index ignores the hint and walks everything.
+    /// Brings the index to `revision`: re-indexes only the files that changed. With a `hint`
+    /// that starts from the revision the index reflects ([`Changes::since`]), only the hinted
+    /// files are looked at; otherwise every `topics/**/*.md` and v2 archive is stat'ed and
+    /// compared with the manifest (size, mtime, inode; the content hash only when the stat
+    /// differs). Topic files citing source records whose trust changed are re-indexed too. A
+    /// fresh index ignores the hint and walks everything.
     ///
     /// Atomicity: the documents and the revision are published by one tantivy commit (its
     /// `meta.json` is replaced atomically); the manifest is written after it (temp file +
-    /// rename), and a stale manifest only causes files to be re-read next time.
+    /// rename), and a stale manifest only causes files to be re-read next time. A sync killed
+    /// before its commit changes nothing: the files it wrote are collected when the next sync
+    /// takes the writer.
     pub fn sync(&mut self, revision: &str, hint: Option<&Changes>) -> Result<SyncReport> {
         self.reader.reload()?;
-        if let Some(stored) = read_payload(&self.index).map(|p| p.revision)
-            && stored == revision
-        {
-            self.revision = Some(stored);
+        let stored = read_payload(&self.index).map(|p| p.revision);
+        if let Some(stored) = stored.as_ref().filter(|stored| *stored == revision) {
+            self.revision = Some(stored.clone());
             return Ok(SyncReport::default());
         }
+        // A hint covers only what changed since its revision: an index that is further behind
+        // would never see the files changed in between.
+        let hint = hint.filter(|h| stored.as_deref() == Some(h.since.as_str()));
         // Taken out of `self` for the sync: on any error below it is dropped, which discards
         // the queued operations and releases the lock instead of leaking them into the next
         // commit.
@@ -516,6 +521,11 @@ fn new_writer(index: &tantivy::Index) -> Result<IndexWriter<TantivyDocument>> {
         .build();
     let writer = index.writer_with_options(options)?;
     writer.set_merge_policy(Box::new(merge_policy()));
+    // A writer killed while committing leaves files no commit refers to, among them delete
+    // files named by segment and opstamp. Opstamps start again from the last commit, so the
+    // same operations would name their delete files the same, and tantivy refuses to create a
+    // file that exists. tantivy collects such files only after a commit: collect them first.
+    writer.garbage_collect_files().wait()?;
     Ok(writer)
 }
 

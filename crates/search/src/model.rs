@@ -112,11 +112,17 @@ pub fn recall_text(hits: &[Hit]) -> String {
     hits.iter().map(|hit| hit.content.as_str()).collect::<Vec<_>>().join("\n\n")
 }
 
-/// What changed since the last sync, when the caller knows (an install's changed files, an
+/// What changed between two revisions, when the caller knows (an install's changed files, an
 /// archive append's files): workspace-relative paths such as `topics/a/b.md` or
 /// `sources/openprogram/_v2/s.md`, including deleted files.
+///
+/// It says nothing of what changed before `since`, so [`crate::Index::sync`] trusts it only
+/// when the index reflects exactly `since`; an index further behind (a process died between a
+/// change and its index update) catches up from its manifest instead.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Changes {
+    /// The revision the changes start from.
+    pub since: String,
     /// The changed files.
     pub paths: Vec<String>,
 }

@@ -65,6 +65,7 @@ impl Workspace {
         let event = ArchiveEvent {
             root: &self.layout().root,
             changed_files: &changed_files,
+            previous_revision: &current.revision,
             revision: &revision,
         };
         for observer in &self.inner.observers {

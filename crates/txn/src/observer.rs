@@ -110,6 +110,8 @@ pub struct ArchiveEvent<'a> {
     pub root: &'a Path,
     /// The archive files written (workspace-relative).
     pub changed_files: &'a [String],
+    /// The revision before the append.
+    pub previous_revision: &'a Revision,
     /// The revision after the append.
     pub revision: &'a Revision,
 }

@@ -1,22 +1,42 @@
-//! The kill -9 supervisor, end to end through the `scriptorium` binary: `scriptorium edit`
-//! processes that add a paragraph each are killed with SIGKILL at random points; after every
-//! kill the next open recovers, and then every block ever reported installed is present, no
-//! stage is left in `.scriptorium/txn/`, the tree parses clean, and the real `git` CLI finds a
-//! clean repository whose HEAD carries the installed transaction's `Txn-Id`.
+//! The kill supervisors, end to end through the `scriptorium` binary (a `harness = false`
+//! test). Two supervisors run, each reported as its own trial:
 //!
-//! `SCRIPTORIUM_CRASH_ITERATIONS` sets the number of kills (default 20, as in CI);
-//! `SCRIPTORIUM_CRASH_SEED` replays a run. `cargo xtask crash --iterations N` runs it longer.
+//! - `edit` ([`edit`]): `scriptorium edit` processes that add a paragraph each are killed with
+//!   SIGKILL at random points; every block ever reported installed must survive.
+//! - `write` ([`write`]): a real Claude Code project is imported and `scriptorium write --all
+//!   --force` is killed (SIGKILL, SIGTERM, SIGINT) at random points and run again until it
+//!   finishes; the result must equal an uninterrupted run byte for byte, and the session
+//!   markers must match. It needs the third-party test data and reports itself as not run
+//!   without it (a failure with `SCRIPTORIUM_REQUIRE_TEST_DATA=1`).
+//!
+//! After every kill, `scriptorium status --json` recovers, and then no stage is left in
+//! `.scriptorium/txn/`, the tree parses clean, git is in step with the installed transaction,
+//! and the real `git` CLI finds a clean work tree (`git status --porcelain` prints nothing) and
+//! a sound repository (`git fsck --full --strict`) whose HEAD carries the installed
+//! transaction's `Txn-Id`.
+//!
+//! `SCRIPTORIUM_CRASH_ITERATIONS` sets the number of iterations of each supervisor (default 20
+//! edits; the write supervisor's own default is smaller, see [`write`], and
+//! `SCRIPTORIUM_CRASH_WRITE_ITERATIONS` overrides it); `SCRIPTORIUM_CRASH_SEED` replays a run.
+//! A name given on the command line runs only the supervisors whose name contains it.
+//! `cargo xtask crash --iterations N` runs them longer, in release.
 
-use std::collections::BTreeSet;
+mod edit;
+mod write;
+
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::{Command, ExitCode};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-const ARCHIVE: &str = "examples/workspace/sources/openprogram/_v2/garden-2024.md";
-
+/// The `scriptorium` binary under test, on `home`, blind to the caller's environment.
 fn scriptorium(home: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
-    cmd.arg("--home").arg(home).env_remove("SCRIPTORIUM_HOME").env_remove("XDG_DATA_HOME");
+    cmd.arg("--home")
+        .arg(home)
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("SCRIPTORIUM_MEMORY_BACKEND")
+        .env_remove("SCRIPTORIUM_MODEL");
     cmd
 }
 
@@ -30,8 +50,14 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0
     }
+
+    /// A number in `0..=max`.
+    fn below(&mut self, max: u64) -> u64 {
+        self.next() % (max + 1)
+    }
 }
 
+/// Runs the real `git` CLI in `dir`; its stdout, or why it failed.
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .arg("-C")
@@ -45,21 +71,22 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The block IDs in `topics/` (every ` ^id` at the end of a line).
-fn block_ids(memory: &Path) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(memory.join("topics/log.md")).unwrap_or_default();
-    text.lines()
-        .filter_map(|line| line.rsplit_once(" ^").map(|(_, id)| id.trim().to_owned()))
-        .collect()
+/// A number from the environment, if set.
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// Checks every invariant after a kill; returns the installed transaction.
-fn check(home: &Path, installed: &BTreeSet<String>) -> Result<String, String> {
+/// The invariants every supervisor checks after a kill. Runs `scriptorium status --json` (which
+/// recovers and catches git up) and returns its document.
+fn check_recovered(home: &Path) -> Result<serde_json::Value, String> {
     let memory = home.join("memory");
-    // Opening recovers and brings git up to the installed transaction.
     let out = scriptorium(home).args(["status", "--json"]).output().map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("status failed: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "status (recovery) failed with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let status: serde_json::Value =
         serde_json::from_slice(&out.stdout).map_err(|e| format!("status json: {e}"))?;
@@ -69,114 +96,84 @@ fn check(home: &Path, installed: &BTreeSet<String>) -> Result<String, String> {
     if status["diagnostics"] != 0 {
         return Err(format!("the recovered tree does not parse clean: {status}"));
     }
-    // The tree the last install replaced (`spare`) is a cache for the next `begin`, no stage.
-    let leftovers: Vec<_> = std::fs::read_dir(memory.join(".scriptorium/txn"))
-        .map(|dir| {
-            dir.flatten()
-                .map(|e| e.file_name())
-                .filter(|name| name != "spare" && name != "spare.json")
-                .collect()
-        })
-        .unwrap_or_default();
-    if !leftovers.is_empty() {
-        return Err(format!("stage leftovers after recovery: {leftovers:?}"));
+    let stages = stage_leftovers(&memory);
+    if !stages.is_empty() {
+        return Err(format!("stage leftovers after recovery: {stages:?}"));
     }
-    let present = block_ids(&memory);
-    let missing: Vec<_> = installed.difference(&present).collect();
-    if !missing.is_empty() {
-        return Err(format!("blocks reported installed are missing: {missing:?}"));
+    let porcelain = git(&memory, &["status", "--porcelain"])?;
+    if !porcelain.is_empty() {
+        return Err(format!("`git status --porcelain` after recovery:\n{porcelain}"));
     }
     git(&memory, &["fsck", "--full", "--strict"])?;
-    let txn = status["last_transaction"].as_str().unwrap_or_default().to_owned();
+    let txn = status["last_transaction"].as_str().unwrap_or_default();
     let trailer = git(&memory, &["log", "-1", "--format=%(trailers:key=Txn-Id,valueonly)"])?;
     if !txn.is_empty() && trailer.trim() != txn {
         return Err(format!("HEAD's Txn-Id {:?} is not the installed {txn:?}", trailer.trim()));
     }
-    Ok(txn)
+    Ok(status)
 }
 
-fn run() -> Result<String, String> {
-    let iterations: u64 = std::env::var("SCRIPTORIUM_CRASH_ITERATIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
-    let seed =
-        std::env::var("SCRIPTORIUM_CRASH_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(
-            || SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1,
-        );
-    eprintln!("crash supervisor: {iterations} iterations, SCRIPTORIUM_CRASH_SEED={seed}");
-    let mut rng = Rng(seed);
-    let home = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let init = scriptorium(home.path()).arg("init").output().map_err(|e| e.to_string())?;
-    if !init.status.success() {
-        return Err(format!("init failed: {}", String::from_utf8_lossy(&init.stderr)));
-    }
-    let memory = home.path().join("memory");
-    let archive = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(ARCHIVE);
-    std::fs::create_dir_all(memory.join("sources/openprogram/_v2")).map_err(|e| e.to_string())?;
-    std::fs::copy(&archive, memory.join("sources/openprogram/_v2/garden-2024.md"))
-        .map_err(|e| e.to_string())?;
-
-    let mut installed = BTreeSet::new();
-    let (mut killed, mut finished) = (0, 0);
-    // Calibrate: how long one uninterrupted edit takes here.
-    let mut typical = Duration::from_millis(40);
-    for i in 0..iterations {
-        let turn = ["u1", "u2", "u3", "a1", "a2"][(i % 5) as usize];
-        // Each edit appends one paragraph to whatever is installed now.
-        let base = std::fs::read_to_string(memory.join("topics/log.md"))
-            .unwrap_or_else(|_| "# Log\n".to_owned());
-        let candidate = format!(
-            "{base}\nEntry {i} of the crash log, citing {turn}.[^e1]\n\n\
-             [^e1]: Time: `2024-04-0{}`; Sources: [entry {i}](openprogram/garden-2024/{turn})\n",
-            1 + i % 9
-        );
-        let draft = home.path().join("draft.md");
-        std::fs::write(&draft, &candidate).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let mut child = scriptorium(home.path())
-            .args(["edit", "topics/log.md", "--from"])
-            .arg(&draft)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| e.to_string())?;
-        let delay = Duration::from_micros(rng.next() % (typical.as_micros() as u64 * 3 / 2 + 1));
-        std::thread::sleep(delay);
-        let exited = child.try_wait().map_err(|e| e.to_string())?.is_some();
-        if !exited {
-            child.kill().map_err(|e| e.to_string())?;
-            killed += 1;
-        }
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        if exited && out.status.success() {
-            finished += 1;
-            typical = (typical + start.elapsed()) / 2;
-            for line in String::from_utf8_lossy(&out.stdout).lines() {
-                if let Some(id) = line.trim().strip_prefix("new block ^") {
-                    installed.insert(id.split_whitespace().next().unwrap_or_default().to_owned());
-                }
-            }
-        }
-        check(home.path(), &installed).map_err(|e| format!("after iteration {i}: {e}"))?;
-    }
-    Ok(format!(
-        "{iterations} iterations: {killed} killed mid-edit, {finished} finished; {} blocks installed",
-        block_ids(&memory).len()
-    ))
+/// The entries of `.scriptorium/txn/` that are stages: everything but the `spare` directory,
+/// which is a cache of the tree the last install replaced (see `crates/txn`), not a stage.
+fn stage_leftovers(memory: &Path) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(memory.join(".scriptorium/txn")) else { return Vec::new() };
+    dir.flatten()
+        // The tree the last install replaced (`spare`, with its manifest) is a cache for the
+        // next `begin`, no stage.
+        .filter(|e| {
+            let name = e.file_name();
+            !(name == "spare" && e.file_type().is_ok_and(|t| t.is_dir())) && name != "spare.json"
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
 }
+
+/// How one supervisor ended.
+enum Outcome {
+    Passed(String),
+    Failed(String),
+    /// Its data is absent (and not required): not run, never counted as passed.
+    NotRun(String),
+}
+
+/// A supervisor: runs with the kill schedule of a seed.
+type Supervisor = fn(u64) -> Outcome;
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(summary) => {
-            println!("crash supervisor: {summary}");
-            println!("1 passed, 0 failed");
-            ExitCode::SUCCESS
+    let seed = env_number("SCRIPTORIUM_CRASH_SEED").unwrap_or_else(|| {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
+    });
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    eprintln!("crash supervisors: SCRIPTORIUM_CRASH_SEED={seed}");
+    let supervisors: [(&str, Supervisor); 2] = [("edit", edit::run), ("write", write::run)];
+    let (mut passed, mut failed, mut not_run, mut filtered) = (0, 0, 0, 0);
+    for (name, supervise) in supervisors {
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            filtered += 1;
+            continue;
         }
-        Err(err) => {
-            eprintln!("crash supervisor FAILED: {err}");
-            println!("0 passed, 1 failed");
-            ExitCode::FAILURE
+        match supervise(seed) {
+            Outcome::Passed(summary) => {
+                println!("crash supervisor {name}: ok: {summary}");
+                passed += 1;
+            }
+            Outcome::Failed(err) => {
+                println!("crash supervisor {name}: FAILED (SCRIPTORIUM_CRASH_SEED={seed}): {err}");
+                failed += 1;
+            }
+            Outcome::NotRun(why) => {
+                println!("crash supervisor {name}: not run: {why}");
+                not_run += 1;
+            }
         }
     }
+    let mut summary = format!("{passed} passed, {failed} failed");
+    if not_run > 0 {
+        summary.push_str(&format!(", {not_run} not run"));
+    }
+    if filtered > 0 {
+        summary.push_str(&format!(", {filtered} filtered out"));
+    }
+    println!("{summary}");
+    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

@@ -222,7 +222,8 @@ fn incremental_update_sees_new_block_and_drops_deleted_one() {
     );
     let mut paths = written;
     paths.push("topics/projects/budget.md".to_owned());
-    let report = index.sync("r2", Some(&Changes { paths })).expect("test step");
+    let report =
+        index.sync("r2", Some(&Changes { since: "r1".to_owned(), paths })).expect("test step");
     assert!(!report.full_walk);
     assert_eq!(report.reindexed, ["sources/openprogram/_v2/s1.md", "topics/projects/budget.md"]);
 
@@ -400,14 +401,109 @@ fn relevance_floor() {
     );
 }
 
-/// Appends a paragraph to `topics/projects/budget.md`, returning the hint for it.
-fn append_paragraph(root: &Path, n: usize, text: &str) -> Changes {
+/// Regression: a hint names only what changed since its own revision. An index further behind
+/// (a process archived a batch and died before indexing it; the next process installed the
+/// topics citing it) took the hint as the whole change, stamped itself with the new revision
+/// and never saw the archive: neither its records nor the blocks citing them were recalled.
+#[test]
+fn a_hint_from_a_revision_the_index_does_not_reflect_falls_back_to_the_manifest() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    // r2: an archive append that was never indexed.
+    archive(
+        root,
+        &[record(
+            "s1",
+            "u3",
+            "Craig",
+            "Craig adopted a greyhound named Pixel.",
+            "2024-04-01T10:00:00Z",
+        )],
+    );
+    // r3: a block citing it, hinted as a change from r2.
+    let rel = "topics/projects/budget.md";
+    let d5 =
+        definition(root, "projects/budget.md", "e-eeeeeeeeee", "2024-04-01", "openprogram/s1/u3");
+    let mut text = std::fs::read_to_string(root.join(rel)).expect("test step");
+    text.push_str(&format!(
+        "\nCraig has a greyhound called Pixel.[^e-eeeeeeeeee] ^0a1b2c3d\n\n{d5}\n"
+    ));
+    std::fs::write(root.join(rel), text).expect("test step");
+    let hint = Changes { since: "r2".to_owned(), paths: vec![rel.to_owned()] };
+    let report = index.sync("r3", Some(&hint)).expect("test step");
+    assert!(report.full_walk, "the index is at r1, not r2");
+    assert_eq!(report.reindexed, ["sources/openprogram/_v2/s1.md", rel]);
+    let hits = index.search("r3", &Query::new("greyhound Pixel")).expect("test step");
+    assert!(ids(&hits).contains(&"openprogram/s1/u3".to_owned()), "the record: {hits:?}");
+    assert!(ids(&hits).contains(&"0a1b2c3d".to_owned()), "the block citing it: {hits:?}");
+}
+
+/// Regression: a process killed while committing a sync leaves the delete files it wrote
+/// (`<segment>.<opstamp>.del`, registered in tantivy's `.managed.json`) beside the old
+/// `meta.json`. The next sync starts again from the committed opstamp and, re-doing the same
+/// operations, names its delete files the same: tantivy refused to create them
+/// (`FileAlreadyExists`), and every search failed with `INDEX_ERROR` until an install with
+/// another number of operations came along.
+#[test]
+fn a_sync_after_one_killed_while_committing_writes_its_delete_files_again() {
+    let ws = workspace();
+    let root = ws.root();
+    let dir = root.join(".scriptorium/index");
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    drop(index);
+    let before = tempfile::tempdir().expect("test step");
+    copy_files(&dir, before.path());
+
+    // The sync the process was killed in: it re-indexes a file (deleting its documents).
+    let hint = append_paragraph(root, "r1", 7, "Craig mentioned a theremin.");
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r2", Some(&hint)).expect("test step");
+    drop(index);
+    // What the kill left: everything it wrote but the new `meta.json`.
+    for entry in std::fs::read_dir(&dir).expect("test step") {
+        let path = entry.expect("test step").path();
+        let name = path.file_name().expect("test step").to_owned();
+        if name != "meta.json" && (name == ".managed.json" || !before.path().join(&name).exists()) {
+            std::fs::copy(&path, before.path().join(&name)).expect("test step");
+        }
+    }
+    assert!(
+        std::fs::read_dir(before.path()).expect("test step").any(|e| e
+            .expect("test step")
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".del")),
+        "the killed commit wrote delete files"
+    );
+    std::fs::remove_dir_all(&dir).expect("test step");
+    copy_files(before.path(), &dir);
+
+    let mut index = Index::open(root).expect("test step");
+    assert_eq!(index.revision(), Some("r1"), "the killed commit never happened");
+    index.sync("r2", Some(&hint)).expect("the same sync again");
+    assert_eq!(ids(&index.search("r2", &Query::new("theremin")).expect("test step")), ["00000007"]);
+}
+
+fn copy_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("test step");
+    for entry in std::fs::read_dir(from).expect("test step") {
+        let path = entry.expect("test step").path();
+        std::fs::copy(&path, to.join(path.file_name().expect("test step"))).expect("test step");
+    }
+}
+
+/// Appends a paragraph to `topics/projects/budget.md`, returning the hint for it (a change
+/// from revision `since`).
+fn append_paragraph(root: &Path, since: &str, n: usize, text: &str) -> Changes {
     let rel = "topics/projects/budget.md";
     let mut body = std::fs::read_to_string(root.join(rel)).expect("test step");
     // Cites an archived, trusted record: uncited blocks are never recallable.
     body.push_str(&format!("\n{text}[^e-aaaaaaaaaa] ^{n:08x}\n"));
     std::fs::write(root.join(rel), body).expect("test step");
-    Changes { paths: vec![rel.to_owned()] }
+    Changes { since: since.to_owned(), paths: vec![rel.to_owned()] }
 }
 
 #[test]
@@ -420,7 +516,8 @@ fn one_writer_is_reused_across_syncs() {
     assert!(index.holds_writer(), "the first update keeps the writer");
     let words = ["aardvark", "bassoon", "cormorant", "dulcimer", "echidna", "flugelhorn"];
     for (n, word) in words.iter().enumerate() {
-        let hint = append_paragraph(root, n + 1, &format!("Craig mentioned a {word}."));
+        let since = format!("r{}", n + 1);
+        let hint = append_paragraph(root, &since, n + 1, &format!("Craig mentioned a {word}."));
         let report = index.sync(&format!("r{}", n + 2), Some(&hint)).expect("test step");
         assert_eq!(report.reindexed, ["topics/projects/budget.md"]);
         assert!(index.holds_writer());
@@ -439,7 +536,7 @@ fn one_writer_is_reused_across_syncs() {
     drop(index);
     let mut index = Index::open(root).expect("test step");
     assert_eq!(index.revision(), Some(revision.as_str()));
-    let hint = append_paragraph(root, 99, "Craig bought a gramophone.");
+    let hint = append_paragraph(root, &revision, 99, "Craig bought a gramophone.");
     index.sync("r99", Some(&hint)).expect("test step");
     assert_eq!(
         ids(&index.search("r99", &Query::new("gramophone")).expect("test step")),
@@ -461,7 +558,7 @@ fn a_second_index_on_the_same_directory_is_busy_while_the_first_holds_the_writer
     assert!(!second.search("r1", &Query::new("budget tracker")).expect("test step").is_empty());
 
     // Catching up does, and fails gracefully (retryable) while the first holds it.
-    let hint = append_paragraph(root, 1, "Craig mentioned a zeppelin.");
+    let hint = append_paragraph(root, "r1", 1, "Craig mentioned a zeppelin.");
     let error = second.sync("r2", Some(&hint)).expect_err("the writer is held");
     assert_eq!(error.code(), ErrorCode::Busy);
     assert!(error.is_retryable());
@@ -477,7 +574,8 @@ fn a_second_index_on_the_same_directory_is_busy_while_the_first_holds_the_writer
         ["00000001"]
     );
     assert!(second.holds_writer());
-    let hint = append_paragraph(root, 2, "Craig mentioned a xylophone.");
+    // The second brought the index to r2, whatever the first last saw.
+    let hint = append_paragraph(root, "r2", 2, "Craig mentioned a xylophone.");
     assert_eq!(first.sync("r3", Some(&hint)).expect_err("held").code(), ErrorCode::Busy);
     drop(second);
     first.sync("r3", Some(&hint)).expect("test step");
