@@ -107,7 +107,7 @@ impl Workspace {
     /// when its stat is unchanged and reading only the others (new files, outside edits),
     /// computes the current revision (`CONCURRENT_UPDATE` when it is not `opts.base_revision`),
     /// takes the baseline (the workspace handle's, with only changed files parsed again, see
-    /// [`CachedBaseline`]), records the `sources/` stat fingerprint, then makes the stage: the
+    /// `CachedBaseline`), records the `sources/` stat fingerprint, then makes the stage: the
     /// tree the last install replaced, recycled by stat (files whose recorded hash equals the
     /// live one are kept; the others are written), or a full copy when there is none (never
     /// `sources/`). The lock is released before returning: the caller edits without it.
