@@ -1,5 +1,5 @@
 //! `cargo xtask bench`: runs every criterion suite, then checks the figures against the budgets
-//! of SPEC §12 and the issues, and writes a JSON summary per run to
+//! (`BUDGETS` below), and writes a JSON summary per run to
 //! `target/bench-summary/<unix-seconds>.json` (and `latest.json`).
 //!
 //! Budgets are judged on the median (p50) of criterion's samples; p99 is the 99th percentile of

@@ -1,4 +1,5 @@
-//! `cargo xtask deps`: the crate layering of SPEC §4, checked against `cargo metadata`.
+//! `cargo xtask deps`: the crate layering of `ARCHITECTURE.md#code-map`, checked against
+//! `cargo metadata`.
 //!
 //! A new edge between our crates is a design change: add it here and to ARCHITECTURE.md in the
 //! same commit.
@@ -8,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 
-/// The crates of layers L0 and L1 (SPEC §4).
+/// The crates of layers L0 and L1 (see `ARCHITECTURE.md#code-map`).
 const L0_L1: &[&str] = &[
     "scriptorium-topics-format",
     "scriptorium-session-dag",
@@ -135,7 +136,7 @@ pub(crate) fn allowed(edge: &Edge, table: &BTreeMap<&str, &[&str]>) -> Result<()
         None => Err(format!("{} is not in the layering table (xtask/src/deps.rs)", edge.from)),
         Some(targets) if targets.contains(&edge.to.as_str()) => Ok(()),
         Some(_) => Err(format!(
-            "{} -> {} ({}) is not an allowed edge (SPEC §4, ARCHITECTURE.md)",
+            "{} -> {} ({}) is not an allowed edge (ARCHITECTURE.md)",
             edge.from, edge.to, edge.kind
         )),
     }

@@ -2,8 +2,9 @@
 //!
 //! - `ci`: the whole gate, in order: test data present → `fmt --check` → `clippy -D warnings`
 //!   (all targets) → tests → `doc -D warnings` → `deps` → `tidy`.
-//! - `deps`: the allowed edges between our crates (SPEC §4); any other edge fails.
-//! - `tidy`: the repository rules of STYLE.md that a compiler cannot check.
+//! - `deps`: the allowed edges between our crates (see `ARCHITECTURE.md#code-map`); any other
+//!   edge fails.
+//! - `tidy`: the repository rules that a compiler cannot check (listed in `xtask/src/tidy.rs`).
 //! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
 //! - `recall`: the recall-quality harness on the LoCoMo dev split (recall@5, recall@10, and the
 //!   share of negative queries that return nothing).

@@ -1,4 +1,4 @@
-//! `cargo xtask tidy`: repository rules of STYLE.md that the compiler does not check.
+//! `cargo xtask tidy`: repository rules that the compiler does not check.
 //!
 //! - every `.rs` file starts with a `//!` module doc;
 //! - no debugging or placeholder macros, no ignored or should-panic tests, no `allow` attributes

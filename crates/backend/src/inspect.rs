@@ -1,9 +1,9 @@
-//! Read-only inspection of a memory workspace: `grep`, `get` and `browse` (reference §8.4),
-//! shared by the CLI and the MCP tools.
+//! Read-only inspection of a memory workspace: `grep`, `get` and `browse`, shared by the CLI and
+//! the MCP tools.
 //!
-//! Everything here reads files only under the memory root, never follows a symlink, never
-//! shells out, and caps its output (Appendix A: 400 lines / 40 000 characters per read, 200 grep
-//! matches, 500 listed files, 300-character snippets).
+//! Everything here reads files only under the memory root, never follows a symlink, never shells
+//! out, and caps its output (the Python implementation's caps: 400 lines / 40 000 characters per
+//! read, 200 grep matches, 500 listed files, 300-character snippets).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};

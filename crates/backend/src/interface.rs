@@ -1,10 +1,10 @@
-//! The nine-method interface a runtime talks to (SPEC §9, reference §10): `name` is required,
-//! every other method has a default that does nothing, so a runtime can hold any backend
-//! (including [`DisabledBackend`]) behind one trait object.
+//! The nine-method interface a runtime talks to (see `ARCHITECTURE.md#cratesbackend`): `name` is
+//! required, every other method has a default that does nothing, so a runtime can hold any
+//! backend (including [`DisabledBackend`]) behind one trait object.
 //!
-//! Contract: `system_prompt` and `search` return text already fenced in `<memory-context>`
-//! (or empty); `write` follows the three-way result of reference §5.5 (`Ok` is "nothing to
-//! report"); no method panics or fails a turn — a failure is a value.
+//! Contract: `system_prompt` and `search` return text already fenced in `<memory-context>` (or
+//! empty); `write` follows the three-way result of a write (`Ok` is "nothing to report"); no method
+//! panics or fails a turn — a failure is a value.
 
 use async_trait::async_trait;
 use scriptorium_session_dag::{Node, SessionId};

@@ -162,7 +162,7 @@ impl LocalBackend {
         }
     }
 
-    /// The backend's status, with `pending_turns` (reference §5.6).
+    /// The backend's status, with `pending_turns`.
     pub fn status(&self) -> BackendStatus {
         let ws = self.inner.memory.workspace();
         BackendStatus {
@@ -238,8 +238,8 @@ impl LocalBackend {
     }
 }
 
-/// What the system prompt receives of a rendered core block (reference §7.2): the render,
-/// fenced once — nothing when it is only headings or empty.
+/// What the system prompt receives of a rendered core block: the render, fenced once — nothing when
+/// it is only headings or empty.
 pub fn injected_core(rendered: &str) -> String {
     let has_body = rendered.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
     if has_body { fence(rendered) } else { String::new() }

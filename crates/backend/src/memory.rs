@@ -20,7 +20,7 @@ use scriptorium_txn::{
 };
 use scriptorium_views::{FsSources, render_core, write_views};
 
-/// Recent events kept in `recent_events.jsonl` (reference Appendix A).
+/// Recent events kept in `recent_events.jsonl` (the Python implementation's default).
 pub const RECENT_LIMIT: usize = 50;
 /// The core render budget in o200k_base tokens.
 pub const CORE_BUDGET: usize = 2_000;
@@ -177,8 +177,8 @@ impl Derived {
         let tree = event.tree;
         let master = tree.file(CORE_MASTER).map(|f| f.file.text.as_str());
         let core_changed = archived || event.changes.iter().any(|c| c.path == CORE_MASTER);
-        // The root `core.md` goes with its master (reference §4.6 step 5); a legacy root file
-        // without a master is left alone.
+        // The root `core.md` goes with its master (see `docs/format.md#core-view`, step 1); a
+        // legacy root file without a master is left alone.
         let master_removed = master.is_none()
             && event.changes.iter().any(|c| c.path == CORE_MASTER && c.after.is_none());
         let render = || {

@@ -124,12 +124,12 @@ fn count_sources(root: &Path) -> (usize, usize) {
     out
 }
 
-/// The success shape of an update (reference §8.4, the CLI's `update --json` and the MCP
-/// `memory_update` tool): `{ok, noop, revision, source_ids, block_ids, evidence_ids,
-/// changed_files, memory_committed, git_committed, git_commit}`, evidence keyed
-/// `topics/<file>#<label>`. A change that changed nothing is `noop: true` with the unchanged
-/// revision, no changed file, and nothing committed (`memory_committed`, `git_committed`
-/// false). The git outcome is the install's own observer report.
+/// The success shape of an update (the CLI's `update --json` and the MCP `memory_update` tool):
+/// `{ok, noop, revision, source_ids, block_ids, evidence_ids, changed_files, memory_committed,
+/// git_committed, git_commit}`, evidence keyed `topics/<file>#<label>`. A change that changed
+/// nothing is `noop: true` with the unchanged revision, no changed file, and nothing committed
+/// (`memory_committed`, `git_committed` false). The git outcome is the install's own observer
+/// report.
 pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Value {
     let installed = &outcome.installed;
     let after = crate::memory::after(installed);
@@ -157,7 +157,7 @@ pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Va
     })
 }
 
-/// Reference §5.6 `pending_turns`: the eligible records (the branches of every live tip, across
+/// The status's `pending_turns`: the eligible records (the branches of every live tip, across
 /// every session) that lack the marker of workspace `workspace_id` — a plain count, not the
 /// suffix walk; `None` when the count fails.
 pub fn pending_turns(

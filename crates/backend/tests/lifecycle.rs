@@ -1,8 +1,8 @@
-//! The whole session lifecycle through the nine methods (SPEC §9): initialize → system_prompt
-//! → per-turn search and write(force = false) over 30 turns → extract_before_discard at a
-//! simulated compaction → shutdown (the forced write) → reorganize. A counting wrapper proves
-//! every method was called; the assertions check topics, markers and that recall is fenced
-//! exactly once.
+//! The whole session lifecycle through the nine methods of `MemoryBackend`: initialize →
+//! system_prompt → per-turn search and write(force = false) over 30 turns → extract_before_discard
+//! at a simulated compaction → shutdown (the forced write) → reorganize. A counting wrapper proves
+//! every method was called; the assertions check topics, markers and that recall is fenced exactly
+//! once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Where Scriptorium keeps its data: `$SCRIPTORIUM_HOME` (SPEC §3).
+//! Where Scriptorium keeps its data: `$SCRIPTORIUM_HOME` (see `docs/format.md#the-home-directory`).
 
 use std::path::PathBuf;
 

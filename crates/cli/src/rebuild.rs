@@ -22,8 +22,8 @@ pub(crate) struct Args {
 }
 
 /// Promotes a legacy root `core.md` (a workspace from before `topics/core.md` existed) into the
-/// master through a transaction, when the tree with it parses (reference §7.6). Returns whether
-/// it did.
+/// master through a transaction, when the tree with it parses (see `docs/format.md#core-view`).
+/// Returns whether it did.
 fn promote_legacy(memory: &scriptorium_backend::memory::MemoryWorkspace) -> anyhow::Result<bool> {
     let root = memory.workspace().root();
     let Ok(legacy) = std::fs::read_to_string(root.join("core.md")) else {

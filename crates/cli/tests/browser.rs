@@ -1,8 +1,7 @@
-//! Real-browser end-to-end test of the web page (design section 09): builds a workspace with a
-//! few valid topics, a core master and timeline entries, starts `scriptorium serve` on a free
-//! loopback port, and runs `tests/browser/e2e.mjs` (Playwright driving Chromium) against the
-//! link the server prints, at 1280×800 and 390×844. Screenshots go to
-//! `target/browser-artifacts/`.
+//! Real-browser end-to-end test of the web page: builds a workspace with a few valid topics, a core
+//! master and timeline entries, starts `scriptorium serve` on a free loopback port, and runs
+//! `tests/browser/e2e.mjs` (Playwright driving Chromium) against the link the server prints, at
+//! 1280×800 and 390×844. Screenshots go to `target/browser-artifacts/`.
 //!
 //! Without `node`, Chromium (`$CHROMIUM`, default `/usr/bin/chromium`) or the installed node
 //! modules (`npm ci --prefix crates/cli/tests/browser`) the trial is reported as ignored (not

@@ -1,15 +1,16 @@
 //! Which workspace paths belong in history, and how caller-supplied paths are checked.
 //!
-//! The classification follows the reference §1.2 exactly: runtime names and `.git` at the top
-//! level are internal and never committed. In addition, a component that git itself refuses in a
-//! tree (`.git` in any letter case, also with trailing dots or spaces, and its NTFS short name
-//! `git~1`) is skipped at every depth, because gix validates tree entries the way git does and
-//! one such name would otherwise fail the whole commit.
+//! The classification follows `docs/format.md#internal-paths` exactly: runtime names and `.git` at
+//! the top level are internal and never committed. In addition, a component that git itself refuses
+//! in a tree (`.git` in any letter case, also with trailing dots or spaces, and its NTFS short name
+//! `git~1`) is skipped at every depth, because gix validates tree entries the way git does and one
+//! such name would otherwise fail the whole commit.
 
 use crate::Error;
 
 /// Whether `name` is a runtime name: `.scriptorium`, `.nativemem`, or starting with
-/// `.scriptorium-` / `.nativemem-` (reference §1.2 `is_runtime_name`).
+/// `.scriptorium-` / `.nativemem-` (Python's `is_runtime_name`; see
+/// `docs/format.md#internal-paths`).
 pub fn is_runtime_name(name: &[u8]) -> bool {
     name == b".scriptorium"
         || name == b".nativemem"
@@ -18,8 +19,8 @@ pub fn is_runtime_name(name: &[u8]) -> bool {
 }
 
 /// Whether the workspace-relative path `rel` (components separated by `/`) is internal: its first
-/// component is a runtime name or `.git` (reference §1.2 `is_internal_path`). Internal paths never
-/// appear in a commit.
+/// component is a runtime name or `.git` (Python's `is_internal_path`; see
+/// `docs/format.md#internal-paths`). Internal paths never appear in a commit.
 ///
 /// ```
 /// use scriptorium_history::is_internal_path;

@@ -1,6 +1,6 @@
 //! Criterion: the pending walk on a 100 000-node session (store loaded, warm).
 //!
-//! Budgets (issue 3): a marked tip ≤ 10 µs; 100 unwritten nodes on top ≤ 100 µs.
+//! The budgets: a marked tip ≤ 10 µs; 100 unwritten nodes on top ≤ 100 µs.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;

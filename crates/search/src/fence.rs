@@ -1,4 +1,4 @@
-//! The `<memory-context>` fence around recalled memory (reference §9.5), applied exactly once.
+//! The `<memory-context>` fence around recalled memory, applied exactly once.
 //!
 //! [`fence`] reproduces the Python `fence_memory` byte for byte on ordinary input: strip what
 //! looks like an earlier fence, then wrap once. Two deliberate differences, both so that fencing
@@ -17,7 +17,7 @@ pub const SYSTEM_NOTE: &str = "[System note: The following is recalled memory co
 const OPEN: &str = "<memory-context>";
 const CLOSE: &str = "</memory-context>";
 
-/// Wraps recalled text in the `<memory-context>` fence (reference §9.5):
+/// Wraps recalled text in the `<memory-context>` fence:
 ///
 /// ```text
 /// <memory-context>

@@ -8,16 +8,16 @@
 //! caller's hint when it knows what an install or an archive append changed, otherwise from a
 //! per-file manifest (stat first, content hash only when the stat changed).
 //!
-//! What is indexed: one document per block paragraph (its identity ID, so the anchor
-//! `#^<block id>` resolves in the file; aliases are not repeated) and one per v2 archive frame
-//! (anchor `#source-…`). Text is tokenized as reference §9.2 (Unicode words, lower-cased) with
-//! CJK runs as unigrams + bigrams. Ranking is tantivy's BM25; a block is recallable only when
-//! every source it cites is archived and trusted; pending source records are never returned.
+//! What is indexed: one document per block paragraph (its identity ID, so the anchor `#^<block id>`
+//! resolves in the file; aliases are not repeated) and one per v2 archive frame (anchor
+//! `#source-…`). Text is tokenized into Unicode words, lower-cased, with CJK runs as unigrams +
+//! bigrams. Ranking is tantivy's BM25; a block is recallable only when every source it cites is
+//! archived and trusted; pending source records are never returned.
 //!
-//! The relevance floor (SPEC §10): stopwords are dropped from the query, so every hit matches a
-//! non-stopword term; and a hit must match at least [`Query::min_coverage`] of the query's
-//! weight (the IDF of its terms), so a query whose key terms are absent from memory returns
-//! nothing even when a common word (a name, "favorite") matches.
+//! The relevance floor (see `ARCHITECTURE.md#cratessearch`): stopwords are dropped from the query,
+//! so every hit matches a non-stopword term; and a hit must match at least [`Query::min_coverage`]
+//! of the query's weight (the IDF of its terms), so a query whose key terms are absent from memory
+//! returns nothing even when a common word (a name, "favorite") matches.
 //!
 //! # Limitations
 //!

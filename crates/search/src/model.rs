@@ -20,9 +20,9 @@ pub struct Query {
     pub text: String,
     /// How many hits at most (default 5, clamped to 1..=10).
     pub top_k: usize,
-    /// Only hits whose file path starts with this prefix, normalized as reference §9.3: a
-    /// leading `topics`/`sources` root is kept, anything else is taken under `topics/`; an
-    /// archive also matches by its logical path without `/_v2`.
+    /// Only hits whose file path starts with this prefix, normalized: a leading
+    /// `topics`/`sources` root is kept, anything else is taken under `topics/`; an archive also
+    /// matches by its logical path without `/_v2`.
     pub path_prefix: Option<String>,
     /// Only hits with a date overlapping `YYYY[-MM[-DD]]` or later.
     pub date_from: Option<String>,
@@ -175,8 +175,8 @@ impl Plan {
     }
 }
 
-/// Reference §9.3: a leading `topics`/`sources` root is kept, anything else goes under
-/// `topics/`. An empty prefix is no filter.
+/// Normalizes a path prefix: a leading `topics`/`sources` root is kept, anything else goes
+/// under `topics/`. An empty prefix is no filter.
 pub(crate) fn normalize_prefix(prefix: &str) -> Option<String> {
     let trimmed = prefix.trim().trim_start_matches("./").trim_start_matches('/');
     if trimmed.is_empty() {

@@ -1,9 +1,9 @@
 //! The tokenizer shared by indexing and querying: Latin words lower-cased, CJK runs as unigrams
 //! plus bigrams (Lucene `CJKAnalyzer` style), and the stopword list of the relevance floor.
 //!
-//! A word is a run of Unicode letters or digits (`[^\W_]+` of reference §9.2: the underscore
-//! splits). Inside a word, each maximal run of "unsegmented" characters (Han, kana, hangul) emits
-//! every character and every adjacent pair; the rest of the word is one lower-cased token. So
+//! A word is a run of Unicode letters or digits (Python's `[^\W_]+`: the underscore splits). Inside
+//! a word, each maximal run of "unsegmented" characters (Han, kana, hangul) emits every character
+//! and every adjacent pair; the rest of the word is one lower-cased token. So
 //! `写入流程` yields `写 入 流 程 写入 入流 流程`, and a mixed word such as `ab成本` yields `ab`,
 //! `成`, `本`, `成本` (the reference keeps a mixed word whole; splitting it finds more).
 
@@ -13,7 +13,8 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 pub(crate) const TOKENIZER_NAME: &str = "scriptorium";
 
 /// English stopwords and CJK function characters: a result must match at least one query term
-/// outside this list (SPEC §10), and these terms never count towards a match.
+/// outside this list (the relevance floor: see `docs/format.md#where-we-deliberately-differ`), and
+/// these terms never count towards a match.
 const STOPWORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
     "at", "be", "been", "before", "being", "both", "but", "by", "can", "could", "did", "do",
@@ -38,7 +39,7 @@ pub(crate) fn is_stopword(term: &str) -> bool {
     STOPWORDS.contains(&term)
 }
 
-/// Han, kana and hangul: scripts written without spaces between words (reference §9.2).
+/// Han, kana and hangul: scripts written without spaces between words.
 pub(crate) fn is_unsegmented(c: char) -> bool {
     matches!(
         u32::from(c),

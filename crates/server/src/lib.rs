@@ -3,12 +3,13 @@
 //! Key decision: every write goes through the same transaction as every other change, with
 //! compare-and-set on the revision the page read.
 //!
-//! [`mcp`] serves the `memory_*` tools of reference §8.4 to chat agents over MCP (stdio): every
-//! refusal is a tool result `{"ok": false, "error": {…}}` with the engine's stable code.
+//! [`mcp`] serves the `memory_*` tools (see `ARCHITECTURE.md#cratesserver`) to chat agents over
+//! MCP (stdio): every refusal is a tool result `{"ok": false, "error": {…}}` with the engine's
+//! stable code.
 //!
-//! [`web`] serves the owner's page and the REST API of reference §8.5 over HTTP (axum), secure by
-//! default: loopback only, a per-home token, `Host` and `Origin` checks and a strict CSP (see
-//! [`web::security`]).
+//! [`web`] serves the owner's page and the REST API (its routes are listed in [`web`]) over HTTP
+//! (axum), secure by default: loopback only, a per-home token, `Host` and `Origin` checks and a
+//! strict CSP (see [`web::security`]).
 //!
 //! # Limitations
 //!

@@ -1,5 +1,5 @@
-//! The MCP server (reference §8.4): the `memory_*` tools a chat agent uses to read and change
-//! the memory, served over stdio with rmcp.
+//! The MCP server (see `ARCHITECTURE.md#cratesserver`): the `memory_*` tools a chat agent uses
+//! to read and change the memory, served over stdio with rmcp.
 //!
 //! Key decision: every tool answers with a tool result, never with a protocol error. A refusal
 //! (bad arguments, a stale `base_revision`, a path outside the workspace, no workspace at all) is
@@ -21,7 +21,8 @@
 //!   owner's provenance (origin `owner-mcp/update`) and is never append-only. Per-turn authority
 //!   (paired writers) is not wired yet.
 //! - `memory_search` has no `agent` method refusal: the configured retrieval method is not read.
-//! - `memory_promote` (reference §3.7) is not offered.
+//! - `memory_promote`, the owner's promotion of a pending source (see `docs/format.md#trust`), is
+//!   not offered.
 //!
 //! # Example
 //!
@@ -52,7 +53,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-/// Results `memory_search` returns when `top_k` is not given (reference §8.4).
+/// Results `memory_search` returns when `top_k` is not given.
 pub const DEFAULT_SEARCH_TOP_K: usize = 8;
 /// What `memory_search` answers when nothing is recalled (not fenced: there is no memory in it).
 pub const NO_MEMORY_MATCHED: &str = "No memory matched the query.";

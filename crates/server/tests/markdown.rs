@@ -1,8 +1,9 @@
-//! The Markdown preview (`web::markdown::render`): the design's section 09 rules on hand-written
-//! cases, hostile payloads that must never reach the output, a snapshot of the reference §2.1
-//! topic, and the footnote and block-ID fixtures of the shared test data
-//! (`$SCRIPTORIUM_TEST_DATA/markdown-specs/`, `…/obsidian-export/`), which are reported as
-//! ignored when the data is absent.
+//! The Markdown preview (`web::markdown::render`): the preview's rules (listed in the module docs
+//! of `crates/server/src/web/markdown.rs`) on hand-written cases, hostile payloads that must never
+//! reach the output, a snapshot of the budget-tracker topic (the example that opens
+//! `docs/format.md#topic-files`), and the footnote and block-ID fixtures of the shared test data
+//! (`$SCRIPTORIUM_TEST_DATA/markdown-specs/`, `…/obsidian-export/`), which are reported as ignored
+//! when the data is absent.
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Criterion: import throughput on the largest real transcript
 //! (`codemie-code/claude/session-624a4a58.jsonl`, 2.6 MB): parse plus the write into a fresh
 //! [`EmbeddedStore`] in a temporary directory (one `append_batch` with its fsync, the head and
-//! the title). Budget (SPEC §12): ≥ 50 MB/s.
+//! the title). The budget: ≥ 50 MB/s.
 
 use std::hint::black_box;
 use std::path::Path;

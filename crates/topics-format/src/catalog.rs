@@ -42,7 +42,8 @@ pub struct TargetError {
     pub message: String,
 }
 
-/// Source-target resolution as the topic parser and the normalizer need it (reference §2.6).
+/// Source-target resolution as the topic parser and the normalizer need it (see
+/// `docs/format.md#source-link-targets`).
 ///
 /// `topic_path` is always relative to `topics/` (e.g. `projects/budget-tracker.md`).
 pub trait SourceResolver {

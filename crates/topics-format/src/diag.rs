@@ -9,7 +9,7 @@ use std::fmt;
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Code {
-    // ---- topic files (reference §2.3–§2.5, §2.8) ----
+    // ---- topic files (see `docs/format.md#diagnostic-codes`) ----
     /// `duplicate footnote definition: <id>`
     DuplicateFootnoteDefinition,
     /// `invalid evidence date: <when>`
@@ -50,7 +50,7 @@ pub enum Code {
     NulByte,
     // (topic codes added by later work go above this line)
 
-    // ---- source archives (reference §3.3–§3.4, §3.8) ----
+    // ---- source archives (see `docs/format.md#diagnostic-codes`) ----
     /// The first line is not `<!-- openprogram-source-archive:v2 -->` or the second is not empty.
     ArchiveHeader,
     /// The archive ends in the middle of a frame (torn or truncated).

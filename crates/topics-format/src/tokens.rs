@@ -3,8 +3,9 @@
 //!
 //! Key decision: text is counted as *ordinary* text, so special-token spellings such as
 //! `<|endoftext|>` are split like any other characters instead of raising (the Python
-//! implementation raised there; reference §13.2 #7, SPEC §2). The encoder is the process-wide
-//! tiktoken-rs singleton: it loads once (~135 ms) and is shared by every caller afterwards.
+//! implementation raised there; see `docs/format.md#where-we-deliberately-differ`). The encoder is
+//! the process-wide tiktoken-rs singleton: it loads once (~135 ms) and is shared by every caller
+//! afterwards.
 //!
 //! ```
 //! use scriptorium_topics_format::tokens;

@@ -1,4 +1,5 @@
-//! Source archiving (reference §3.5, SPEC §6): append-only, idempotent, under the write lock.
+//! Source archiving: append-only, idempotent, under the write lock (see
+//! `docs/format.md#appending`).
 
 use crate::error::{Error, Result};
 use crate::ids::{Revision, TxnId};
@@ -27,8 +28,8 @@ pub struct ArchiveOutcome {
 }
 
 impl Workspace {
-    /// Appends `records` to the live `sources/` archive (reference §3.5). Run it before a
-    /// writer's transaction begins: a transaction refuses `sources/` changes after its
+    /// Appends `records` to the live `sources/` archive (see `docs/format.md#appending`). Run it
+    /// before a writer's transaction begins: a transaction refuses `sources/` changes after its
     /// `begin` (`SOURCES_CHANGED`).
     ///
     /// Under the write lock: plans the append against the live tree (every record checked,

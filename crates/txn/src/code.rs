@@ -31,7 +31,7 @@ pub enum ErrorCode {
     /// persisted authority.
     WriterPreconditionFailed,
 
-    // ---- validation of the staged tree (reference §4.5) ----
+    // ---- validation of the staged tree (see `validate`) ----
     /// The staged topics do not parse strictly; the violation carries the topic diagnostic.
     InvalidTopicFormat,
     /// A block ID of the baseline is missing from the staged tree.

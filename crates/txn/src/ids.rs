@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// `counter` is the install/append counter recorded in `.scriptorium/revision` and the hex is
 /// the first 8 bytes of SHA-256 over `scriptorium-revision/2`, the counter, the last installed
 /// transaction ID, the digest of the `topics/` tree and the stat fingerprint of `sources/`
-/// (see the `revision` section of the crate docs and `docs/format.md`).
+/// (see the `revision` section of the crate docs and `docs/format.md#revision`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Revision(pub(crate) String);
 
@@ -58,7 +58,7 @@ impl fmt::Display for TxnId {
     }
 }
 
-/// The workspace identity, `w-` + 8 lowercase hex (reference §1.4).
+/// The workspace identity, `w-` + 8 lowercase hex (see `docs/format.md#workspace-id`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WorkspaceId(pub(crate) String);
 

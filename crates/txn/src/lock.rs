@@ -1,4 +1,5 @@
-//! The cross-process write lock, `.scriptorium/write.lock` (reference §4.11).
+//! The cross-process write lock, `.scriptorium/write.lock` (see `docs/format.md#runtime-files`
+//! and `ARCHITECTURE.md#concurrency`).
 //!
 //! An exclusive `flock` (std's `File::try_lock`, which interoperates with fs4 and Python's
 //! `fcntl.flock`), polled until the caller's deadline. A killed holder releases it at once.

@@ -350,7 +350,7 @@ impl Staged {
             .cloned()
             .collect();
 
-        // Creation order (reference §7.5).
+        // Creation order (see `docs/format.md#creation-order`).
         // The state is cloned (cheaply, see `CreationOrder`) only when something moves.
         let current = &begin.runtime.state;
         // The units this install brings in: the changed files', and those of files edited

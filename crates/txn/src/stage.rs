@@ -409,8 +409,9 @@ fn write_foreign(fs: &dyn Fs, live_topics: &Path, topics: &Path, live: &LiveTree
     Ok(())
 }
 
-/// Checks a workspace-relative path a caller wants to write (reference §1.2
-/// `validate_writable_path`) and returns it relative to `topics/`.
+/// Checks a workspace-relative path a caller wants to write (Python's `validate_writable_path`;
+/// see `docs/format.md#canonical-derived-and-runtime-files`) and returns it relative to
+/// `topics/`.
 pub fn writable_path(path: &str) -> Result<String> {
     let p = Path::new(path);
     if p.is_absolute()
@@ -516,8 +517,8 @@ impl Staged {
         self.begin.runtime.state.counters()
     }
 
-    /// Makes the install write `counters` into `runtime.json`, with the topics (reference §5.4:
-    /// the counters move exactly when the batch installs). A transaction that changes only
+    /// Makes the install write `counters` into `runtime.json`, with the topics (the
+    /// counters move exactly when the batch installs). A transaction that changes only
     /// the counters saves them and installs nothing.
     pub fn set_counters(&mut self, counters: Counters) {
         self.counters = Some(counters);

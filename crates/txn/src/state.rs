@@ -320,7 +320,8 @@ pub(crate) struct Intent {
     pub(crate) old_sources: String,
 }
 
-/// The organizer counters of `runtime.json` (reference §5.4, §6.6).
+/// The organizer counters of `runtime.json` (see
+/// `docs/format.md#creation-order-and-organizer-counters`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     /// Write commits since the last global organize.
@@ -333,7 +334,8 @@ pub struct Counters {
     pub last_global_at: Option<String>,
 }
 
-/// The creation order of `runtime.json`: memory ID → creation number (reference §7.5).
+/// The creation order of `runtime.json`: memory ID → creation number (see
+/// `docs/format.md#creation-order`).
 ///
 /// Numbers only grow and entries are never dropped, so the order is kept as a shared table
 /// (the file as last parsed or compacted) plus the entries numbered since: a transaction that
@@ -451,8 +453,9 @@ fn push_entry(out: &mut String, id: &str, n: u64) {
     let _ = write!(out, ": {n}");
 }
 
-/// `runtime.json` (reference §6.6): creation order plus the organizer counters. Unknown keys
-/// are dropped; an unreadable file loads as the defaults.
+/// `runtime.json` (see `docs/format.md#creation-order-and-organizer-counters`): creation order
+/// plus the organizer counters. Unknown keys are dropped; an unreadable file loads as the
+/// defaults.
 ///
 /// Parsed once per version of the file and shared ([`RuntimeCache`]); a transaction clones it
 /// (cheaply: the order's table is shared) only when it adds an ID or moves a counter.
@@ -629,9 +632,10 @@ impl RuntimeState {
             || units.any(|u| self.creation_order.get(&u.memory_id).is_none())
     }
 
-    /// Reference §7.5: seeded from the committed units' parse order when empty; every ID new in
-    /// `units` gets `max + 1, …` in parse order, aliases of one paragraph sharing a number.
-    /// Returns whether anything was added. Costs what `units` holds, plus the committed tree
+    /// Numbers the creation order (see `docs/format.md#creation-order`): seeded from the
+    /// committed units' parse order when empty; every ID new in `units` gets `max + 1, …` in
+    /// parse order, aliases of one paragraph sharing a number. Returns whether anything was
+    /// added. Costs what `units` holds, plus the committed tree
     /// once when the order is empty.
     pub(crate) fn seed<'u>(
         &mut self,

@@ -81,7 +81,8 @@ pub(crate) struct Inner {
     pub(crate) runtime_cache: Mutex<Option<RuntimeCache>>,
 }
 
-/// An open memory workspace (reference §1.1 layout, SPEC §3). Cheap to clone; `Send + Sync`.
+/// An open memory workspace (layout: see `docs/format.md#the-memory-workspace`). Cheap to clone;
+/// `Send + Sync`.
 #[derive(Clone)]
 pub struct Workspace {
     pub(crate) inner: Arc<Inner>,
@@ -316,7 +317,7 @@ impl Workspace {
     }
 
     /// The organizer counters of the live `runtime.json` (defaults when it is missing or
-    /// unreadable, reference §6.6).
+    /// unreadable; see `docs/format.md#creation-order-and-organizer-counters`).
     pub fn counters(&self) -> Result<crate::Counters> {
         Ok(self.runtime()?.state.counters())
     }

@@ -1,11 +1,12 @@
-//! The root `core.md`: `topics/core.md` rendered under a token budget (reference §7.1, with the
-//! footnote fix of SPEC §2), and the promotion of a legacy root `core.md` (§7.6).
+//! The root `core.md`: `topics/core.md` rendered under a token budget, with the footnote fix
+//! below, and the promotion of a legacy root `core.md` (see `docs/format.md#core-view`).
 //!
 //! Chunking follows the Python implementation (blank-line runs split chunks; a chunk's block ID
 //! is its trailing ` ^id`), except for footnote definitions: instead of riding on whatever chunk
 //! precedes them, every definition goes with the first *kept* paragraph that cites it, wherever
-//! it sits in the file (reference §13.2 #5). For the usual layout — each paragraph followed by
-//! its definitions — the bytes are the Python ones.
+//! it sits in the file (see `docs/format.md#where-we-deliberately-differ`, row "core chunking").
+//! For the usual layout — each paragraph followed by its definitions — the bytes are the Python
+//! ones.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -46,7 +47,8 @@ pub struct CoreRender {
 }
 
 /// What the render needs to know about sources: which source a definition link of
-/// `topics/core.md` names, and whether that source is trusted (reference §7.1 step 4).
+/// `topics/core.md` names, and whether that source is trusted (see `docs/format.md#core-view`,
+/// step 3).
 pub trait SourceTrust {
     /// The source reference a definition link target of `topics/core.md` names (the target as
     /// written, relative to `topics/`), or `None` when it names nothing.
@@ -55,8 +57,8 @@ pub trait SourceTrust {
     fn is_trusted(&self, source_ref: &str) -> bool;
 }
 
-/// Trusts every source: the empty pending set the reference uses when the topic tree does not
-/// parse (reference §7.1 step 4).
+/// Trusts every source: the empty pending set the Python implementation uses when the topic tree
+/// does not parse.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TrustAll;
 
@@ -101,8 +103,9 @@ struct Master<'a> {
     by_id: HashMap<&'a str, usize>,
 }
 
-/// Renders the root `core.md` from the master text under `budget_tokens` (reference §7.1 with
-/// the SPEC §2 fix). Pure and deterministic; it never fails.
+/// Renders the root `core.md` from the master text under `budget_tokens` (see
+/// `docs/format.md#core-view`, with the footnote fix of the module docs). Pure and
+/// deterministic; it never fails.
 ///
 /// In file order: a chunk with a block ID whose cited sources are not all trusted (per `trust`)
 /// is excluded and skipped; otherwise the chunk, with every definition it cites that no earlier
@@ -409,10 +412,10 @@ pub(crate) fn move_links(text: &str, from: &[&str], to: &[&str]) -> String {
     out
 }
 
-/// The master a legacy root `core.md` becomes (reference §7.6): its links re-rooted from the
-/// workspace root to `topics/` (`sources/…` → `../sources/…`), returned only when the whole
-/// topic tree with it as `topics/core.md` parses without a diagnostic. `None` means: leave the
-/// root file alone, it is the only copy.
+/// The master a legacy root `core.md` becomes (see `docs/format.md#core-view`): its links
+/// re-rooted from the workspace root to `topics/` (`sources/…` → `../sources/…`), returned only
+/// when the whole topic tree with it as `topics/core.md` parses without a diagnostic. `None`
+/// means: leave the root file alone, it is the only copy.
 ///
 /// `topics` is the rest of the tree (a `core.md` among them is ignored: a master, once present,
 /// always wins, and the caller should not promote then).

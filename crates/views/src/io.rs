@@ -73,9 +73,9 @@ pub struct WrittenViews {
 /// Timeline files not in `views` are removed (and directories left empty). With `core.text`
 /// set, the root `core.md` is written; with `None` (no master) it is removed when
 /// `master_was_present` (the tree before this change had `topics/core.md`: the view disappears
-/// with its master, reference §4.6 step 5), and left alone otherwise (a legacy root `core.md`
-/// that could not be promoted is the only copy, §7.6). Runtime state (`runtime.json`) is the
-/// transaction engine's: nothing here writes it.
+/// with its master, see `docs/format.md#core-view`, step 1), and left alone otherwise (a legacy
+/// root `core.md` that could not be promoted is the only copy). Runtime state (`runtime.json`)
+/// is the transaction engine's: nothing here writes it.
 pub fn write_views(
     memory_root: &Path,
     views: &Views,
@@ -369,9 +369,9 @@ pub struct RebuildOptions {
     pub recent_limit: usize,
     /// The core budget in o200k_base tokens (default 2 000).
     pub core_budget: usize,
-    /// Promote a legacy root `core.md` when there is no `topics/core.md` (reference §7.6). This
-    /// writes a canonical file, so it is off by default: the transaction path promotes in its
-    /// stage.
+    /// Promote a legacy root `core.md` when there is no `topics/core.md` (see
+    /// `docs/format.md#core-view`). This writes a canonical file, so it is off by default: the
+    /// transaction path promotes in its stage.
     pub promote_legacy_core: bool,
     /// The creation order (`runtime.json`'s, which the transaction engine keeps; the caller
     /// reads it there). IDs it lacks are numbered after the others for this render.

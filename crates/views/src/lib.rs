@@ -9,9 +9,10 @@
 //! change. Views never fail a transaction: the core render cannot fail, and everything here can
 //! be deleted and rebuilt (`scriptorium rebuild`).
 //!
-//! One deliberate difference from the Python code (SPEC §2, reference §13.2 #5): in the core
-//! render each footnote definition goes with the first kept paragraph that cites it, wherever
-//! it sits in the master, instead of with the chunk above it.
+//! One deliberate difference from the Python code (see
+//! `docs/format.md#where-we-deliberately-differ`, row "core chunking"): in the core render each
+//! footnote definition goes with the first kept paragraph that cites it, wherever it sits in the
+//! master, instead of with the chunk above it.
 //!
 //! # Limitations
 //!

@@ -1,6 +1,6 @@
 //! `timeline/`, `recent_events.jsonl` and `relations.json` from parsed units, byte for byte as
-//! the Python implementation writes them (reference §7.4), and the stable creation order
-//! (§7.5).
+//! the Python implementation writes them (see `docs/format.md#derived-views`), and the stable
+//! creation order (see `docs/format.md#creation-order`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::model::{Chat, ChatMessage, ChatRequest, ModelError, StopReason, Usage};
 use crate::tools::Tools;
 
-/// The default bound on model turns per run (reference Appendix A).
+/// The default bound on model turns per run (the Python implementation's default).
 pub const MAX_TURNS: u32 = 20;
 
 /// One turn of the batch, as structured data (the `journal` model files these directly; chat

@@ -1,7 +1,6 @@
-//! The three-way result of a write (reference §5.5): `Ok` (everything owed is written, or
-//! nothing was owed), a retryable [`WriteFailure`], or a permanent one, each with a reason code
-//! from the closed [`FailureCode`] enum (reference §5.6) and the classification of every error
-//! the pipeline can meet.
+//! The three-way result of a write: `Ok` (everything owed is written, or nothing was owed), a
+//! retryable [`WriteFailure`], or a permanent one, each with a reason code from the closed
+//! [`FailureCode`] enum and the classification of every error the pipeline can meet.
 
 use std::fmt;
 
@@ -10,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ErrorReason, ModelError};
 
-/// Why a write failed: the closed enum of reference §5.6 (28 values). The string form is part
-/// of the public contract (writer status, logs, the CLI's `--json`).
+/// Why a write failed: a closed enum (28 values). The string form is part of the public contract
+/// (writer status, logs, the CLI's `--json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailureCode {
@@ -159,7 +158,7 @@ impl From<ModelError> for WriteFailure {
 }
 
 impl From<TxnError> for WriteFailure {
-    /// Reference §5.6 rule 1: the transaction codes map to themselves, everything else is
+    /// The transaction codes map to themselves, everything else is
     /// `TRANSACTION_FAILURE_UNKNOWN`; only a held lock or a moved workspace is retryable.
     fn from(error: TxnError) -> Self {
         let code = match error.code() {

@@ -63,7 +63,7 @@ fn json_string(text: &str) -> String {
         .replace('\u{85}', "\\u0085")
 }
 
-/// The "Current workspace structure" listing (reference §11.1): every file path given
+/// The "Current workspace structure" listing: every file path given
 /// (workspace-relative, sorted component by component), and under each topic file
 /// (`topics/**/*.md`) one line per block:
 ///
@@ -159,7 +159,7 @@ pub fn system_prompt() -> &'static str {
     SYSTEM
 }
 
-/// The write task (reference §11.1): the instructions, a blank line, `## Observed <date>`, a
+/// The write task: the instructions, a blank line, `## Observed <date>`, a
 /// blank line, the turns as JSON lines, a blank line, `Current workspace structure:` and the
 /// listing. `observed` is `YYYY-MM-DD` or `undated`; `structure` is [`structure`]'s output.
 pub fn write_task(observed: &str, turns: &[Turn<'_>], structure: &str) -> String {

@@ -4,7 +4,7 @@
 //! Key decision: every path goes through [`scriptorium_txn::writable_path`] and the stage's own
 //! file methods, so a tool can only ever touch `topics/**/*.md` inside the stage: absolute
 //! paths, `..`, `sources/`, runtime files and anything else are refused with a tool error the
-//! model reads (reference §11.5). Nothing a tool does reaches the live workspace; the writer
+//! model reads. Nothing a tool does reaches the live workspace; the writer
 //! validates and installs the stage after the model stops.
 //!
 //! `memory_changes` (the structured change API) addresses the committed files, so it cannot be

@@ -1,5 +1,5 @@
-//! One write pass and the two entry points (reference §5.3–§5.5, §5.8): `write(session,
-//! force)` and `reorganize()`.
+//! One write pass and the two entry points (see `ARCHITECTURE.md#crateswriter`):
+//! `write(session, force)` and `reorganize()`.
 //!
 //! One pass: pending records (markers) → the first batch up to the threshold → archive the
 //! batch as sources (idempotent, outside the transaction: archive first) → a transaction whose
@@ -38,10 +38,10 @@ use crate::outcome::{FailureCode, WriteFailure};
 use crate::prompt;
 use crate::tools::Tools;
 
-/// The source provider of archived session records (reference §5.2).
+/// The source provider of archived session records (see `docs/format.md#session-source-ids`).
 pub const PROVIDER: &str = "openprogram";
 
-/// How the writer behaves (reference Appendix A defaults).
+/// How the writer behaves (the defaults are the Python implementation's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriterConfig {
     /// Tokens (o200k_base, content only) that make a batch due: 16 000.
@@ -115,7 +115,7 @@ pub struct WriteReport {
     pub batches: Vec<BatchReport>,
 }
 
-/// What an organize pass did (reference §5.8).
+/// What an organize pass did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OrganizeReport {
     /// `ok`, `empty`, `busy` or `failed`.
@@ -205,7 +205,7 @@ impl Writer {
         })
     }
 
-    /// Writes what `session` owes (reference §5.4).
+    /// Writes what `session` owes.
     ///
     /// Unforced: one pass over the head branch, if the batch is due (threshold or idle
     /// allowance). Forced (a session boundary): the head branch batch after batch until nothing
@@ -391,7 +391,7 @@ impl Writer {
         }))
     }
 
-    /// Reference §5.4: due when the batch reaches the threshold, or when it is non-empty and
+    /// Due when the batch reaches the threshold, or when it is non-empty and
     /// its newest turn is older than the idle allowance.
     fn due(&self, batch: &[Node], tokens: usize) -> bool {
         if tokens >= self.config.threshold_tokens {
@@ -502,7 +502,7 @@ impl Writer {
         }
     }
 
-    /// Reference §5.4 organize triggers, after a batch installed.
+    /// The organize triggers, after a batch installed.
     fn organize_triggers(&self) -> Vec<OrganizeReport> {
         let mut out = Vec::new();
         let Ok(counters) = self.ws.counters() else { return out };
@@ -531,7 +531,7 @@ impl Writer {
         out
     }
 
-    /// Reorganizes every topic file (reference §5.8): restricted (no new sources), one repair
+    /// Reorganizes every topic file: restricted (no new sources), one repair
     /// turn; `{status: ok|empty|busy|failed, topics, changed_files}`.
     pub fn reorganize(&self) -> OrganizeReport {
         self.organize(|_| {})

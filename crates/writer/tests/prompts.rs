@@ -7,8 +7,8 @@ use scriptorium_writer::prompt::{
     write_task,
 };
 
-/// The canonical topic file of reference §2.1, grown by a long merged paragraph and a second
-/// section with a block link.
+/// The budget-tracker topic file (the example that opens `docs/format.md#topic-files`), grown by a
+/// long merged paragraph and a second section with a block link.
 const BUDGET_TRACKER: &str = "# Budget tracker
 
 ## Status

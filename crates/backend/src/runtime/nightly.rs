@@ -1,5 +1,5 @@
-//! The nightly reorganize (reference §5.8): once a day at a local hour (03:00 by default) the
-//! organizer is run over every topic file.
+//! The nightly reorganize (see `ARCHITECTURE.md#cratesbackend`): once a day at a local hour
+//! (03:00 by default) the organizer is run over every topic file.
 //!
 //! Key decision: the schedule is computed in one fixed UTC offset given at start
 //! ([`local_offset`] reads it), because the `time` crate cannot read the local offset once a

@@ -1,5 +1,5 @@
-//! The writer status file `.scriptorium/writer-status.json` (reference §5.6): the last write
-//! outcome, when the writer last succeeded, and the last failure's code.
+//! The writer status file `.scriptorium/writer-status.json` (see `docs/format.md#runtime-files`):
+//! the last write outcome, when the writer last succeeded, and the last failure's code.
 //!
 //! Key decision: the status is best effort and lives outside the transaction, so it never
 //! changes the workspace revision and a failure to save it never fails a write. Updates are

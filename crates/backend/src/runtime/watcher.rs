@@ -1,11 +1,11 @@
-//! The idle-session watcher (reference §5.7): sessions idle for 30 minutes are written once at
-//! their boundary (a forced write), and `.scriptorium/session-end.json` remembers, per session,
-//! the `updated_at` (Unix milliseconds) it was last settled at.
+//! The idle-session watcher (see `ARCHITECTURE.md#cratesbackend`): sessions idle for 30 minutes
+//! are written once at their boundary (a forced write), and `.scriptorium/session-end.json`
+//! remembers, per session, the `updated_at` (Unix milliseconds) it was last settled at.
 //!
 //! Key decision: every terminal outcome is saved (atomically) before the next session is
 //! touched, so a crash mid-pass never repeats a completed model call; and a corrupt state file
 //! is an error that is never overwritten, because reading it as empty would write (and bill)
-//! every session again. The three-way result (reference §5.5) decides what is recorded:
+//! every session again. The three-way result of the write decides what is recorded:
 //!
 //! | write | recorded | writer status | event `memory.ingest_ended` |
 //! |---|---|---|---|

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use crate::support::{home_with_sources, scriptorium};
 
 /// A topic citing a source declared in the same request (`new-source-garden`): a change
-/// request may only introduce evidence it brings along (reference §4.3).
+/// request may only introduce evidence it brings along.
 const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
 [^e1]: Time: `2024-04-02`; Sources: [garden](new-source-garden)\n";
 

@@ -88,7 +88,7 @@ fn only_user_and_assistant_messages_with_content_are_records() {
 
 #[test]
 fn status_counts_two_pending_turns_around_a_runtime_row() {
-    // Reference §12 item 96: {u1 marked, a1 unmarked} + {u2, runtime row} → 2 pending.
+    // {u1 marked, a1 unmarked} + {u2, runtime row} → 2 pending.
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
     let s = sid("s");
@@ -105,7 +105,7 @@ fn status_counts_two_pending_turns_around_a_runtime_row() {
 
 #[test]
 fn mark_marks_exactly_the_batch_and_keeps_updated_at() {
-    // Reference §12 item 7: 4 turns of 4 chars, threshold 8 with a length counter.
+    // 4 turns of 4 chars, threshold 8 with a length counter.
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
     let s = sid("s");
@@ -202,8 +202,8 @@ fn rewound_nodes_neither_count_nor_stop_the_walk() {
 
 #[test]
 fn a_side_branch_keeps_its_own_unwritten_turns() {
-    // Reference §12 item 14 (marker part): main m1..m5 with m1..m3 written; branch b1..b3 off
-    // m1 unwritten → b1..b3 pending on the branch, m4, m5 on main.
+    // Main m1..m5 with m1..m3 written; branch b1..b3 off m1 unwritten → b1..b3 pending on the
+    // branch, m4, m5 on main.
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
     let s = sid("s");

@@ -30,7 +30,7 @@ fn session_with_abandoned_branches(store: &EmbeddedStore, s: &SessionId) {
 
 #[test]
 fn head_first_then_abandoned_branches_reaching_the_threshold() {
-    // Reference §12 item 20: T = 10; the 20-token branch is written, the 1-token one is not.
+    // T = 10; the 20-token branch is written, the 1-token one is not.
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
     let s = sid("s");
@@ -41,7 +41,7 @@ fn head_first_then_abandoned_branches_reaching_the_threshold() {
 
 #[test]
 fn the_explicit_head_goes_first_even_when_another_tip_is_newer() {
-    // Reference §12 item 21: the head's short tail is written; the 1-token tip stays pending.
+    // The head's short tail is written; the 1-token tip stays pending.
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
     let s = sid("s");
@@ -82,8 +82,8 @@ fn an_abandoned_one_token_tip_stays_pending() {
 
 #[test]
 fn a_shared_prefix_is_planned_once() {
-    // Reference §12 item 8: shared prefix 3 + head branch 2 + sibling 3, threshold 1: each of
-    // the 8 records exactly once.
+    // Shared prefix 3 + head branch 2 + sibling 3, threshold 1: each of the 8 records exactly
+    // once.
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
     let s = sid("s");

@@ -192,7 +192,7 @@ async fn status(State(state): State<AppState>, Query(query): Query<StatusQuery>)
         .blocking(move |_, backend| {
             let memory = backend.memory();
             if settings_only {
-                // The settings page needs only these (reference §8.5); no embedding model here.
+                // The settings page needs only these (`?settings=true`); no embedding model here.
                 let root = memory.workspace().root().display().to_string();
                 return Ok(Json(json!({ "workspace_path": root, "embedding_available": false })));
             }
@@ -599,7 +599,7 @@ impl CoreFiles {
     /// more: the lock is held for three reads, never for rendering.
     ///
     /// The lock, not a revision check, because the render is not part of the revision: an
-    /// install writes it after the linearization point (ARCHITECTURE.md, Durability, step 8),
+    /// install writes it after the linearization point (see `ARCHITECTURE.md#durability`, step 8),
     /// so between the two the revision is already the new one while the render is still the
     /// old one. Every install writes both under the lock, so under it they always agree.
     fn read(ws: &scriptorium_txn::Workspace) -> ApiResult<CoreFiles> {
@@ -615,9 +615,9 @@ impl CoreFiles {
     }
 }
 
-/// The §7.3 answer: the files read under the lock ([`CoreFiles::read`]), then rendered with
-/// `render` and counted after it is released, so an edit or `scriptorium status` elsewhere is
-/// never kept waiting for a render.
+/// The `GET /api/memory/core` answer: the files read under the lock ([`CoreFiles::read`]), then
+/// rendered with `render` and counted after it is released, so an edit or `scriptorium status`
+/// elsewhere is never kept waiting for a render.
 fn core_answer(
     inner: &Inner,
     backend: &LocalBackend,

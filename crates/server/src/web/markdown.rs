@@ -1,5 +1,5 @@
-//! The Markdown preview of the page (design section 09): topic, timeline and core text rendered
-//! to sanitized HTML with Obsidian's reading-view conventions.
+//! The Markdown preview of the page: topic, timeline and core text rendered to sanitized HTML
+//! with Obsidian's reading-view conventions.
 //!
 //! Rules, in the order they apply:
 //!

@@ -1,4 +1,4 @@
-//! The owner's web surface: the REST routes of reference §8.5 under `/api/memory/`, and the page
+//! The owner's web surface: the REST routes under `/api/memory/` (listed below), and the page
 //! (`/`, `/assets/app.js`, `/assets/app.css`, embedded in the binary).
 //!
 //! Key decision: every write goes through the same transaction as every other change, with
@@ -22,7 +22,7 @@
 //! | `GET /api/memory/timeline` | `[{date, size, mtime}]`, newest first |
 //! | `GET /api/memory/timeline/{date}` | `{date, content, html}` (`content` is `""` when there is no file) |
 //! | `GET /api/memory/recent` | recent rows newest first; header `X-Memory-Recent-Limit` |
-//! | `GET /api/memory/core` | reference §7.3 + `revision`, `html` (of `content`), `rendered_html` (of `rendered_content`) |
+//! | `GET /api/memory/core` | `{content, size, mtime, rendered_content, rendered_tokens, rendered_size, rendered_mtime, injection_enabled, injected_content, injected_tokens, budget_tokens, revision}` + `html` (of `content`), `rendered_html` (of `rendered_content`) |
 //! | `PUT /api/memory/core` | `{content, base_revision}` → like `PUT` a topic, on `topics/core.md` |
 //! | `GET /api/memory/search?q&top_k&prefix` | `[{path, anchor, kind, score, content}]` |
 //!

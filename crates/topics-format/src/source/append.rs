@@ -1,6 +1,6 @@
-//! Append planning (reference §3.5): which bytes each archive file must hold after archiving a
-//! batch of records. Pure: the caller reads the existing files and directory entries through
-//! [`ArchiveTree`] and performs the writes (temp file, fsync, rename) itself.
+//! Append planning (see `docs/format.md#appending`): which bytes each archive file must hold after
+//! archiving a batch of records. Pure: the caller reads the existing files and directory entries
+//! through [`ArchiveTree`] and performs the writes (temp file, fsync, rename) itself.
 //!
 //! Architecture Invariant: planning is idempotent. A record whose source id is already framed in
 //! its (complete) archive is skipped, so planning the same batch against the planned result
@@ -130,9 +130,9 @@ pub enum AppendError {
     },
 }
 
-/// Plans the archiving of `records` (reference §3.5): validates every record, preflights every
-/// target path, skips source ids already framed, and returns the new full text of each file
-/// that changes.
+/// Plans the archiving of `records` (see `docs/format.md#appending`): validates every record,
+/// preflights every target path, skips source ids already framed, and returns the new full text of
+/// each file that changes.
 pub fn plan_append(
     records: &[ArchiveRecord],
     tree: &dyn ArchiveTree,
@@ -229,9 +229,9 @@ pub fn path_key(path: &str) -> String {
     casefold(&path.nfc().collect::<String>())
 }
 
-/// The preflight of reference §3.5 step 2: every path inside `sources/`; no two prefixes of the
-/// batch equal under [`path_key`] but spelled differently; and no existing directory entry along
-/// each path that collides with the planned component.
+/// The preflight (see `docs/format.md#appending`, step 2): every path inside `sources/`; no two
+/// prefixes of the batch equal under [`path_key`] but spelled differently; and no existing
+/// directory entry along each path that collides with the planned component.
 pub fn preflight_paths(paths: &[&str], tree: &dyn ArchiveTree) -> Result<(), AppendError> {
     let mut planned: BTreeMap<String, String> = BTreeMap::new();
     for path in paths {

@@ -1,5 +1,5 @@
-//! Rendering v2 frames (reference §3.3): the record text `[ts] label: content`, its LF-split
-//! record lines, and the header lines around them.
+//! Rendering v2 frames (see `docs/format.md#frame-layout`): the record text
+//! `[ts] label: content`, its LF-split record lines, and the header lines around them.
 
 use super::id::{V2_MARKER, anchor_for};
 use super::meta::{AuthorityTier, SourceMeta, TrustState};

@@ -1,5 +1,5 @@
-//! Source IDs (`<provider>/<thread>/<message>`), their archive locations and anchors, and the
-//! ID formulas of every producer (reference §3.1, §3.2, §3.6).
+//! Source IDs (`<provider>/<thread>/<message>`), their archive locations and anchors, and the ID
+//! formulas of every producer (see `docs/format.md#source-ids` and `docs/format.md#id-formulas`).
 
 use std::fmt;
 
@@ -11,7 +11,7 @@ use super::unicode::is_printable;
 pub const V2_MARKER: &str = "<!-- openprogram-source-archive:v2 -->";
 
 /// The provider of sources created through `memory_update` / the REST `sources` field
-/// (a historical constant, reference §3.1).
+/// (a historical constant; see `docs/format.md#change-api-source-ids`).
 pub const API_SOURCE_PROVIDER: &str = "claude-code";
 
 /// The provider and thread of the source minted when a legacy root `core.md` is migrated.
@@ -221,7 +221,7 @@ pub(crate) fn path_parts(rel: &str) -> impl Iterator<Item = &str> {
 /// character percent-encoded as its UTF-8 bytes. Offending: what a link target cannot carry
 /// (whitespace, `#`, `?`, brackets, parentheses, quotes, `%` itself), anything not printable
 /// (controls, U+2028), and `/` unless `allow_slash` — a thread must not hold one, so the ID
-/// splits back into the same parts (a message may, reference §3.1).
+/// splits back into the same parts (a message may; see `docs/format.md#session-source-ids`).
 pub fn handle_part(id: &str, allow_slash: bool) -> String {
     let mut out = String::with_capacity(id.len());
     let mut buf = [0u8; 4];
@@ -268,8 +268,9 @@ pub fn quote(text: &str, safe: &str) -> String {
 const HEX_UPPER: [char; 16] =
     ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'A', 'B', 'C', 'D', 'E', 'F'];
 
-/// A LoCoMo-style legacy handle `D<n>:<t>` (reference §2.6; Python's `re.fullmatch(r"D\d+:\d+")`,
-/// where `\d` is any Unicode decimal digit). Returns the digit strings `(n, t)` verbatim.
+/// A LoCoMo-style legacy handle `D<n>:<t>` (see `docs/format.md#source-link-targets`; Python's
+/// `re.fullmatch(r"D\d+:\d+")`, where `\d` is any Unicode decimal digit). Returns the digit strings
+/// `(n, t)` verbatim.
 pub fn parse_d_handle(text: &str) -> Option<(&str, &str)> {
     let rest = text.strip_prefix('D')?;
     let (n, t) = rest.split_once(':')?;
@@ -280,7 +281,8 @@ pub(crate) fn is_digits(text: &str) -> bool {
     !text.is_empty() && text.chars().all(|c| super::unicode::decimal_value(c).is_some())
 }
 
-/// The persisted authority a source created through the change API carries (reference §3.6).
+/// The persisted authority a source created through the change API carries (see
+/// `docs/format.md#change-api-source-ids`).
 /// The display name is deliberately not part of the identity: a rename mints no new IDs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiProvenance {
@@ -321,9 +323,9 @@ pub struct ApiSource {
     pub observed_at: Option<String>,
 }
 
-/// The source IDs of a batch of API-supplied sources (reference §3.6), in input order:
-/// provider `claude-code`, thread = sha256(seed + `\n` + the items joined by `\n`, each
-/// `role␟content␟observed`)\[:16\], message *i* (from 1) =
+/// The source IDs of a batch of API-supplied sources (see `docs/format.md#change-api-source-ids`),
+/// in input order: provider `claude-code`, thread = sha256(seed + `\n` + the items joined by `\n`,
+/// each `role␟content␟observed`)\[:16\], message *i* (from 1) =
 /// sha256(`seed␟thread␟i␟role␟content␟observed`)\[:16\]. Empty input → no IDs.
 pub fn api_source_ids(provenance: &ApiProvenance, sources: &[ApiSource]) -> Vec<SourceId> {
     if sources.is_empty() {
@@ -356,7 +358,8 @@ pub fn api_source_ids(provenance: &ApiProvenance, sources: &[ApiSource]) -> Vec<
         .collect()
 }
 
-/// The identity of one unpaired group message (reference §3.1, §3.7).
+/// The identity of one unpaired group message (see
+/// `docs/format.md#unpaired-and-migration-source-ids`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnpairedMessage<'a> {
     /// The channel, e.g. `telegram`.

@@ -1,5 +1,6 @@
-//! The read-only legacy archive forms (reference §3.8): `sources/<provider>/<thread>.md`
-//! (anchor + source-id pairs, no length framing) and LoCoMo-style `sources/D<n>.md`.
+//! The read-only legacy archive forms (see `docs/format.md#legacy-archives`):
+//! `sources/<provider>/<thread>.md` (anchor + source-id pairs, no length framing) and
+//! LoCoMo-style `sources/D<n>.md`.
 //!
 //! Key decision: read exactly as leniently as the Python reader. A legacy body can forge a header
 //! (there is no length framing), so for citation only pairs whose computed location is this very

@@ -1,5 +1,6 @@
 //! The `<!-- source-meta:TOKEN -->` line: trust metadata of a v2 frame as base64url (no
-//! padding) of canonical JSON (reference §3.3, §3.7).
+//! padding) of canonical JSON (see `docs/format.md#source-metadata-token` and
+//! `docs/format.md#trust`).
 //!
 //! Canonical JSON is Python's `json.dumps(value, ensure_ascii=False, sort_keys=True,
 //! separators=(",", ":"))`: sorted keys, no spaces, non-ASCII literal, and only `"`, `\`, and the

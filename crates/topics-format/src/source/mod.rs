@@ -1,5 +1,6 @@
 //! The source archive: IDs, locations, v2 frames, the strict scan, append planning, legacy forms,
-//! and source-target resolution for topic files (reference §2.6, §3).
+//! and source-target resolution for topic files (see `docs/format.md#source-archive` and
+//! `docs/format.md#source-link-targets`).
 //!
 //! Key decision: one strict reading everywhere. The scan stops at the first fault and never
 //! resynchronizes, so a record body can never forge a frame, a speaker or a trust line; the same

@@ -1,5 +1,6 @@
-//! [`ArchiveResolver`]: source-target resolution for the topic parser (reference §2.6) and the
-//! trust of a source reference (§3.7, §7.1 step 4), over a caller-supplied `sources/` tree.
+//! [`ArchiveResolver`]: source-target resolution for the topic parser (see
+//! `docs/format.md#source-link-targets`) and the trust of a source reference (see
+//! `docs/format.md#trust`), over a caller-supplied `sources/` tree.
 //!
 //! Architecture Invariant: each archive file is looked up and scanned at most once per resolver
 //! (one resolver per tree parse), whatever the number of citations into it.

@@ -1,5 +1,5 @@
-//! The strict v2 scan (reference §3.4): the valid prefix of frames, whether the archive is
-//! complete, and where it went wrong.
+//! The strict v2 scan (see `docs/format.md#the-strict-scan`): the valid prefix of frames, whether
+//! the archive is complete, and where it went wrong.
 //!
 //! Architecture Invariant: the scan never resynchronizes. After the first fault nothing is
 //! trusted, so a body line that looks like a frame header can never become a frame, and a

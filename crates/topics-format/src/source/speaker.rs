@@ -1,5 +1,6 @@
 //! Speaker identity in v2 frames: the canonical percent-encoding of the `speaker-id` marker,
-//! identity-header normalization and the speaker label of a record header (reference §3.3).
+//! identity-header normalization and the speaker label of a record header (see
+//! `docs/format.md#record-header-and-speaker`).
 
 use super::id::quote;
 use super::unicode::{collapse_whitespace, is_printable};

@@ -1,5 +1,5 @@
-//! The lexical grammar of topic files (reference §2.2), with the Python regexes' exact match
-//! semantics.
+//! The lexical grammar of topic files (see `docs/format.md#topic-files`), with the Python
+//! regexes' exact match semantics.
 //!
 //! Line-level rules (definitions, headings, fences, HTML lines, block suffixes, citations) are
 //! hand-written byte scanners: they run on every line of every file, and a regex per line would

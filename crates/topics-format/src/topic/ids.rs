@@ -1,4 +1,5 @@
-//! The block-ID and evidence-ID formulas (reference §2.7 steps 2 and 5).
+//! The block-ID and evidence-ID formulas (see `docs/format.md#block-id` and
+//! `docs/format.md#evidence-id`), used by normalization steps 2 and 5.
 
 use std::collections::HashSet;
 

@@ -1,5 +1,5 @@
-//! Block links between topics (reference §2.8): the link checks a transaction runs, and the
-//! rewrite that keeps links pointing at a block's current file.
+//! Block links between topics (see `docs/format.md#topic-to-topic-links`): the link checks a
+//! transaction runs, and the rewrite that keeps links pointing at a block's current file.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;

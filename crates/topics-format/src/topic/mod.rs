@@ -1,5 +1,5 @@
 //! Topic files: segmentation, the strict parse, the lossless document model, normalization and
-//! block links (reference §2).
+//! block links (see `docs/format.md#topic-files`).
 //!
 //! A topic file is Markdown in which every paragraph is a *record*: prose whose claims cite
 //! footnotes (`[^e-cecd4ddc68]`), each footnote naming when it happened and which archived
@@ -18,14 +18,15 @@
 //! * [`normalize`] is the transaction's normalization of staged edits: stable evidence IDs,
 //!   block IDs, canonical definitions, pruning.
 //! * [`check_topic_links`], [`check_dangling_links`] and [`rewrite_links`] are the block-link
-//!   rules a transaction applies (reference §2.8).
+//!   rules a transaction applies (see `docs/format.md#topic-to-topic-links`).
 //!
 //! Everything matches the Python implementation byte for byte (its `str.splitlines` line
 //! breaks, its `str.strip` whitespace, its regexes' exact match semantics), with one deliberate
 //! fixes: normalization keys evidence IDs by (file, label), not by label alone, so two files that
-//! both introduce `[^e1]` in one transaction get different IDs (reference §13.2.1); and pruning
-//! follows the segmentation's heading path, so a `# comment` line inside a code fence no longer
-//! closes a section and deletes the record paragraphs after it.
+//! both introduce `[^e1]` in one transaction get different IDs; and pruning follows the
+//! segmentation's heading path, so a `# comment` line inside a code fence no longer closes a
+//! section and deletes the record paragraphs after it (both are listed in
+//! `docs/format.md#where-we-deliberately-differ`).
 //!
 //! Where the Python code and the reference's prose differ, the code wins: aliases of a merged
 //! paragraph share the paragraph's `created_order`; legacy `mem_` units carry no evidence

@@ -1,6 +1,7 @@
-//! Normalization of staged topic edits (reference §2.7, steps 1–9, in order), byte for byte
-//! the Python output except for one deliberate fix: local evidence labels map to stable IDs
-//! per (file, label), never per label alone (reference §13.2.1).
+//! Normalization of staged topic edits (see `docs/format.md#normalization`, steps 1–9, in order),
+//! byte for byte the Python output except for one deliberate fix: local evidence labels map to
+//! stable IDs per (file, label), never per label alone (see
+//! `docs/format.md#where-we-deliberately-differ`, row "evidence IDs").
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -92,7 +93,7 @@ impl TreeContext for WholeTree<'_> {
     }
 }
 
-/// Normalizes the staged `files` (reference §2.7).
+/// Normalizes the staged `files` (see `docs/format.md#normalization`).
 ///
 /// `committed_block_ids` are the block IDs of the installed tree (a trailing `^id` that is not
 /// one of them is an invention and is stripped); `committed_units` are its units (they recover

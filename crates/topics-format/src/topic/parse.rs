@@ -1,4 +1,4 @@
-//! The strict parse of a topic tree into memory units (reference §2.4–§2.6).
+//! The strict parse of a topic tree into memory units (see `docs/format.md#memory-units`).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -125,8 +125,8 @@ pub fn compare_topic_paths(a: &str, b: &str) -> Ordering {
     a.split('/').filter(|c| !c.is_empty()).cmp(b.split('/').filter(|c| !c.is_empty()))
 }
 
-/// Parses a whole topic tree strictly (reference §2.4): files in sorted path order, every
-/// violation collected, units from the paragraphs that parsed.
+/// Parses a whole topic tree strictly (see `docs/format.md#memory-units`): files in sorted path
+/// order, every violation collected, units from the paragraphs that parsed.
 ///
 /// Source link targets are resolved through `sources` (no IO here).
 pub fn parse_tree(files: &[TopicFile], sources: &dyn SourceResolver) -> TreeParse {

@@ -1,5 +1,5 @@
-//! Line classification and paragraph segmentation (reference §2.3), and the lossless
-//! [`Document`] model built on them.
+//! Line classification and paragraph segmentation (see `docs/format.md#lines-and-paragraphs`),
+//! and the lossless [`Document`] model built on them.
 
 use std::ops::Range;
 use std::sync::Arc;

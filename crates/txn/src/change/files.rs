@@ -1,4 +1,4 @@
-//! Whole-file changes (reference §8.2): `[{path, action: "write"|"delete", content?}]`.
+//! Whole-file changes: `[{path, action: "write"|"delete", content?}]`.
 //!
 //! Checked before the transaction begins: 1 to [`super::MAX_CHANGES`] items, at most
 //! [`super::MAX_CHANGE_BYTES`] of paths and contents together, each path normalized by

@@ -1,6 +1,6 @@
-//! The unified change interface (reference §4.3, §8.2, §8.3): one [`Workspace::update`] entry
-//! point that takes a base revision and exactly one change form, applies it to a stage and
-//! installs it through the common normalize → validate → install pipeline.
+//! The unified change interface (see `ARCHITECTURE.md#cratestxn`): one [`Workspace::update`]
+//! entry point that takes a base revision and exactly one change form, applies it to a stage
+//! and installs it through the common normalize → validate → install pipeline.
 //!
 //! Key decision: every form is applied to the transaction's stage with [`crate::Staged::write_file`]
 //! and [`crate::Staged::remove_file`], never to the live tree, so a rejected request (bad shape,
@@ -14,20 +14,19 @@
 //!
 //! New sources (`sources`, [`sources`] module) are archived with the provenance of the
 //! [`UpdateContext`] as part of the install ([`BeginOptions::pending_sources`]): validation
-//! resolves refs against the archive with their frames appended, and only an update that
-//! installs archives them. Their `new-source-*` labels are substituted into the form; [`UpdateContext::append_only`] refuses any rewrite of existing
-//! bytes (reference §4.3 step 8).
+//! resolves refs against the archive with their frames appended, and only an update that installs
+//! archives them. Their `new-source-*` labels are substituted into the form;
+//! [`UpdateContext::append_only`] refuses any rewrite of existing bytes.
 //!
 //! # Limitations
 //!
 //! - No git commit options yet: a JSON request with a `git_commit` field is refused as an
 //!   unknown field.
-//! - Declared sources are appended to the live `sources/` under the write lock right before
-//!   the topics swap, not inside the stage (reference §4.3 step 6), since only `topics/` is
-//!   swapped. A refused update (shape, conflict, validation) writes nothing; a crash or IO
-//!   failure between that append and the swap leaves the frames archived with the topics at
-//!   the old revision. The archive is append-only and idempotent, so a retry with the same
-//!   inputs mints the same IDs and appends nothing new.
+//! - Declared sources are appended to the live `sources/` under the write lock right before the
+//!   topics swap, not inside the stage, since only `topics/` is swapped. A refused update (shape,
+//!   conflict, validation) writes nothing; a crash or IO failure between that append and the swap
+//!   leaves the frames archived with the topics at the old revision. The archive is append-only and
+//!   idempotent, so a retry with the same inputs mints the same IDs and appends nothing new.
 //! - Labels are substituted into `changes` contents, the `patch` text and the `source` of
 //!   `memory_changes` evidence, not into record content or link labels.
 //! - `memory_changes`: legacy `mem_` units are updated and deleted in place, but cannot be
@@ -59,10 +58,11 @@ pub use files::{FileAction, FileChange};
 pub use records::{Destination, MemoryChange, Position, SourceRef};
 pub use sources::NewSource;
 
-/// The size limits of one request (reference Appendix A). [`UpdateRequest::from_json_with`]
-/// applies them as it parses (the reference's configurable `max_patch_bytes`); the engine
-/// applies [`ChangeLimits::default`] again to whatever reaches [`Workspace::update_with`], so
-/// a configured limit can lower the Appendix A values but never raise them.
+/// The size limits of one request (the Python implementation's defaults).
+/// [`UpdateRequest::from_json_with`] applies them as it parses (the Python implementation's
+/// configurable `max_patch_bytes`); the engine applies [`ChangeLimits::default`] again to whatever
+/// reaches [`Workspace::update_with`], so a configured limit can lower the default values but
+/// never raise them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChangeLimits {
     /// Most items in `memory_changes` or `changes`.
@@ -86,7 +86,7 @@ impl Default for ChangeLimits {
     }
 }
 
-/// Most items in one `changes` request (reference Appendix A).
+/// Most items in one `changes` request (the Python implementation's default).
 pub const MAX_CHANGES: usize = 64;
 /// Most bytes of one `patch`, or of one `changes` request's paths and contents together.
 pub const MAX_CHANGE_BYTES: usize = 512_000;
@@ -118,8 +118,9 @@ pub struct UpdateRequest {
 /// What the caller knows about the writer, never taken from the request payload.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UpdateContext {
-    /// The persisted authority new sources are archived with (reference §3.6); `None` refuses
-    /// any declared source with `WRITER_PRECONDITION_FAILED`.
+    /// The persisted authority new sources are archived with (see
+    /// `docs/format.md#change-api-source-ids`); `None` refuses any declared source with
+    /// `WRITER_PRECONDITION_FAILED`.
     pub provenance: Option<ApiProvenance>,
     /// The speaker's display name written on new source frames (not part of their identity).
     pub speaker_display: Option<String>,
@@ -159,11 +160,11 @@ pub struct UpdateOutcome {
 /// The change of an [`UpdateRequest`]: exactly one form.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChangeForm {
-    /// Structured record operations (reference §8.1).
+    /// Structured record operations ([`records`]).
     MemoryChanges(Vec<MemoryChange>),
-    /// Whole-file writes and deletes (reference §8.2).
+    /// Whole-file writes and deletes ([`files`]).
     Changes(Vec<FileChange>),
-    /// A unified diff (reference §8.3).
+    /// A unified diff ([`patch`]).
     Patch(String),
 }
 
@@ -218,8 +219,8 @@ impl UpdateRequest {
 impl UpdateRequest {
     /// Parses a JSON request body. Every failure is `INVALID_ARGUMENT`: a body that is not an
     /// object, an unknown field, a wrong type, a missing `base_revision`, or not exactly one
-    /// of `memory_changes` / `patch` / `changes`, and every `memory_changes` shape error of
-    /// reference §8.1 (a destination path outside `topics/**/*.md` keeps its path code).
+    /// of `memory_changes` / `patch` / `changes`, and every `memory_changes` shape error (see
+    /// [`records`]; a destination path outside `topics/**/*.md` keeps its path code).
     pub fn from_json(body: &str) -> Result<UpdateRequest> {
         UpdateRequest::from_json_with(body, &ChangeLimits::default())
     }
@@ -237,11 +238,11 @@ impl UpdateRequest {
 }
 
 impl Workspace {
-    /// Applies one change request as one transaction (reference §4.3): checks the arguments
-    /// (`INVALID_ARGUMENT`, `PATH_OUTSIDE_WORKSPACE`, `READ_ONLY_PATH`), begins at
-    /// `base_revision` (`CONCURRENT_UPDATE` when the workspace moved), applies the form to
-    /// the stage (`PATCH_CONFLICT` when a file form does not apply, `MEMORY_NOT_FOUND` /
-    /// `INVALID_ARGUMENT` when a record operation does not), validates and installs.
+    /// Applies one change request as one transaction: checks the arguments (`INVALID_ARGUMENT`,
+    /// `PATH_OUTSIDE_WORKSPACE`, `READ_ONLY_PATH`), begins at `base_revision` (`CONCURRENT_UPDATE`
+    /// when the workspace moved), applies the form to the stage (`PATCH_CONFLICT` when a file form
+    /// does not apply, `MEMORY_NOT_FOUND` / `INVALID_ARGUMENT` when a record operation does not),
+    /// validates and installs.
     ///
     /// Whole-file forms let any block disappear whose file they rewrite or delete
     /// (`Required::StillPresent`); `memory_changes` lets only the IDs named by its delete
@@ -258,8 +259,7 @@ impl Workspace {
         self.update_with(req, UpdateContext::default()).map(|outcome| outcome.installed)
     }
 
-    /// [`Workspace::update`] with the caller's [`UpdateContext`] (reference §4.3 steps 2, 6,
-    /// 8), in this order:
+    /// [`Workspace::update`] with the caller's [`UpdateContext`], in this order:
     ///
     /// 1. Declared sources without complete provenance → `WRITER_PRECONDITION_FAILED`.
     /// 2. Their IDs ([`scriptorium_topics_format::source::id::api_source_ids`]); labels
@@ -324,7 +324,7 @@ impl Workspace {
 }
 
 impl Staged {
-    /// Applies a `memory_changes` list (the JSON of reference §8.1) to this stage, as
+    /// Applies a `memory_changes` list (the request's JSON value) to this stage, as
     /// [`Workspace::update`] does: shape and limits (`INVALID_ARGUMENT`), every named source
     /// archived (`MISSING_SOURCE`), then the operations. The operations address the committed
     /// files (the baseline): they overwrite the stage's copy of every file they touch, so call
@@ -399,7 +399,7 @@ fn check_archived(staged: &Staged, changes: &[MemoryChange]) -> Result<()> {
     Ok(())
 }
 
-/// Reference §4.3 step 8: every committed topic file must still exist in the stage and start
+/// The append-only check: every committed topic file must still exist in the stage and start
 /// with its committed bytes.
 fn check_append_only(staged: &Staged) -> Result<()> {
     for file in staged.baseline_files() {
@@ -423,10 +423,10 @@ enum Plan<'a> {
     Patch(Vec<patch::Section>),
 }
 
-/// Normalizes a commit message (reference §4.3 step 1): line breaks become spaces, other
-/// non-printable characters (controls, and separators other than the space) are dropped,
-/// surrounding whitespace is trimmed, the result is cut to [`MAX_MESSAGE_CHARS`] characters,
-/// and an empty result becomes [`DEFAULT_MESSAGE`].
+/// Normalizes a commit message: line breaks become spaces, other non-printable characters
+/// (controls, and separators other than the space) are dropped, surrounding whitespace is trimmed,
+/// the result is cut to [`MAX_MESSAGE_CHARS`] characters, and an empty result becomes
+/// [`DEFAULT_MESSAGE`].
 pub fn normalize_message(message: Option<&str>) -> String {
     let text: String = message
         .unwrap_or_default()

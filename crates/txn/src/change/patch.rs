@@ -1,4 +1,4 @@
-//! A minimal unified-diff applier over the stage (reference §8.3).
+//! A minimal unified-diff applier over the stage.
 //!
 //! A patch is a sequence of file sections, each `--- a/<path>` followed by `+++ b/<path>`
 //! (`a/`, `b/` stripped; `/dev/null` on the old side creates the file, on the new side deletes

@@ -1,6 +1,6 @@
-//! Sources declared by an update request (reference §3.6): `sources: [{label, role, content,
-//! observed_at?}]`, archived with the caller's provenance and substituted for their
-//! `new-source-*` labels.
+//! Sources declared by an update request (see `docs/format.md#change-api-source-ids`):
+//! `sources: [{label, role, content, observed_at?}]`, archived with the caller's provenance and
+//! substituted for their `new-source-*` labels.
 //!
 //! Key decisions:
 //!

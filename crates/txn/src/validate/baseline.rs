@@ -1,4 +1,4 @@
-//! [`Baseline`]: the committed state a transaction is validated against (reference §4.2), kept
+//! [`Baseline`]: the committed state a transaction is validated against, kept
 //! file by file so that a transaction re-reads, re-parses and re-validates only the files it
 //! changed, and the next baseline is the last one with those files replaced.
 
@@ -311,7 +311,7 @@ impl Baseline {
     }
 
     /// Whether some committed block cites `source_ref`: such a ref is committed evidence, not
-    /// new evidence (SPEC §2, the organizer fix).
+    /// new evidence (the organizer fix: see `docs/format.md#where-we-deliberately-differ`).
     pub fn is_committed_ref(&self, source_ref: &str) -> bool {
         self.refs.contains_key(source_ref)
     }

@@ -1,4 +1,4 @@
-//! Validation of a staged, normalized topic tree against the baseline (reference §4.5).
+//! Validation of a staged, normalized topic tree against the baseline.
 //!
 //! [`validate`] runs every pure check of a transaction on the staged tree and returns **all**
 //! violations at once, each with a closed [`ErrorCode`], a position and the reference's message
@@ -10,10 +10,12 @@
 //!    `only topics/**/*.md is writable: topics/<path>`.
 //! 2. Size limits ([`Limits`]): `SIZE_LIMIT` `topic file exceeds the size limit: <n> > <max>
 //!    bytes` (at the file) and `topic tree exceeds the size limit: <n> > <max> bytes`.
-//! 3. Strict parse of every file (reference §2.4): `INVALID_TOPIC_FORMAT` with the §2.4 message
-//!    and the topic [`Code`] in [`Violation::diagnostic`].
+//! 3. Strict parse of every file (see `docs/format.md#memory-units`): `INVALID_TOPIC_FORMAT` with
+//!    the topic diagnostic's message (see `docs/format.md#diagnostic-codes`) and the topic
+//!    [`Code`] in [`Violation::diagnostic`].
 //! 4. Required block IDs ([`Required`]): `BLOCK_ID_REMOVED` `block ID must not be removed: <id>`.
-//! 5. Topic links of changed units target `#^id` (§2.8): `TOPIC_LINK_NOT_BLOCK`
+//! 5. Topic links of changed units target `#^id` (see `docs/format.md#topic-to-topic-links`):
+//!    `TOPIC_LINK_NOT_BLOCK`
 //!    `Topic-to-Topic link must target #^block-id: <topic> -> <target>`.
 //! 6. Every block link resolves: `DANGLING_BLOCK_LINK` `dangling block link: <id>`.
 //! 7. Every ref resolves in the live archive: `INVALID_SOURCE_REFERENCE`
@@ -32,7 +34,10 @@
 //! per lost ID (each positioned where the block was committed) and keep the reference's combined
 //! message in [`Validation::removed_message`].
 //!
-//! # The organizer fix (SPEC §2, reference §13.2 #2)
+//! # The organizer fix
+//!
+//! One of the deliberate differences from the Python implementation (see
+//! `docs/format.md#where-we-deliberately-differ`, row "organizer evidence").
 //!
 //! The reference calls a citation "new" when the *block ID* citing it did not cite that source
 //! before, and then requires every new citation to be in the transaction's evidence set. With
@@ -49,13 +54,15 @@
 //!   [`Rules::allowed_new_sources`]. Merging, splitting and moving committed evidence, and an
 //!   organizer pass with `Some(empty set)`, are therefore legal.
 //!
-//! This deviates from the Python implementation in one observable case: reference §12 item 78
-//! ("a new paragraph cannot borrow a ref cited elsewhere") is *accepted* here when the borrowed
-//! ref is cited by a committed block; a ref that no committed block ever cited is still refused
+//! This deviates from the Python implementation in one observable case: a new paragraph that
+//! borrows a ref cited elsewhere, which Python refuses, is *accepted* here when the borrowed ref is
+//! cited by a committed block (pinned by
+//! `a_new_paragraph_may_borrow_committed_evidence_but_not_uncommitted` in
+//! `crates/txn/tests/it/validate.rs`); a ref that no committed block ever cited is still refused
 //! with `SOURCE_NOT_IN_TRANSACTION`. It is safe because the restriction exists to keep a writer
-//! from citing evidence it was not handed (out-of-batch or pending messages), and a committed
-//! ref is neither: it was validated into the workspace by an earlier transaction, it resolves in
-//! the append-only archive, and it is still re-checked for trust whenever a block newly cites it.
+//! from citing evidence it was not handed (out-of-batch or pending messages), and a committed ref
+//! is neither: it was validated into the workspace by an earlier transaction, it resolves in the
+//! append-only archive, and it is still re-checked for trust whenever a block newly cites it.
 //!
 //! [trusted]: scriptorium_topics_format::source::TrustState::Trusted
 //!
@@ -111,7 +118,7 @@ pub enum Required {
     AllExcept(BTreeSet<String>),
     /// Only the committed IDs still present after the edit (`before ∩ staged`): any block may
     /// be deleted. Used for agents and whole-file changes and patches, where deleting a file is
-    /// intentional (reference §4.3 step 9, §4.4 step 4).
+    /// intentional.
     StillPresent,
 }
 
@@ -123,8 +130,8 @@ pub enum Required {
 /// can therefore still be edited down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Maximum bytes of one topic file. Default 512 000, the reference's per-change limit
-    /// (Appendix A: "512 000 patch/change bytes"): a whole-file change carries a whole file, so a
+    /// Maximum bytes of one topic file. Default 512 000, the Python implementation's per-change
+    /// limit (512 000 patch/change bytes): a whole-file change carries a whole file, so a
     /// file no change could have written is refused whatever wrote it (an agent, the editor).
     pub max_file_bytes: u64,
     /// Maximum bytes of the whole `topics/` tree. Default 64 MiB: the reference has no such
@@ -139,7 +146,7 @@ impl Default for Limits {
     }
 }
 
-/// What a transaction may do, chosen by its entry point (reference §4 table).
+/// What a transaction may do, chosen by its entry point.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rules<'a> {
     /// Which committed block IDs must survive.
@@ -266,7 +273,8 @@ pub fn removed_message<S: AsRef<str>>(ids: &[S]) -> String {
     format!("block ID must not be removed: {}", sorted.join(", "))
 }
 
-/// Validates the normalized staged tree `staged` against `baseline` (reference §4.5).
+/// Validates the normalized staged tree `staged` against `baseline` (the checks of the module
+/// docs).
 ///
 /// `staged` is the normalized staged tree (paths relative to `topics/`); `sources` resolves
 /// citations and trust against the live archive (new evidence is archived before a writer

@@ -1,6 +1,6 @@
-//! The source checks of a staged tree (reference §4.5 checks 6–8, with the organizer fix of
-//! SPEC §2): every ref resolves, a ref new to a block ID is trusted, a ref new to the workspace
-//! is the transaction's own evidence.
+//! The source checks of a staged tree (checks 7–9 of the `validate` module docs, with the organizer
+//! fix described there): every ref resolves, a ref new to a block ID is trusted, a ref new to the
+//! workspace is the transaction's own evidence.
 
 use std::collections::{HashMap, HashSet};
 
@@ -26,9 +26,9 @@ impl<F: SourceFiles> SourceCatalog for ArchiveResolver<F> {
     }
 }
 
-/// How trusted a block is: as trusted as *all* its refs (reference §3.7). A block with a pending
-/// or unresolvable ref is [`TrustState::Pending`] (reference §12 item 83: excluded from
-/// automatic injection until every ref is promoted or archived).
+/// How trusted a block is: as trusted as *all* its refs (see `docs/format.md#trust`). A block
+/// with a pending or unresolvable ref is [`TrustState::Pending`]: excluded from automatic
+/// injection until every ref is promoted or archived.
 pub fn block_trust(unit: &Unit, sources: &dyn SourceCatalog) -> TrustState {
     let trusted =
         unit.refs.iter().all(|source_ref| sources.trust(source_ref) == Some(TrustState::Trusted));

@@ -1,6 +1,5 @@
-//! The unified change interface: `Workspace::update` with whole-file `changes` and `patch`
-//! (reference §8.2, §8.3, §12 items 54–58). Every rejection is checked to leave the workspace
-//! byte for byte unchanged, revision included.
+//! The unified change interface: `Workspace::update` with whole-file `changes` and `patch`.
+//! Every rejection is checked to leave the workspace byte for byte unchanged, revision included.
 
 use std::path::Path;
 
@@ -149,8 +148,8 @@ fn deleting_a_file_another_topic_links_into_names_the_id() {
     )
     .expect("link installed");
     let dana = live(dir.path(), "topics/people/dana.md");
-    // Decision: reference §12 item 55 reports INVALID_TOPIC_FORMAT; this engine keeps its more
-    // specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
+    // Decision: the Python implementation reports INVALID_TOPIC_FORMAT; this engine keeps its
+    // more specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
     refused(
         dir.path(),
         &ws,

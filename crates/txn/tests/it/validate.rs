@@ -1,6 +1,8 @@
 //! Validation tests: every violation code triggered with its exact message and position, the
-//! organizer fix of SPEC §2, `Required` semantics, and the pure reference §12 cases (items 55,
-//! 65, 78, 83). The pipeline's tests show the workspace byte-identical after a rejection.
+//! organizer fix (see `docs/format.md#where-we-deliberately-differ`), `Required` semantics, and
+//! the pure cases shared with the Python implementation (a dangling link after a delete, a forged
+//! target, borrowed refs, trust). The pipeline's tests show the workspace byte-identical after a
+//! rejection.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,7 +46,8 @@ fn record(message: &str, ordinal: u64, trust: TrustState) -> ArchiveRecord {
     record
 }
 
-/// The owner's promotion (reference §3.7): rewrites exactly the frame's meta line to trusted.
+/// The owner's promotion (see `docs/format.md#trust`): rewrites exactly the frame's meta line to
+/// trusted.
 fn promote(sources: &mut Sources, message: &str) {
     let pending = record(message, 0, TrustState::Pending).meta().line();
     let trusted = record(message, 0, TrustState::Trusted).meta().line();
@@ -208,8 +211,8 @@ fn topic_link_not_block_only_for_changed_units() {
     assert!(case.run(&staged, &Rules::default()).is_valid());
 }
 
-/// Reference §12 item 55: deleting a file another topic links into is refused naming the ID
-/// (the reference's code is `INVALID_TOPIC_FORMAT`; ours is the specific `DANGLING_BLOCK_LINK`).
+/// Deleting a file another topic links into is refused naming the ID (the Python
+/// implementation's code is `INVALID_TOPIC_FORMAT`; ours is the specific `DANGLING_BLOCK_LINK`).
 #[test]
 fn dangling_block_link_when_the_target_file_is_deleted() {
     let linking = rec("Alpha, see [beta](b.md#^bbbb0001).", "aaaa0001", &["m1"]);
@@ -274,8 +277,7 @@ fn invalid_source_reference() {
     );
 }
 
-/// Reference §12 item 78, first half: a pending source cannot be cited; after promotion the
-/// same reference validates.
+/// A pending source cannot be cited; after promotion the same reference validates.
 #[test]
 fn source_not_trusted_until_promoted() {
     let mut case = Case::new(two_files());
@@ -484,7 +486,7 @@ fn a_block_broken_in_the_committed_tree_must_still_not_disappear() {
     );
 }
 
-// ---- the organizer fix (SPEC §2, reference §13.2 #2) ----
+// ---- the organizer fix (see `docs/format.md#where-we-deliberately-differ`) ----
 
 #[test]
 fn merging_paragraphs_with_different_committed_sources_is_legal() {
@@ -543,9 +545,9 @@ fn moving_a_block_across_directories_is_legal() {
     assert_eq!(validation.units[0].refs, [sref("m1")]);
 }
 
-/// Reference §12 item 78, second half — a documented deviation from Python: a new paragraph
-/// that borrows a ref some *committed* block cites is accepted (committed evidence, SPEC §2);
-/// a ref no committed block cited is refused.
+/// A documented deviation from Python (see `docs/format.md#where-we-deliberately-differ`, row
+/// "organizer evidence"): a new paragraph that borrows a ref some *committed* block cites is
+/// accepted (committed evidence); a ref no committed block cited is refused.
 #[test]
 fn a_new_paragraph_may_borrow_committed_evidence_but_not_uncommitted() {
     let case = Case::new(two_files());
@@ -562,8 +564,8 @@ fn a_new_paragraph_may_borrow_committed_evidence_but_not_uncommitted() {
     );
 }
 
-/// Reference §12 item 78, last part: unrelated edits keep old refs valid (a committed block's
-/// refs are never re-litigated against the transaction's set).
+/// Unrelated edits keep old refs valid (a committed block's refs are never re-litigated against
+/// the transaction's set).
 #[test]
 fn unrelated_edits_keep_committed_refs_valid() {
     let case = Case::new(two_files());
@@ -592,10 +594,9 @@ fn trust_stays_per_block_id() {
     );
 }
 
-// ---- other pure reference §12 cases ----
+// ---- other pure cases ----
 
-/// Reference §12 item 65: a label that looks like a source ID cannot substitute for a forged
-/// target.
+/// A label that looks like a source ID cannot substitute for a forged target.
 #[test]
 fn a_forged_target_is_an_invalid_source_target() {
     let case = Case::new(vec![]);
@@ -607,8 +608,8 @@ fn a_forged_target_is_an_invalid_source_target() {
     assert!(validation.violations[0].message.starts_with("invalid source target: "));
 }
 
-/// Reference §12 item 83: a block is as trusted as all its refs; a pending or unresolvable ref
-/// makes it pending, promotion restores it.
+/// A block is as trusted as all its refs (see `docs/format.md#trust`); a pending or unresolvable
+/// ref makes it pending, promotion restores it.
 #[test]
 fn a_block_is_as_trusted_as_all_its_refs() {
     let mut sources = sources();

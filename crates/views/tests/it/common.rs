@@ -110,7 +110,8 @@ pub(crate) fn master_interleaved(n: usize) -> String {
     text
 }
 
-/// The same master with every definition grouped at the end (reference §13.2 #5).
+/// The same master with every definition grouped at the end (see
+/// `docs/format.md#where-we-deliberately-differ`, row "core chunking").
 pub(crate) fn master_grouped(n: usize) -> String {
     let mut text = String::from("# Core\n");
     let mut all = Vec::new();

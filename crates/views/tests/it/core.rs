@@ -1,4 +1,4 @@
-//! The core render (reference §7.1 with the SPEC §2 footnote fix) and legacy promotion (§7.6).
+//! The core render with the footnote fix and legacy promotion (see `docs/format.md#core-view`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -150,7 +150,7 @@ fn external_and_absolute_links_are_untouched() {
 
 #[test]
 fn pending_source_blocks_are_skipped() {
-    // Reference §12 item 53: `dropme` (pending) is left out, `keepme` (trusted) stays.
+    // `dropme` (pending) is left out, `keepme` (trusted) stays.
     let mut keep = ArchiveRecord::new("openprogram", "grp", "keepme", 0, "user", "keep this");
     keep.timestamp = Some("2024-03-15T10:00:00+00:00".into());
     let mut drop = ArchiveRecord::new("openprogram", "grp", "dropme", 1, "user", "drop this");
@@ -219,7 +219,8 @@ fn realistic_12k_token_master_renders_just_under_2000() {
 
 #[test]
 fn definitions_grouped_at_the_end_follow_their_paragraphs() {
-    // Reference §13.2 #5: the Python chunking glued every definition to the last paragraph.
+    // The Python chunking glued every definition to the last paragraph (see
+    // `docs/format.md#where-we-deliberately-differ`, row "core chunking").
     let grouped = render_core(Some(&master_grouped(94)), &TrustAll, 2_000);
     let interleaved = render_core(Some(&master_interleaved(94)), &TrustAll, 2_000);
     assert_eq!(grouped, interleaved);

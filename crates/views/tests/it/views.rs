@@ -1,4 +1,4 @@
-//! Timeline, recent events and relations (reference §7.4), as insta
+//! Timeline, recent events and relations (see `docs/format.md#derived-views`), as insta
 //! snapshots on the frozen corpus workspace.
 
 use std::collections::BTreeMap;

@@ -96,7 +96,8 @@ fn root_core_follows_its_master() {
     let written = write_views(root, &Views::default(), &none, false).expect("write");
     assert!(written.removed_files.is_empty());
     assert!(root.join("core.md").exists());
-    // The master was deleted: the view disappears with it (reference §4.6 step 5, §12 #77).
+    // The master was deleted: the view disappears with it (see `docs/format.md#core-view`,
+    // step 1).
     let written = write_views(root, &Views::default(), &none, true).expect("write");
     assert_eq!(written.removed_files, ["core.md"]);
     assert!(!root.join("core.md").exists());

@@ -4,8 +4,8 @@
 //! ([`ChatModel`] drives any [`Chat`] through the agent loop; [`journal`] and [`command`] work
 //! without one).
 //!
-//! Errors carry an [`ErrorReason`] and a retryable verdict (reference §5.6): transport errors,
-//! 429, 5xx and timeouts are retryable, 400/401/403 and context-length errors are not.
+//! Errors carry an [`ErrorReason`] and a retryable verdict: transport errors, 429, 5xx and
+//! timeouts are retryable, 400/401/403 and context-length errors are not.
 
 pub mod command;
 pub mod journal;
@@ -129,7 +129,7 @@ pub trait Chat: Send + Sync + fmt::Debug {
     fn complete(&self, request: &ChatRequest) -> Result<ChatReply, ModelError>;
 }
 
-/// Why a model call failed (reference §5.6 `ErrorReason`).
+/// Why a model call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorReason {

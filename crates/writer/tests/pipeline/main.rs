@@ -1,7 +1,7 @@
 //! The write pipeline end to end with the `scripted`, `journal` and `command` models over
 //! sessions built in the test: archive → topics → markers, the repair turn, `COMMIT_REJECTED`,
 //! a held lock, a crash between install and marking, the forced loop and its branch rules,
-//! organize triggers and `reorganize` (reference §5.4–§5.8, §12 items 5–8, 20–21, 29–36).
+//! organize triggers and `reorganize`.
 
 mod faults;
 mod forced;

@@ -1,5 +1,5 @@
-//! Block links (reference §2.8): the Topic-to-Topic rule, dangling links, and the rewrite after
-//! blocks move.
+//! Block links (see `docs/format.md#topic-to-topic-links`): the Topic-to-Topic rule, dangling
+//! links, and the rewrite after blocks move.
 
 use scriptorium_topics_format::Code;
 use scriptorium_topics_format::topic::{

@@ -1,4 +1,5 @@
-//! Normalization (reference §2.7) on the reference's own examples and each step's edge cases.
+//! Normalization (see `docs/format.md#normalization`) on the shared examples of the frozen corpus
+//! and each step's edge cases.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -23,11 +24,13 @@ fn verified_reference_hashes() {
     assert_eq!(evidence_id_candidate("undated", "openprogram/sess-7f2a/a1", 0), "e-cecd4ddc68");
 }
 
-/// The reference §2.1 / §7.1 run: the stage the writer produced, normalized.
+/// The example run of `docs/format.md#topic-files` and `docs/format.md#core-view`: the stage the
+/// writer produced, normalized.
 ///
-/// Python gave both files `e-cecd4ddc68` because it keyed local labels by label alone (§13.2.1);
-/// we key by (file, label), so `budget-tracker.md` gets the ID of its own definition, exactly what
-/// Python gives when that file is normalized on its own. Everything else is byte for byte §2.1.
+/// Python gave both files `e-cecd4ddc68` because it keyed local labels by label alone (see
+/// `docs/format.md#where-we-deliberately-differ`, row "evidence IDs"); we key by (file, label), so
+/// `budget-tracker.md` gets the ID of its own definition, exactly what Python gives when that file
+/// is normalized on its own. Everything else is byte for byte the Python implementation's output.
 #[test]
 fn reference_stage_normalizes_to_reference_output() {
     let stage = topic_files(&corpus_dir().join("topics").join("stage"));
@@ -81,7 +84,8 @@ fn reference_stage_normalizes_to_reference_output() {
     );
 }
 
-/// SPEC §2: two files introducing `[^e1]` with different definitions get different IDs.
+/// Two files introducing `[^e1]` with different definitions get different IDs (see
+/// `docs/format.md#where-we-deliberately-differ`, row "evidence IDs").
 #[test]
 fn evidence_ids_are_keyed_by_file_and_label() {
     let files = [

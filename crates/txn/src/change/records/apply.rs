@@ -1,5 +1,5 @@
-//! Applies checked `memory_changes` to the stage (reference §8.1 "Application"): content
-//! operations first in request order, then moves in request order.
+//! Applies checked `memory_changes` to the stage: content operations first in request order,
+//! then moves in request order.
 //!
 //! The touched files are edited as line lists in memory and written to the stage at the end;
 //! normalization (run by validation) then assigns block IDs and evidence IDs to the new

@@ -1,4 +1,4 @@
-//! In-place edits of legacy `mem_` units (reference §8.1, §2.4 step 3).
+//! In-place edits of legacy `mem_` units (see `docs/format.md#memory-units`).
 //!
 //! A legacy paragraph has no block suffix; each citation group made only of `mem_*` labels is
 //! one unit per label, whose content is the text since the previous such group. An update

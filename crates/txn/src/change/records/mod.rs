@@ -1,4 +1,4 @@
-//! Structured record operations (reference §8.1): `memory_changes`.
+//! Structured record operations: `memory_changes` (see `ARCHITECTURE.md#cratestxn`).
 //!
 //! A request is a non-empty list of at most [`super::MAX_CHANGES`] operations whose strings add up to
 //! at most [`super::MAX_CHANGE_BYTES`] bytes. Each operation is one of `create_record`,
@@ -9,9 +9,9 @@
 //! exist, merged blocks, shared physical blocks, anchors, evidence conflicts) is checked by
 //! the applier while the operations are applied.
 //!
-//! Legacy `mem_` units (reference §2.4 step 3) are updated and deleted in place inside their
-//! shared paragraph, leaving the other units and the trailing prose alone; `move_records` and
-//! anchors take block IDs only.
+//! Legacy `mem_` units (see `docs/format.md#memory-units`) are updated and deleted in place
+//! inside their shared paragraph, leaving the other units and the trailing prose alone;
+//! `move_records` and anchors take block IDs only.
 //!
 //! The pre-release aliases `create`, `update` and `delete` are mapped (`create` takes a
 //! top-level `topic_path` and `headings` and position `end`).

@@ -1,12 +1,11 @@
-//! Structured edits of legacy `mem_` units (reference §8.1, §2.4 step 3, §12 item 71): one
-//! unit of a shared paragraph is updated or deleted in place, its peers and the trailing
-//! prose stay, definitions stay before the paragraph, links to `mem_` IDs keep working and
-//! deleting the last unit removes the file.
+//! Structured edits of legacy `mem_` units (see `docs/format.md#memory-units`): one unit of a
+//! shared paragraph is updated or deleted in place, its peers and the trailing prose stay,
+//! definitions stay before the paragraph, links to `mem_` IDs keep working and deleting the last
+//! unit removes the file.
 //!
-//! It also holds the record API's checks on labels kept verbatim (§12 items 62, 64), on the
-//! link to a thread whose name has a space (item 63), on headings counting toward the byte
-//! limit (item 69, against this engine's fixed 512 000-byte limit) and on an HTML-bearing
-//! paragraph located as the parser locates it (item 70).
+//! It also holds the record API's checks on labels kept verbatim, on the link to a thread whose
+//! name has a space, on headings counting toward the byte limit (against this engine's fixed
+//! 512 000-byte limit) and on an HTML-bearing paragraph located as the parser locates it.
 
 use std::path::Path;
 
@@ -134,8 +133,8 @@ fn links_to_mem_ids_keep_working() {
     );
     assert!(live(root, EVE).contains("\nEve runs a rye bakery.[^mem_a1] More to come.\n"));
     assert!(live(root, "topics/links.md").contains(link));
-    // Decision: reference §8.1 reports INVALID_TOPIC_FORMAT; this engine keeps its more
-    // specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
+    // Decision: the Python implementation reports INVALID_TOPIC_FORMAT; this engine keeps its
+    // more specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
     refused(
         root,
         &ws,
@@ -284,7 +283,7 @@ fn long_headings_count_toward_the_byte_limit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
     let ws = fixture(root);
-    // Reference §12 item 69: 2 000-character headings against `max_patch_bytes = 100`.
+    // 2 000-character headings against `max_patch_bytes = 100`.
     let op = json!({"op": "create_record", "content": "Short.", "time": null,
                     "sources": [{"source": "openprogram/garden/u1", "label": "s1"}],
                     "destination": {"topic_path": "topics/long.md",

@@ -1,4 +1,4 @@
-//! A model test of `memory_changes` (issue 6): random sequences of create, update, delete and
+//! A model test of `memory_changes`: random sequences of create, update, delete and
 //! move, valid and invalid, against an in-memory model of the records (id → content and label,
 //! and the ordered IDs of every (file, headings) section). After every step the strictly parsed
 //! workspace equals the model; a rejected step leaves every byte and the revision unchanged.

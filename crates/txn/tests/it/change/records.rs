@@ -1,6 +1,5 @@
-//! Structured record operations, `memory_changes` (reference §8.1, §12 items 60–77). Every
-//! rejection goes through [`refused`], which checks that the workspace and its revision are
-//! unchanged byte for byte.
+//! Structured record operations, `memory_changes`. Every rejection goes through [`refused`],
+//! which checks that the workspace and its revision are unchanged byte for byte.
 
 use std::path::Path;
 
@@ -152,7 +151,8 @@ fn delete_removes_the_paragraph_its_evidence_and_an_emptied_file() {
     let garden = live(root, GARDEN);
     assert!(!garden.contains(&sqlite) && !garden.contains(&cited), "{garden}");
     assert_eq!(records(root, GARDEN).len(), 2);
-    // Deleting every record of a file deletes the file (reference §12 item 77).
+    // Deleting every record of a file deletes the file (the prune step of
+    // `docs/format.md#normalization`).
     let installed =
         changes(&ws, json!([create("Core fact.", dest("topics/core.md", &["Core"], "end"))]));
     let core = installed.block_ids.values().next().expect("new id").clone();
@@ -446,8 +446,8 @@ fn deleting_a_linked_record_fails_the_whole_update() {
                             "content": super::note("Links", &link)}]}),
     )
     .expect("link");
-    // Decision: reference §8.1 reports INVALID_TOPIC_FORMAT; this engine keeps its more
-    // specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
+    // Decision: the Python implementation reports INVALID_TOPIC_FORMAT; this engine keeps its
+    // more specific closed code DANGLING_BLOCK_LINK (the message names the ID either way).
     refuse_ops(
         root,
         &ws,

@@ -1,8 +1,7 @@
-//! Byte-for-byte snapshots of the topic files that representative `memory_changes` requests
-//! leave (reference §8.1, issue 6): a create with a new heading chain, updates and deletes of
-//! merged aliases, a move with an inbound link re-pathed, and merge and split as plain
-//! update + delete and update + create. The fixture's clock and IDs are seeded, so every byte
-//! is stable.
+//! Byte-for-byte snapshots of the topic files that representative `memory_changes` requests leave:
+//! a create with a new heading chain, updates and deletes of merged aliases, a move with an inbound
+//! link re-pathed, and merge and split as plain update + delete and update + create. The fixture's
+//! clock and IDs are seeded, so every byte is stable.
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
-//! Sources declared by an update request (reference §3.6, §4.3 steps 2, 6, 8; §12 items
-//! 79–81): archived with the caller's provenance, substituted for their labels, and the
-//! append-only rule of paired writers. Every rejection goes through [`refused_with`], which
+//! Sources declared by an update request (see `docs/format.md#change-api-source-ids`): archived
+//! with the caller's provenance, substituted for their labels, and the append-only rule of paired
+//! writers. Every rejection goes through [`refused_with`], which
 //! checks that the workspace and its revision are unchanged byte for byte.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
-//! Source archiving (reference §3.5, §12 items 90–92): idempotent, preflighted before any
-//! write, refusing truncated archives, symlinks and escaping paths.
+//! Source archiving (see `docs/format.md#appending`): idempotent, preflighted before any write,
+//! refusing truncated archives, symlinks and escaping paths.
 
 use scriptorium_topics_format::source::ArchiveRecord;
 use scriptorium_txn::{ErrorCode, LockTimeout, Workspace};

@@ -1,5 +1,6 @@
-//! Permissions (reference §12 item 84): files 0600 and directories 0700 after init and after
-//! an install; an old 0644/0755 workspace is migrated on open; symlink targets are untouched.
+//! Permissions (see `docs/format.md#canonical-derived-and-runtime-files`): files 0600 and
+//! directories 0700 after init and after an install; an old 0644/0755 workspace is migrated on
+//! open; symlink targets are untouched.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
