@@ -5,7 +5,9 @@
 //!   (an exception is an `expect` attribute with a reason);
 //! - no trailing whitespace in source, docs and config (frozen corpora and snapshots excepted:
 //!   their bytes are the test);
-//! - no machine-specific absolute paths.
+//! - no machine-specific absolute paths;
+//! - no citation of design documents outside the repository (a section sign after `SPEC` or
+//!   `reference`): the repository explains itself through its own docs (`docs/`, ARCHITECTURE.md).
 
 use std::path::{Path, PathBuf};
 
@@ -55,6 +57,7 @@ pub(crate) fn problems_in(rel: &str, text: &str) -> Vec<String> {
     ];
     let machine_paths =
         [["/", "work", "/"].concat(), ["/", "root", "/"].concat(), ["/", "home", "/"].concat()];
+    let outside_citations = [["SPEC", " §"].concat(), ["reference", " §"].concat()];
     if rel.ends_with(".rs") && !text.starts_with("//!") {
         problems.push(format!("{rel}:1: a .rs file must start with a `//!` module doc"));
     }
@@ -69,6 +72,13 @@ pub(crate) fn problems_in(rel: &str, text: &str) -> Vec<String> {
         }
         if !whitespace_is_data(rel) && (line.ends_with(' ') || line.ends_with('\t')) {
             problems.push(format!("{rel}:{n}: trailing whitespace"));
+        }
+        for pat in &outside_citations {
+            if line.contains(pat.as_str()) {
+                problems.push(format!(
+                    "{rel}:{n}: `{pat}` cites a document outside the repository (cite docs/)"
+                ));
+            }
         }
         for pat in &machine_paths {
             if line.contains(pat.as_str()) {
@@ -124,5 +134,7 @@ mod tests {
         assert_eq!(problems_in("a.md", &format!("see {path}\n")).len(), 1);
         let allow = ["#[", "allow(dead_code)]"].concat();
         assert_eq!(problems_in("a.rs", &format!("//! d\n{allow}\n")).len(), 1);
+        let citation = ["// see SPEC", " §4\n"].concat();
+        assert_eq!(problems_in("a.rs", &format!("//! d\n{citation}")).len(), 1);
     }
 }
