@@ -88,7 +88,9 @@ impl LocalBackend {
         if !config.enabled() {
             return Err(OpenError::Disabled);
         }
-        let memory = MemoryWorkspace::open(home.join("memory"), true)?;
+        let mut memory = MemoryWorkspace::open(home.join("memory"), true)?;
+        // Per-turn recall looks for outside edits at most once a second (a stat of each file).
+        memory.set_outside_check_interval(std::time::Duration::from_secs(1));
         let store = Arc::new(EmbeddedStore::open(home.join("sessions"))?);
         let writer_config = WriterConfig {
             threshold_tokens: config.memory.writer.trigger_tokens,

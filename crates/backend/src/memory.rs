@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use scriptorium_history::{CommitRequest, History, Time};
 use scriptorium_search::{Changes, Hit, Index, Query};
@@ -321,7 +321,48 @@ pub struct MemoryWorkspace {
     history: Option<History>,
     history_error: Option<String>,
     derived: Arc<Derived>,
+    /// When [`MemoryWorkspace::search`] last looked for outside edits, and how often it looks.
+    outside_check: Mutex<Option<OutsideCheck>>,
+    outside_interval: Duration,
 }
+
+/// The last look for outside edits.
+struct OutsideCheck {
+    at: Instant,
+    /// Outside edits that stayed (the installed revision then, the live one).
+    live: Option<(scriptorium_txn::Revision, scriptorium_txn::Revision)>,
+}
+
+/// What [`MemoryWorkspace::adopt_outside_edits`] found and did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Adoption {
+    /// `topics/` and `sources/` are as the last install or append recorded them.
+    Nothing,
+    /// The files edited outside a transaction (in `topics/`, and archives in `sources/` another
+    /// program wrote) validated and were installed as one transaction; the views, the index
+    /// and git followed it like any install.
+    Installed {
+        /// The adopted files (`topics/…`).
+        files: Vec<String>,
+        /// The install.
+        installed: Box<scriptorium_txn::Installed>,
+    },
+    /// The edits do not validate, so nothing was installed and nothing changed (`scriptorium
+    /// check` lists the problems). The same edits are not validated again.
+    Refused {
+        /// The edited files (`topics/…`).
+        files: Vec<String>,
+        /// How many violations validation found.
+        violations: usize,
+    },
+    /// Another process holds the write lock or installed meanwhile; the next call retries.
+    Busy,
+}
+
+/// The file (in `.scriptorium/`) naming the live revision whose outside edits were refused,
+/// so that a search does not validate the same invalid edit again.
+const REFUSED_FILE: &str = "outside-refused";
 
 /// Opens (or creates) the history and brings it up to the installed transaction. Runs under
 /// the workspace write lock, the only place commits are made from, so lock files a killed
@@ -332,7 +373,7 @@ pub struct MemoryWorkspace {
 fn open_history(workspace: &Workspace) -> Result<History, String> {
     let root = workspace.root();
     // Nothing to repair: no lock needed (opening never waits for another process's install).
-    let installed = workspace.revision_state().map_err(|e| e.to_string())?.txn_id;
+    let installed = workspace.installed_txn_id().map_err(|e| e.to_string())?;
     if !installed.is_empty()
         && let Some(history) = History::settled(root, &installed)
     {
@@ -341,7 +382,7 @@ fn open_history(workspace: &Workspace) -> Result<History, String> {
     let repair = || -> Result<History, String> {
         let history = History::open_or_init(root, now()).map_err(|e| e.to_string())?;
         history.remove_stale_locks().map_err(|e| e.to_string())?;
-        let installed = workspace.revision_state().map_err(|e| e.to_string())?.txn_id;
+        let installed = workspace.installed_txn_id().map_err(|e| e.to_string())?;
         if !installed.is_empty() {
             let behind = history.last_txn_id().map_err(|e| e.to_string())?.as_deref()
                 != Some(installed.as_str());
@@ -401,7 +442,96 @@ impl MemoryWorkspace {
         let observers: Vec<Arc<dyn InstallObserver>> = vec![derived.clone()];
         let workspace = Workspace::open_with(&root, Options { observers, ..Options::default() })
             .map_err(txn_err)?;
-        Ok(MemoryWorkspace { workspace, history, history_error, derived })
+        Ok(MemoryWorkspace {
+            workspace,
+            history,
+            history_error,
+            derived,
+            outside_check: Mutex::new(None),
+            outside_interval: Duration::ZERO,
+        })
+    }
+
+    /// How often [`MemoryWorkspace::search`] looks for outside edits (one `lstat` per file of
+    /// `topics/` and `sources/`): by default on every search; a long-lived process answering
+    /// every turn sets an interval.
+    pub fn set_outside_check_interval(&mut self, interval: Duration) {
+        self.outside_interval = interval;
+    }
+
+    /// Takes in what another program (an editor, the Python implementation, `git pull`) wrote
+    /// into `topics/` or `sources/`: when the live trees differ from what the last install
+    /// recorded, runs
+    /// one transaction that changes nothing itself, so it installs exactly the outside edits
+    /// (validated like any change; IDs minted for new records) and the views, the index and
+    /// git catch up with those files. Never waits for the write lock (`Busy`), never commits
+    /// nothing. Also refreshes the stat cache when a copy or checkout touched files without
+    /// changing them.
+    pub fn adopt_outside_edits(&self) -> Result<Adoption, scriptorium_txn::Error> {
+        let ws = &self.workspace;
+        let state = ws.revision_state()?;
+        if state.stat_cache_stale {
+            ws.refresh_stat_cache()?;
+        }
+        if !state.topics_edited_outside && !state.sources_changed_outside {
+            return Ok(Adoption::Nothing);
+        }
+        let mut files = state.outside_files.clone();
+        if state.sources_changed_outside {
+            files.push("sources/".to_owned());
+        }
+        let refused = ws.root().join(".scriptorium").join(REFUSED_FILE);
+        if std::fs::read_to_string(&refused).is_ok_and(|r| r.trim() == state.revision.as_str()) {
+            return Ok(Adoption::Refused { files, violations: 0 });
+        }
+        let shown = files.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(", ");
+        let more = files.len().saturating_sub(3);
+        let message = if more == 0 {
+            format!("memory: adopt outside edits to {shown}")
+        } else {
+            format!("memory: adopt outside edits to {shown} and {more} more")
+        };
+        let opts = scriptorium_txn::BeginOptions {
+            base_revision: Some(state.revision.clone()),
+            lock_timeout: LockTimeout::new(Duration::ZERO),
+            message,
+            ..scriptorium_txn::BeginOptions::default()
+        };
+        let busy = |error: &scriptorium_txn::Error| {
+            matches!(
+                error,
+                scriptorium_txn::Error::Busy { .. }
+                    | scriptorium_txn::Error::ConcurrentUpdate { .. }
+            )
+        };
+        let staged = match ws.begin(opts) {
+            Ok(staged) => staged,
+            Err(error) if busy(&error) => return Ok(Adoption::Busy),
+            Err(error) => return Err(error),
+        };
+        match staged.validate() {
+            Ok(validated) => match validated.install() {
+                Ok(installed) => Ok(Adoption::Installed {
+                    files: installed.adopted.clone(),
+                    installed: Box::new(installed),
+                }),
+                Err(error) if busy(&error) => Ok(Adoption::Busy),
+                Err(error) => Err(error),
+            },
+            Err(rejected) => {
+                let violations = rejected.violations().len();
+                tracing::warn!(
+                    files = %files.join(", "),
+                    violations,
+                    "edits made outside a transaction do not validate; run `scriptorium check`"
+                );
+                let tmp = refused.with_extension("tmp");
+                if std::fs::write(&tmp, format!("{}\n", state.revision)).is_ok() {
+                    let _ = std::fs::rename(&tmp, &refused);
+                }
+                Ok(Adoption::Refused { files, violations })
+            }
+        }
     }
 
     /// The transaction engine's workspace (with the observer registered).
@@ -419,16 +549,61 @@ impl MemoryWorkspace {
         self.history_error.as_deref()
     }
 
-    /// Recalls blocks and source records for `query` at the workspace's installed revision: one
-    /// `stat` of the revision record (a read only when it changed), then the index, which
-    /// catches up with the changed files first if the revision moved. Edits made outside any
-    /// transaction are picked up by the next install or by [`MemoryWorkspace::rebuild_index`].
+    /// Recalls blocks and source records for `query`. First takes in edits made outside any
+    /// transaction ([`MemoryWorkspace::adopt_outside_edits`]; at most once per
+    /// [`MemoryWorkspace::set_outside_check_interval`]), then searches the index at the
+    /// installed revision, which catches up with the changed files first if the revision
+    /// moved. Outside edits that could not be installed (invalid, or the lock busy) are
+    /// searched as they are: the index catches up with the live files by stat.
     pub fn search(&self, query: &Query) -> Result<Vec<Hit>, SearchError> {
-        let revision = self.workspace.installed_revision().map_err(SearchError::Txn)?;
-        with_index(self.workspace.root(), &self.derived.index, |index| {
+        Ok(self.search_reporting(query)?.0)
+    }
+
+    /// [`MemoryWorkspace::search`], also saying what it did about outside edits (`None` when
+    /// it did not look: the check interval had not passed).
+    pub fn search_reporting(
+        &self,
+        query: &Query,
+    ) -> Result<(Vec<Hit>, Option<Adoption>), SearchError> {
+        let (revision, adoption) = self.search_revision().map_err(SearchError::Txn)?;
+        let hits = with_index(self.workspace.root(), &self.derived.index, |index| {
             index.search(revision.as_str(), query)
         })
-        .map_err(SearchError::Search)
+        .map_err(SearchError::Search)?;
+        Ok((hits, adoption))
+    }
+
+    /// The revision a search must see: the installed one after taking in outside edits, or
+    /// the live one when some remain.
+    fn search_revision(
+        &self,
+    ) -> Result<(scriptorium_txn::Revision, Option<Adoption>), scriptorium_txn::Error> {
+        let installed = self.workspace.installed_revision()?;
+        let mut last = self.outside_check.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(check) = last.as_ref()
+            && check.at.elapsed() < self.outside_interval
+        {
+            // Not due: the live revision seen last time still stands while nothing installed.
+            let revision = match &check.live {
+                Some((over, live)) if *over == installed => live.clone(),
+                _ => installed,
+            };
+            return Ok((revision, None));
+        }
+        let adoption = self.adopt_outside_edits()?;
+        let live = match &adoption {
+            Adoption::Nothing => None,
+            Adoption::Installed { installed, .. } => {
+                *last = Some(OutsideCheck { at: Instant::now(), live: None });
+                return Ok((installed.revision.clone(), Some(adoption)));
+            }
+            Adoption::Refused { .. } | Adoption::Busy => {
+                Some((installed.clone(), self.workspace.revision()?))
+            }
+        };
+        let revision = live.as_ref().map_or_else(|| installed.clone(), |(_, live)| live.clone());
+        *last = Some(OutsideCheck { at: Instant::now(), live });
+        Ok((revision, Some(adoption)))
     }
 
     /// Rebuilds the search index from scratch (deletes `.scriptorium/index/` and re-indexes

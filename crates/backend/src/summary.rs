@@ -15,7 +15,7 @@ use crate::memory::MemoryWorkspace;
 pub struct GitStatus {
     /// The HEAD commit, if any.
     pub head: Option<String>,
-    /// The transaction HEAD records (`Txn-Id:` trailer).
+    /// The transaction HEAD records (its `Txn-Id:` trailer, or the settled marker).
     pub txn_id: Option<String>,
     /// Whether HEAD records the installed transaction.
     pub in_sync: bool,
@@ -59,13 +59,22 @@ pub fn workspace_status(memory: &MemoryWorkspace) -> Result<WorkspaceStatus, Sta
     let ws = memory.workspace();
     let root = ws.root();
     let state = ws.revision_state()?;
+    if state.stat_cache_stale {
+        // A copy or checkout touched files without changing them: record their new stat so
+        // the next command reads nothing again (the revision does not move).
+        ws.refresh_stat_cache()?;
+    }
     let files = read_topics(root)?;
     let parsed = parse_tree(&files, &ArchiveResolver::new(FsSources::new(root)));
     let (source_files, source_records) = count_sources(root);
-    let head = memory.history().map(|h| h.log(None, 1));
+    // The transaction HEAD records: its trailer, or the settled marker when HEAD already held
+    // an installed tree (no empty commit is made for it).
+    let head = memory
+        .history()
+        .map(|h| Ok::<_, scriptorium_history::Error>((h.log(None, 1)?, h.last_txn_id()?)));
     let (head, txn_id, error) = match head {
-        Some(Ok(entries)) => match entries.into_iter().next() {
-            Some(e) => (Some(e.commit), e.txn_id, None),
+        Some(Ok((entries, txn_id))) => match entries.into_iter().next() {
+            Some(e) => (Some(e.commit), txn_id, None),
             None => (None, None, None),
         },
         Some(Err(err)) => (None, None, Some(err.to_string())),

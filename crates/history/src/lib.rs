@@ -15,7 +15,11 @@
 //!   caller-supplied [`Time`], so no git configuration is needed;
 //! - tree: every regular file of the workspace except internal paths ([`is_internal_path`]:
 //!   `.scriptorium*`, `.nativemem*`, `.git`); symlinks are skipped, never followed;
-//! - `.git/index` is rewritten from the new tree (carrying stat data) so `git status` is clean.
+//! - `.git/index` is rewritten from the new tree (carrying stat data) so `git status` is clean;
+//! - never an empty commit: a transaction whose tree `HEAD` already holds (it changed only
+//!   internal files, or a `git commit` by hand recorded its files first) is recorded by the
+//!   marker `.git/scriptorium-settled` (`<txn id> <commit>`), which names it while `HEAD` is that
+//!   commit.
 //!
 //! # Limitations
 //!
@@ -294,7 +298,9 @@ impl History {
     }
 
     /// Make `HEAD` name `installed_txn_id` if it does not already: commit the current workspace
-    /// (full scan) as `memory: catch up with transaction <id>` with that trailer. Returns `None`
+    /// (full scan) as `memory: catch up with transaction <id>` with that trailer, or, when
+    /// `HEAD`'s tree already equals the workspace, record it with the settled marker and make
+    /// no commit (the outcome says `created: false`). Returns `None`
     /// when `HEAD` already carries it; then `.git/index` is rewritten from `HEAD`'s tree if it
     /// is older than the ref `HEAD` points to (a committer killed between moving the ref and
     /// writing the index leaves it so, and `git status` would show the commit's changes as
@@ -472,11 +478,14 @@ impl Repo<'_> {
         let commit =
             self.repo.find_commit(id).map_err(|source| Error::read("read HEAD", None, source))?;
         let tree = commit.tree_id().map_err(|source| Error::read("read HEAD", None, source))?;
-        Ok(Some(HeadInfo {
-            commit: id.detach(),
-            tree: tree.detach(),
-            txn_id: txn_id_of(commit.message_raw_sloppy()),
-        }))
+        let commit_id = id.detach();
+        // A transaction whose tree equals `HEAD`'s is recorded by the settled marker, not by
+        // an empty commit; the marker counts only while `HEAD` is the commit it names.
+        let txn_id = read_settled(self.root)
+            .filter(|(_, settled)| *settled == commit_id)
+            .map(|(txn, _)| txn)
+            .or_else(|| txn_id_of(commit.message_raw_sloppy()));
+        Ok(Some(HeadInfo { commit: commit_id, tree: tree.detach(), txn_id }))
     }
 
     fn commit_inner(
@@ -563,9 +572,14 @@ impl Repo<'_> {
 
         if let Some(head) = &head
             && head.tree == tree
-            && txn_id.is_some()
-            && head.txn_id.as_deref() == txn_id
         {
+            // Nothing to commit: never an empty commit. When a transaction is named, `HEAD`
+            // already holds its tree, so it is recorded as settled at `HEAD`.
+            if let Some(txn_id) = txn_id
+                && head.txn_id.as_deref() != Some(txn_id)
+            {
+                write_settled(self.root, txn_id, head.commit)?;
+            }
             let index_written = self.write_index(tree, &scanner).is_ok();
             return Ok(CommitOutcome {
                 commit: head.commit.to_hex().to_string(),
@@ -619,6 +633,29 @@ impl Repo<'_> {
             .write(gix::index::write::Options::default())
             .map_err(|source| Error::write("write index", Some(".git/index"), source))
     }
+}
+
+/// The file in `.git` that records a transaction whose tree `HEAD` already held
+/// (`<txn id> <commit hex>\n`), so that no empty commit is made for it.
+const SETTLED_FILE: &str = "scriptorium-settled";
+
+/// The settled marker: the transaction and the commit that holds its tree.
+fn read_settled(root: &Path) -> Option<(String, ObjectId)> {
+    let text = std::fs::read_to_string(root.join(".git").join(SETTLED_FILE)).ok()?;
+    let (txn, commit) = text.trim_end().split_once(' ')?;
+    check_txn_id(txn).ok()?;
+    Some((txn.to_owned(), ObjectId::from_hex(commit.as_bytes()).ok()?))
+}
+
+/// Writes the settled marker (temp file and rename, so a reader sees the old or the new one).
+fn write_settled(root: &Path, txn_id: &str, commit: ObjectId) -> Result<(), Error> {
+    let git = root.join(".git");
+    let path = git.join(SETTLED_FILE);
+    let tmp = git.join(format!("{SETTLED_FILE}.tmp"));
+    let write_err =
+        |source| Error::Workspace { op: "write settled marker", path: path.clone(), source };
+    std::fs::write(&tmp, format!("{txn_id} {}\n", commit.to_hex())).map_err(write_err)?;
+    std::fs::rename(&tmp, &path).map_err(write_err)
 }
 
 /// Add the missing [`EXCLUDES`] lines to `<git_dir>/info/exclude` (temp file and rename).

@@ -122,7 +122,7 @@ impl Workspace {
                 ..current.record.clone()
             },
             runtime: None,
-            old_sources: current.sources.clone(),
+            old_sources: current.source_scan.content.clone(),
         };
         let bytes = serde_json::to_vec(&intent)
             .map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;

@@ -18,7 +18,7 @@ use crate::state::{Batch, Layout, RuntimeCache};
 use crate::validate::{Baseline, FileState, Limits, Required};
 
 /// The resolver every step of one transaction shares: each cited archive is read and scanned
-/// once per transaction (the `sources/` fingerprint check guarantees it did not change).
+/// once per transaction (the `sources/` check at install guarantees it did not change).
 pub type Resolver = ArchiveResolver<LiveSources>;
 
 /// How a transaction starts.
@@ -55,7 +55,7 @@ pub struct BeginOptions {
 /// transactions.
 ///
 /// `begin` takes it whole when the revision, the digest of `topics/` and the `sources/`
-/// fingerprint all equal the ones it was read from; otherwise it keeps every file whose content
+/// digest all equal the ones it was read from; otherwise it keeps every file whose content
 /// hash is unchanged and parses only the others. Any outside edit of `topics/` changes a hash,
 /// any install or archive append (by any process) changes the revision, so a stale entry can
 /// never be used whole, and a stale file never survives. A rejected or aborted transaction
@@ -64,7 +64,7 @@ pub(crate) struct CachedBaseline {
     pub(crate) revision: Revision,
     /// The digest of `topics/`.
     pub(crate) topics: String,
-    /// The `sources/` fingerprint.
+    /// The `sources/` digest.
     pub(crate) sources: String,
     pub(crate) baseline: Arc<Baseline>,
 }
@@ -72,7 +72,8 @@ pub(crate) struct CachedBaseline {
 /// What `begin` read under the lock, shared by the stages of one transaction.
 pub(crate) struct Begin {
     pub(crate) revision: Revision,
-    pub(crate) sources: String,
+    /// `sources/` at `begin`.
+    pub(crate) sources: crate::state::SourcesScan,
     /// The append of [`BeginOptions::pending_sources`] planned at `begin`.
     pub(crate) pending: Vec<PlannedWrite>,
     /// `runtime.json` at `begin`, parsed.

@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Format (informative; compare revisions only for equality): `<counter>-<16 hex>`, where
 /// `counter` is the install/append counter recorded in `.scriptorium/revision` and the hex is
 /// the first 8 bytes of SHA-256 over `scriptorium-revision/2`, the counter, the last installed
-/// transaction ID, the digest of the `topics/` tree and the stat fingerprint of `sources/`
+/// transaction ID, the digest of the `topics/` tree and the digest of `sources/`
 /// (see the `revision` section of the crate docs and `docs/format.md#revision`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Revision(pub(crate) String);

@@ -89,7 +89,8 @@ pub struct Installed {
     /// and the archives of pending sources), sorted. Runtime state is not listed.
     pub changed_files: Vec<String>,
     /// Files edited outside any transaction since the last install that this install recorded
-    /// (`topics/…`, sorted): they are committed, indexed and viewed with it.
+    /// (`topics/…`, then `sources/…` archive files another program wrote, each part sorted):
+    /// they are committed, indexed and viewed with it.
     pub adopted: Vec<String>,
     /// Block IDs assigned by normalization, keyed `topics/<file>#<k>`.
     pub block_ids: BTreeMap<String, String>,
@@ -137,8 +138,12 @@ fn install(validated: Validated) -> Result<Installed> {
     if current.revision != begin.revision {
         return Err(stale(&current));
     }
+    // Archive files another program changed since the last install or append: the record
+    // takes in their bytes and observers hear of them, like outside edits of `topics/`.
+    let sources_outside = sources_changed_outside(&current);
     let nothing = prepared.changed_files.is_empty()
         && prepared.adopted.is_empty()
+        && sources_outside.is_empty()
         && begin.pending.is_empty();
     if nothing {
         if let Some((text, state)) = prepared.runtime.take() {
@@ -165,7 +170,7 @@ fn install(validated: Validated) -> Result<Installed> {
     let mut changed_files = std::mem::take(&mut prepared.changed_files);
     if !begin.pending.is_empty() {
         // Validation checked the topics against exactly this append: the revision (which
-        // covers the `sources/` fingerprint) is unchanged, so planning again must agree.
+        // covers the `sources/` digest) is unchanged, so planning again must agree.
         let plan = ws.plan_archive(&opts.pending_sources)?;
         let same = plan.writes.len() == begin.pending.len()
             && plan
@@ -221,9 +226,10 @@ fn install(validated: Validated) -> Result<Installed> {
         counter,
         txn_id: stage.txn_id.as_str().to_owned(),
         topics: topics.clone(),
-        sources: current.sources.clone(),
+        sources: current.source_scan.content.clone(),
         runtime,
         files: manifest,
+        source_files: current.source_scan.files.clone(),
         workspace_id: Some(ws.workspace_id().as_str().to_owned()),
         batches,
     };
@@ -287,7 +293,11 @@ fn install(validated: Validated) -> Result<Installed> {
         revision: new_revision,
         base_revision: begin.revision.clone(),
         changed_files,
-        adopted: adopted.iter().map(|rel| format!("topics/{rel}")).collect(),
+        adopted: adopted
+            .iter()
+            .map(|rel| format!("topics/{rel}"))
+            .chain(sources_outside.iter().cloned())
+            .collect(),
         block_ids: std::mem::take(&mut prepared.block_ids),
         evidence_ids: std::mem::take(&mut prepared.evidence_ids),
         covered: std::mem::take(&mut prepared.covered),
@@ -330,10 +340,35 @@ fn install(validated: Validated) -> Result<Installed> {
     ws.cache_baseline(CachedBaseline {
         revision: installed.revision.clone(),
         topics,
-        sources: current.sources,
+        sources: current.source_scan.content,
         baseline: tree,
     });
     Ok(installed)
+}
+
+/// The `sources/…` paths whose bytes differ from the record's manifest (new, changed or gone),
+/// sorted; none when the archive is as recorded.
+fn sources_changed_outside(current: &Current) -> Vec<String> {
+    let scan = &current.source_scan;
+    if scan.digest == current.record.sources {
+        return Vec::new();
+    }
+    let recorded: HashMap<&str, &str> = current
+        .record
+        .source_files
+        .iter()
+        .map(|e| (e.path.as_str(), e.sha256.as_str()))
+        .collect();
+    let live: HashMap<&str, &str> =
+        scan.files.iter().map(|e| (e.path.as_str(), e.sha256.as_str())).collect();
+    let mut paths: Vec<String> = live
+        .iter()
+        .filter(|(path, hash)| recorded.get(*path) != Some(*hash))
+        .chain(recorded.iter().filter(|(path, _)| !live.contains_key(*path)))
+        .map(|(path, _)| format!("sources/{path}"))
+        .collect();
+    paths.sort();
+    paths
 }
 
 /// The files the install changed, in tree order, with their states before and after.

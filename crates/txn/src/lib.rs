@@ -24,7 +24,7 @@
 //! | `.scriptorium/` | runtime directory, 0700 |
 //! | `.scriptorium/workspace-id` | `w-` + 8 hex + `\n` |
 //! | `.scriptorium/write.lock` | the `flock` target, 0600, empty |
-//! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (stat fingerprint), `runtime` (digest of `runtime.json`, informational), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file), `workspace_id`, `batches` (the last 64 session batches installed: `key`, `count`, `txn_id`) |
+//! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (digest), `runtime` (digest of `runtime.json`, informational), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file), `source_files` (the same for `sources/`), `workspace_id`, `batches` (the last 64 session batches installed: `key`, `count`, `txn_id`) |
 //! | `.scriptorium/permissions` | present once the one-time permission migration ran |
 //! | `.scriptorium/intent.json` | present only during an install or archive append (see *Recovery*) |
 //! | `.scriptorium/runtime.json` | creation order and organizer counters (Python's layout) |
@@ -37,10 +37,13 @@
 //! [`Revision`] is `<counter>-<16 hex>`: the counter of the revision record, and the first 8
 //! bytes of SHA-256 over `"scriptorium-revision/2"`, the counter, the record's `txn_id`, the
 //! digest of `topics/` (SHA-256 over each file's path and content hash, in path order; a
-//! symlink or special file counts by kind) and the stat fingerprint of `sources/` (SHA-256 over
-//! each file's path, kind, size, mtime and inode — never its content, so a 500 MB archive costs
-//! one `lstat` per file), NUL-separated. The counter and transaction ID come from the record;
-//! the two digests are always taken from the disk. So:
+//! symlink or special file counts by kind) and the digest of `sources/` (the same over its
+//! files), NUL-separated. The counter and transaction ID come from the record; the two digests
+//! are always taken from the disk, by content: a copy, a checkout or `touch` that changes no
+//! byte moves no revision. Both trees are read like git's index: a file whose size, mtime and
+//! inode match the record's manifest and whose mtime is older than the record is not re-read,
+//! so an unchanged 500 MB archive costs one `lstat` per file. After a copy every stat differs:
+//! [`Workspace::refresh_stat_cache`] records the new ones (the revision stays). So:
 //!
 //! - every install and every archive append moves it (the counter grows; it never wraps: at
 //!   `u64::MAX` an install is refused with `CORRUPT_STATE`);
@@ -48,12 +51,11 @@
 //!   ([`Installed::noop`]): the revision stays, no observer runs, no git commit is made;
 //! - runtime state (`runtime.json`: creation order and organizer counters), lock, status,
 //!   cache and index files never move it (they are not in it);
-//! - a `topics/` edit made outside a transaction moves it too. [`Workspace::begin`] reads every
-//!   byte of `topics/` anyway and hashes it; [`Workspace::revision`] trusts the manifest for a
-//!   file whose size, mtime and inode are unchanged and whose mtime is older than the record
-//!   (re-hashing the rest), like git's index. [`Workspace::revision_state`] reports such an
-//!   edit; the next transaction takes the edited files as its baseline and records a fresh
-//!   manifest.
+//! - an edit of `topics/` or `sources/` made outside a transaction moves it too.
+//!   [`Workspace::begin`] reads every byte of `topics/` anyway and hashes it;
+//!   [`Workspace::revision`] trusts the manifests as above. [`Workspace::revision_state`]
+//!   reports such an edit; the next transaction takes the edited files as its baseline and
+//!   records a fresh manifest.
 //!
 //! # Install
 //!
@@ -95,8 +97,8 @@
 //! | fallback, between the two renames | intent; no `topics/`; `<stage>/old-topics` has the old inode | `old-topics` renamed back, stage and intent removed: old revision |
 //! | after the swap (4–7) | intent; live `topics/` has the new inode | fsync root and stage, rewrite `runtime.json` and the revision record from the intent, remove the stage and the intent: new revision |
 //! | after step 7 | nothing | nothing |
-//! | archive append, before any rename | archive intent; `sources/` fingerprint as recorded | intent removed: old revision |
-//! | archive append, after a rename | archive intent; fingerprint moved | revision record rewritten (counter + 1, new fingerprint), intent removed: new revision |
+//! | archive append, before any rename | archive intent; `sources/` digest as recorded | intent removed: old revision |
+//! | archive append, after a rename | archive intent; digest moved | revision record rewritten (counter + 1, new digest and manifest), intent removed: new revision |
 //!
 //! Any other combination (a live `topics/` that is neither tree) is reported as
 //! `CORRUPT_STATE` and left alone. Stages whose owner process is alive (its `owner.lock` is
@@ -137,7 +139,7 @@
 //!   it has mode 0600 and a single link, and writes fresh files for the rest.
 //! - `begin` keeps the baseline it read (or that an install of the same handle parsed) for the
 //!   next `begin`, and reuses it only when the revision, the digest of every byte of `topics/`
-//!   and the `sources/` fingerprint are unchanged.
+//!   and the `sources/` digest are unchanged.
 //!
 //! # Example
 //!

@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, Meta};
-use crate::state::{
-    ManifestEntry, RevisionRecord, irregular_hash, sha256_hex, topics_digest, walk,
-};
+use crate::state::{ManifestEntry, irregular_hash, sha256_hex, topics_digest, walk};
 
 /// How far below the revision record's mtime a file's mtime must be for its stat to be
 /// trusted: a write in the same timestamp granule as the record could keep size and mtime.
@@ -58,6 +56,8 @@ pub(crate) struct LiveTree {
     /// Files whose bytes differ from what the last install recorded, files it did not record,
     /// and recorded files that are gone: edits made outside any transaction.
     pub(crate) outside: BTreeSet<String>,
+    /// Files whose stat had changed but whose bytes had not (a copy, a checkout, `touch`).
+    pub(crate) restated: usize,
 }
 
 impl LiveTree {
@@ -100,7 +100,7 @@ impl LiveTree {
 
 /// Whether a manifest entry still describes the file with stat `meta`, trusting it only when
 /// it is older than `rev_mtime` by [`RACY_NS`].
-fn trusted(entry: &ManifestEntry, meta: &Meta, rev_mtime: i64) -> Option<bool> {
+pub(crate) fn trusted(entry: &ManifestEntry, meta: &Meta, rev_mtime: i64) -> Option<bool> {
     let same = entry.len == meta.len && entry.mtime_ns == meta.mtime_ns && entry.ino == meta.ino;
     if !same {
         return None;
@@ -140,7 +140,11 @@ pub(crate) fn scan(
                     }
                     None => {
                         let bytes = fs.read(&path).map_err(Error::io("read", &path))?;
-                        (sha256_hex(&bytes), Some(bytes))
+                        let hash = sha256_hex(&bytes);
+                        if known.is_some_and(|e| e.sha256 == hash) {
+                            tree.restated += 1;
+                        }
+                        (hash, Some(bytes))
                     }
                 };
                 if known.is_none_or(|e| e.sha256 != hash) {
@@ -166,15 +170,4 @@ pub(crate) fn scan(
 /// The mtime of the revision record (`i64::MIN` when it cannot be read: nothing is trusted).
 pub(crate) fn record_mtime(fs: &dyn Fs, record: &Path) -> i64 {
     fs.metadata(record).map_or(i64::MIN, |m| m.mtime_ns)
-}
-
-/// The live tree against the revision record `record`.
-pub(crate) fn scan_against(
-    fs: &dyn Fs,
-    topics: &Path,
-    record_path: &Path,
-    record: &RevisionRecord,
-    keep_bytes: bool,
-) -> Result<LiveTree> {
-    scan(fs, topics, &record.files, record_mtime(fs, record_path), keep_bytes)
 }

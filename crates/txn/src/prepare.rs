@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::fs::FileKind;
 use crate::install::Validated;
 use crate::stage::{Rejected, Staged, parent};
-use crate::state::{RuntimeState, sha256_hex, sources_fingerprint, walk};
+use crate::state::{RuntimeState, scan_sources, sha256_hex, walk};
 use crate::validate::{FileState, Rules, Violation, validate_changes};
 
 /// What validation computed for the install.
@@ -215,7 +215,10 @@ impl Staged {
                 )),
             }
         }
-        if sources_fingerprint(fs, &layout.sources)? != begin.sources {
+        let rev_mtime = crate::live::record_mtime(fs, &layout.revision);
+        if scan_sources(fs, &layout.sources, &begin.sources.files, rev_mtime)?.content
+            != begin.sources.content
+        {
             violations.push(Violation::tree(
                 ErrorCode::SourcesChanged,
                 "Source Memory is append-only: sources/ changed during the transaction",

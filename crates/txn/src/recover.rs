@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs};
 use crate::ids::IdSource;
-use crate::state::{Intent, Layout, RevisionRecord, sources_fingerprint, write_atomic};
+use crate::state::{Intent, Layout, RevisionRecord, scan_sources, write_atomic};
 
 /// Recovery (see the crate docs' recovery table). The caller holds the write lock.
 pub(crate) fn recover(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> {
@@ -187,9 +187,14 @@ fn recover_archive(
     ids: &dyn IdSource,
     intent: &Intent,
 ) -> Result<()> {
-    let now = sources_fingerprint(fs, &layout.sources)?;
-    if now != intent.old_sources {
-        let record = RevisionRecord { sources: now, ..intent.record.clone() };
+    let rev_mtime = crate::live::record_mtime(fs, &layout.revision);
+    let now = scan_sources(fs, &layout.sources, &intent.record.source_files, rev_mtime)?;
+    if now.content != intent.old_sources {
+        let record = RevisionRecord {
+            sources: now.content,
+            source_files: now.files,
+            ..intent.record.clone()
+        };
         write_atomic(fs, layout, ids, &layout.revision, &record.to_bytes())?;
     }
     remove_intent(fs, layout)

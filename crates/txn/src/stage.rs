@@ -19,7 +19,7 @@ use crate::ids::{Revision, TxnId};
 use crate::live::{self, LiveTree};
 use crate::lock::OwnerLock;
 use crate::sources::LiveSources;
-use crate::state::{Counters, ManifestEntry, read_record, revision_of, sources_fingerprint, walk};
+use crate::state::{Counters, ManifestEntry, read_record, revision_of, sources_of, walk};
 use crate::validate::{Baseline, Violation};
 use crate::workspace::{Workspace, empty_record};
 
@@ -107,7 +107,7 @@ impl Workspace {
     /// when its stat is unchanged and reading only the others (new files, outside edits),
     /// computes the current revision (`CONCURRENT_UPDATE` when it is not `opts.base_revision`),
     /// takes the baseline (the workspace handle's, with only changed files parsed again, see
-    /// `CachedBaseline`), records the `sources/` stat fingerprint, then makes the stage: the
+    /// `CachedBaseline`), scans `sources/` (stat first, see `SourcesScan`), then makes the stage: the
     /// tree the last install replaced, recycled by stat (files whose recorded hash equals the
     /// live one are kept; the others are written), or a full copy when there is none (never
     /// `sources/`). The lock is released before returning: the caller edits without it.
@@ -118,11 +118,12 @@ impl Workspace {
         let layout = self.layout();
         let _lock = self.lock(opts.lock_timeout)?;
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
-        let live = live::scan_against(fs, &layout.topics, &layout.revision, &record, true)?;
-        let sources = sources_fingerprint(fs, &layout.sources)?;
+        let rev_mtime = live::record_mtime(fs, &layout.revision);
+        let live = live::scan(fs, &layout.topics, &record.files, rev_mtime, true)?;
+        let sources = sources_of(fs, &layout.sources, &record, rev_mtime)?;
         let runtime = self.runtime()?;
         let digest = live.digest();
-        let revision = revision_of(record.counter, &record.txn_id, &digest, &sources);
+        let revision = revision_of(record.counter, &record.txn_id, &digest, &sources.digest);
         if let Some(base) = opts.base_revision.as_ref().filter(|base| **base != revision) {
             return Err(Error::ConcurrentUpdate { base_revision: base.clone(), revision });
         }
@@ -134,15 +135,15 @@ impl Workspace {
         };
         let resolver = ArchiveResolver::new(sources_view.clone());
         let cached = self.cached_baseline();
-        let exact = cached
-            .as_ref()
-            .is_some_and(|c| c.revision == revision && c.topics == digest && c.sources == sources);
+        let exact = cached.as_ref().is_some_and(|c| {
+            c.revision == revision && c.topics == digest && c.sources == sources.digest
+        });
         let baseline = baseline_of(fs, layout, &live, cached.as_deref(), exact, &resolver)?;
         if !exact {
             self.cache_baseline(CachedBaseline {
                 revision: revision.clone(),
                 topics: digest,
-                sources: sources.clone(),
+                sources: sources.digest.clone(),
                 baseline: Arc::clone(&baseline),
             });
         }

@@ -1,5 +1,5 @@
 //! On-disk runtime state: the layout, the revision record with its `topics/` manifest, the
-//! `sources/` stat fingerprint, `runtime.json`, the intent record, and the atomic file write.
+//! `sources/` scan, `runtime.json`, the intent record, and the atomic file write.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -97,13 +97,98 @@ pub(crate) fn walk(fs: &dyn Fs, base: &Path) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
-/// The stat fingerprint of `sources/` (never its content): SHA-256 over every entry's path,
-/// kind, size, mtime and inode, in path order.
-pub(crate) fn sources_fingerprint(fs: &dyn Fs, sources: &Path) -> Result<String> {
-    let mut hasher = Sha256::new();
+/// `sources/` by content, as the revision record keeps it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SourcesScan {
+    /// What counts for the revision: [`SourcesScan::content`], or, for a record written
+    /// before content digests while `sources/` is as it recorded, that record's stat
+    /// fingerprint (so an upgrade moves no revision; the next install records the content).
+    pub(crate) digest: String,
+    /// The content digest: SHA-256 over each entry's path and content hash (an entry that is
+    /// not a regular file counts by kind), in path order; directories do not count.
+    pub(crate) content: String,
+    /// Every non-directory entry with its stat and hash (what the record keeps).
+    pub(crate) files: Vec<ManifestEntry>,
+    /// Entries whose stat had changed but whose bytes had not (a copy, a checkout, `touch`):
+    /// the record's stat cache is stale, see [`refresh_stats`].
+    pub(crate) restated: usize,
+}
+
+/// Scans `sources/` against the record's manifest `known`: one `lstat` per entry, the hash
+/// taken from `known` when the stat is unchanged and older than `rev_mtime` by
+/// [`crate::live::RACY_NS`], the bytes read and hashed otherwise (as the `topics/` scan does).
+pub(crate) fn scan_sources(
+    fs: &dyn Fs,
+    sources: &Path,
+    known: &[ManifestEntry],
+    rev_mtime: i64,
+) -> Result<SourcesScan> {
+    let known: HashMap<&str, &ManifestEntry> = known.iter().map(|e| (e.path.as_str(), e)).collect();
+    let mut scan = SourcesScan::default();
     for entry in walk(fs, sources)? {
         // Directories do not count: an append that created a directory and then failed
         // leaves an empty one behind, which is not a change of the archive.
+        if entry.kind == FileKind::Dir {
+            continue;
+        }
+        let path = sources.join(&entry.rel);
+        let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
+        let recorded = known.get(entry.rel.as_str()).copied();
+        let sha256 = if entry.kind != FileKind::File {
+            irregular_hash(entry.kind)
+        } else {
+            match recorded.and_then(|e| crate::live::trusted(e, &meta, rev_mtime)) {
+                Some(true) => recorded.map(|e| e.sha256.clone()).unwrap_or_default(),
+                // Racy (same stat, too recent to trust): as in the `topics/` scan, whether
+                // this read happens depends on timestamps, so it is not a counted call.
+                Some(false) => {
+                    sha256_hex(&fs.read_to_verify(&path).map_err(Error::io("read", &path))?)
+                }
+                None => {
+                    let hash = sha256_hex(&fs.read(&path).map_err(Error::io("read", &path))?);
+                    if recorded.is_some_and(|e| e.sha256 == hash) {
+                        scan.restated += 1;
+                    }
+                    hash
+                }
+            }
+        };
+        scan.files.push(ManifestEntry {
+            path: entry.rel,
+            sha256,
+            len: meta.len,
+            mtime_ns: meta.mtime_ns,
+            ino: meta.ino,
+        });
+    }
+    scan.content = topics_digest(scan.files.iter().map(|e| (e.path.as_str(), e.sha256.as_str())));
+    scan.digest = scan.content.clone();
+    Ok(scan)
+}
+
+/// [`scan_sources`] against the revision record `record`, with its rule for records written
+/// before content digests (see [`SourcesScan::digest`]).
+pub(crate) fn sources_of(
+    fs: &dyn Fs,
+    sources: &Path,
+    record: &RevisionRecord,
+    rev_mtime: i64,
+) -> Result<SourcesScan> {
+    let mut scan = scan_sources(fs, sources, &record.source_files, rev_mtime)?;
+    if record.source_files.is_empty()
+        && scan.content != record.sources
+        && legacy_sources_fingerprint(fs, sources)? == record.sources
+    {
+        scan.digest = record.sources.clone();
+    }
+    Ok(scan)
+}
+
+/// The stat fingerprint records written before content digests kept for `sources/`:
+/// SHA-256 over every entry's path, kind, size, mtime and inode, in path order.
+fn legacy_sources_fingerprint(fs: &dyn Fs, sources: &Path) -> Result<String> {
+    let mut hasher = Sha256::new();
+    for entry in walk(fs, sources)? {
         if entry.kind == FileKind::Dir {
             continue;
         }
@@ -116,6 +201,42 @@ pub(crate) fn sources_fingerprint(fs: &dyn Fs, sources: &Path) -> Result<String>
         hasher.update(line.as_bytes());
     }
     Ok(hex::encode(hasher.finalize()))
+}
+
+/// `record` with the stat of every manifest entry (of `topics/` and `sources/`) whose bytes
+/// are unchanged taken from the live scans, or `None` when no stat changed. The digests, the
+/// counter and the transaction stay, so the revision does not move: this only spares later
+/// scans from re-reading files a copy or checkout touched (git's index refresh).
+pub(crate) fn refresh_stats(
+    record: &RevisionRecord,
+    topics: &crate::live::LiveTree,
+    sources: &SourcesScan,
+) -> Option<RevisionRecord> {
+    let mut next = record.clone();
+    let mut changed = false;
+    for entry in &mut next.files {
+        if let Some(live) = topics.files.get(&entry.path)
+            && live.hash == entry.sha256
+            && (live.meta.len, live.meta.mtime_ns, live.meta.ino)
+                != (entry.len, entry.mtime_ns, entry.ino)
+        {
+            (entry.len, entry.mtime_ns, entry.ino) =
+                (live.meta.len, live.meta.mtime_ns, live.meta.ino);
+            changed = true;
+        }
+    }
+    let live: HashMap<&str, &ManifestEntry> =
+        sources.files.iter().map(|e| (e.path.as_str(), e)).collect();
+    for entry in &mut next.source_files {
+        if let Some(l) = live.get(entry.path.as_str())
+            && l.sha256 == entry.sha256
+            && (l.len, l.mtime_ns, l.ino) != (entry.len, entry.mtime_ns, entry.ino)
+        {
+            (entry.len, entry.mtime_ns, entry.ino) = (l.len, l.mtime_ns, l.ino);
+            changed = true;
+        }
+    }
+    changed.then_some(next)
 }
 
 /// The digest of a `topics/` tree from its (path, content hash) pairs and its irregular
@@ -198,6 +319,11 @@ pub(crate) struct RevisionRecord {
     /// state is not part of the revision).
     pub(crate) runtime: String,
     pub(crate) files: Vec<ManifestEntry>,
+    /// The `sources/` manifest (every non-directory entry's path, hash and stat), so that a
+    /// scan re-reads only entries whose stat changed. Absent in records written before it
+    /// existed (their `sources` is a stat fingerprint, see [`scan_sources`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) source_files: Vec<ManifestEntry>,
     /// The workspace ID, so that a lost `.scriptorium/workspace-id` is restored rather than
     /// minted anew (which would make every written turn pending again). Absent in records
     /// written before it existed.
@@ -315,7 +441,7 @@ pub(crate) struct Intent {
     pub(crate) record: RevisionRecord,
     /// The new `runtime.json` bytes, when the install changes them.
     pub(crate) runtime: Option<String>,
-    /// The `sources/` fingerprint before an archive append (empty for installs).
+    /// The `sources/` content digest before an archive append (empty for installs).
     #[serde(default)]
     pub(crate) old_sources: String,
 }

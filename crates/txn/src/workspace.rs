@@ -14,8 +14,9 @@ use crate::ids::{Clock, IdSource, RandomIds, Revision, SystemClock, WorkspaceId}
 use crate::lock::{self, LockTimeout, WriteLock};
 use crate::observer::InstallObserver;
 use crate::state::{
-    InstalledBatch, Layout, ManifestEntry, RevisionRecord, RuntimeCache, read_record, read_runtime,
-    revision_of, sha256_hex, sources_fingerprint, walk, write_atomic,
+    InstalledBatch, Layout, ManifestEntry, RevisionRecord, RuntimeCache, SourcesScan, read_record,
+    read_runtime, refresh_stats, revision_of, scan_sources, sha256_hex, sources_of, walk,
+    write_atomic,
 };
 
 /// What [`Workspace::open_with`] injects: the filesystem, the clock, ID randomness, the lock
@@ -109,8 +110,14 @@ pub struct RevisionState {
     /// `topics/` differs from what the last install recorded (edited outside a transaction);
     /// the next transaction takes the edited files as its baseline.
     pub topics_edited_outside: bool,
-    /// `sources/` differs (by stat) from what the last install or append recorded.
+    /// A byte of `sources/` differs from what the last install or append recorded.
     pub sources_changed_outside: bool,
+    /// The `topics/` files edited outside a transaction (workspace-relative, `topics/…`):
+    /// changed, new, or gone since the last install recorded them.
+    pub outside_files: Vec<String>,
+    /// Some files' stat changed while their bytes did not (a copy, a checkout, `touch`), so
+    /// every scan re-reads them until [`Workspace::refresh_stat_cache`] records the new stat.
+    pub stat_cache_stale: bool,
 }
 
 /// The facts a revision is computed from.
@@ -120,6 +127,10 @@ pub(crate) struct Current {
     pub(crate) revision: Revision,
     pub(crate) topics: String,
     pub(crate) sources: String,
+    /// The live `topics/` the digest was taken from (without bytes).
+    pub(crate) live: crate::live::LiveTree,
+    /// The live `sources/` the digest was taken from.
+    pub(crate) source_scan: SourcesScan,
 }
 
 impl Workspace {
@@ -277,12 +288,20 @@ impl Workspace {
         Ok(revision)
     }
 
+    /// The last installed transaction (or archive append), from the revision record alone;
+    /// empty before the first. Read-only, takes no lock, walks no tree.
+    pub fn installed_txn_id(&self) -> Result<String> {
+        Ok(read_record(self.fs(), self.layout())?.map(|r| r.txn_id).unwrap_or_default())
+    }
+
     /// The current revision with what the record says about outside edits. Read-only.
     pub fn revision_state(&self) -> Result<RevisionState> {
         let current = self.current()?;
         Ok(RevisionState {
             topics_edited_outside: current.topics != current.record.topics,
             sources_changed_outside: current.sources != current.record.sources,
+            stat_cache_stale: current.live.restated + current.source_scan.restated > 0,
+            outside_files: current.live.outside.iter().map(|rel| format!("topics/{rel}")).collect(),
             counter: current.record.counter,
             txn_id: current.record.txn_id.clone(),
             revision: current.revision,
@@ -341,11 +360,42 @@ impl Workspace {
         let fs = self.fs();
         let layout = self.layout();
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
-        let live = crate::live::scan_against(fs, &layout.topics, &layout.revision, &record, false)?;
+        let rev_mtime = crate::live::record_mtime(fs, &layout.revision);
+        let live = crate::live::scan(fs, &layout.topics, &record.files, rev_mtime, false)?;
         let topics = live.digest();
-        let sources = sources_fingerprint(fs, &layout.sources)?;
+        let source_scan = sources_of(fs, &layout.sources, &record, rev_mtime)?;
+        let sources = source_scan.digest.clone();
         let revision = revision_of(record.counter, &record.txn_id, &topics, &sources);
-        Ok(Current { record, revision, topics, sources })
+        Ok(Current { record, revision, topics, sources, live, source_scan })
+    }
+
+    /// Refreshes the stat cache of the revision record (git's index refresh): when files were
+    /// copied, checked out or touched without a byte changing, every scan re-reads them until
+    /// the record carries their new stat. Rewrites the record with the new stat of exactly
+    /// those files; the revision does not move. Takes the write lock only if it is free (one
+    /// attempt) and does nothing while an intent is pending; returns whether it rewrote the
+    /// record.
+    pub fn refresh_stat_cache(&self) -> Result<bool> {
+        let fs = self.fs();
+        let layout = self.layout();
+        let _lock = match self.lock(LockTimeout::new(std::time::Duration::ZERO)) {
+            Ok(lock) => lock,
+            Err(Error::Busy { .. }) => return Ok(false),
+            Err(error) => return Err(error),
+        };
+        if fs.metadata(&layout.intent).is_ok() {
+            return Ok(false);
+        }
+        let current = self.current()?;
+        if current.live.restated + current.source_scan.restated == 0 {
+            return Ok(false);
+        }
+        let Some(record) = refresh_stats(&current.record, &current.live, &current.source_scan)
+        else {
+            return Ok(false);
+        };
+        write_atomic(fs, layout, self.inner.ids.as_ref(), &layout.revision, &record.to_bytes())?;
+        Ok(true)
     }
 }
 
@@ -358,6 +408,7 @@ pub(crate) fn empty_record() -> RevisionRecord {
         sources: String::new(),
         runtime: String::new(),
         files: Vec::new(),
+        source_files: Vec::new(),
         workspace_id: None,
         batches: Vec::new(),
     }
@@ -400,14 +451,16 @@ fn record_from_disk(
     workspace_id: &WorkspaceId,
 ) -> Result<RevisionRecord> {
     let live = crate::live::scan(fs, &layout.topics, &[], i64::MIN, false)?;
+    let sources = scan_sources(fs, &layout.sources, &[], i64::MIN)?;
     Ok(RevisionRecord {
         version: 1,
         counter,
         txn_id: txn_id.to_owned(),
         topics: live.digest(),
-        sources: sources_fingerprint(fs, &layout.sources)?,
+        sources: sources.content,
         runtime: read_runtime(fs, layout)?.map(|bytes| sha256_hex(&bytes)).unwrap_or_default(),
         files: live.manifest(),
+        source_files: sources.files,
         workspace_id: Some(workspace_id.as_str().to_owned()),
         batches: Vec::new(),
     })

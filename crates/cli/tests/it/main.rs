@@ -4,6 +4,7 @@ mod check;
 mod demo;
 mod import;
 mod memory;
+mod outside;
 mod recall;
 mod sessions;
 mod support;

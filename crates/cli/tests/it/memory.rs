@@ -8,10 +8,7 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::support::{git, home_with_sources, scriptorium};
-
-const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
-[^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n";
+use crate::support::{NOTE, git, home_with_sources, scriptorium};
 
 /// Every file under `dir` (except the lock file) with its SHA-256.
 fn tree_hashes(dir: &Path) -> BTreeMap<String, String> {

@@ -17,6 +17,24 @@ pub(crate) fn home_with_sources() -> tempfile::TempDir {
     home
 }
 
+/// A topic file with one block citing the example archive's `u2`, as a person writes it.
+pub(crate) const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
+[^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n";
+
+/// [`home_with_sources`] whose memory holds [`NOTE`] as `topics/garden.md`, installed by
+/// `scriptorium edit`.
+pub(crate) fn home_with_note() -> tempfile::TempDir {
+    let home = home_with_sources();
+    let note = home.path().join("note.md");
+    std::fs::write(&note, NOTE).expect("write the note");
+    let out = scriptorium(
+        home.path(),
+        &["edit", "topics/garden.md", "--from", note.to_str().expect("utf-8")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    home
+}
+
 /// Runs the real `git` CLI in `dir`; panics unless it succeeds.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");

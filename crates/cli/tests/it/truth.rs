@@ -11,10 +11,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{git, home_with_sources, scriptorium};
-
-const NOTE: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\
-[^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n";
+use crate::support::{NOTE, git, home_with_sources, scriptorium};
 
 fn commits(home: &Path) -> usize {
     git(&home.join("memory"), &["rev-list", "--count", "HEAD"]).trim().parse().expect("count")

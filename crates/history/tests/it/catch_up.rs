@@ -1,5 +1,7 @@
 //! Catch-up: `HEAD` is made to name the installed transaction, whatever happened in between.
 
+use scriptorium_history::History;
+
 use crate::support::{Ws, at, commit};
 
 #[test]
@@ -30,10 +32,39 @@ fn catch_up_commits_a_missed_install_with_its_trailer() {
     );
     assert_eq!(ws.tree_files(), ["core.md", "topics/a.md"]);
     assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-7"));
-    // Even with nothing to add, a catch-up to a new id commits (HEAD names the installed one).
-    let again = history.catch_up("t-8", at(2)).unwrap().expect("committed");
-    assert!(again.created);
+    // With nothing to add, a catch-up to a new id makes no empty commit: HEAD is marked as
+    // holding it, and the next catch-up to the same id has nothing to do.
+    let head = ws.git(&["rev-parse", "HEAD"]);
+    let again = history.catch_up("t-8", at(2)).unwrap().expect("recorded");
+    assert!(!again.created);
+    assert_eq!(again.commit, head.trim());
+    assert_eq!(ws.git(&["rev-parse", "HEAD"]), head);
     assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-8"));
+    assert_eq!(history.catch_up("t-8", at(3)).unwrap(), None);
+    assert_eq!(ws.git(&["rev-list", "--count", "HEAD"]).trim(), "2");
+    ws.assert_clean();
+}
+
+#[test]
+fn a_hand_commit_holding_the_installed_files_gets_no_empty_catch_up_commit() {
+    let ws = Ws::new();
+    ws.write("topics/a.md", "a\n");
+    let history = ws.open();
+    ws.write("topics/a.md", "a2\n");
+    commit(&history, "t-1", "memory: incremental transaction", Some(&["topics/a.md"]), at(1));
+    // An install whose commit a user made by hand first (or a commit with no trailer at all).
+    ws.write("topics/a.md", "a3\n");
+    ws.git(&["-c", "user.name=x", "-c", "user.email=y@example.invalid", "commit", "-qam", "mine"]);
+    let mine = ws.git(&["rev-parse", "HEAD"]);
+    let outcome = history.catch_up("t-2", at(2)).unwrap().expect("recorded");
+    assert!(!outcome.created, "the tree is already HEAD's: nothing to commit");
+    assert_eq!(ws.git(&["rev-parse", "HEAD"]), mine);
+    assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-2"));
+    assert!(History::settled(ws.root(), "t-2").is_some(), "opening needs no repair any more");
+    // A commit made later moves HEAD: the marker no longer names it.
+    ws.write("topics/a.md", "a4\n");
+    ws.git(&["-c", "user.name=x", "-c", "user.email=y@example.invalid", "commit", "-qam", "more"]);
+    assert_eq!(history.last_txn_id().unwrap(), None);
     ws.assert_clean();
 }
 

@@ -144,7 +144,7 @@ fn a_deleted_file_and_a_rewritten_directory_are_reflected() {
 }
 
 #[test]
-fn same_tree_and_same_txn_is_a_no_op_but_a_new_txn_still_commits() {
+fn the_same_tree_is_never_committed_again_and_a_new_txn_is_marked_at_head() {
     let ws = Ws::new();
     ws.write("topics/a.md", "a\n");
     let history = ws.open();
@@ -160,10 +160,10 @@ fn same_tree_and_same_txn_is_a_no_op_but_a_new_txn_still_commits() {
     assert!(!full.created, "a full scan gives the same tree");
 
     let next = commit(&history, "t-2", "memory: incremental transaction", Some(&[]), at(3));
-    assert!(next.created, "HEAD must name the installed transaction");
-    assert_eq!(ws.git(&["rev-parse", "HEAD~1"]).trim(), first.commit);
-    assert_eq!(ws.git(&["rev-parse", "HEAD^{tree}"]), ws.git(&["rev-parse", "HEAD~1^{tree}"]));
-    assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-2"));
+    assert!(!next.created, "no empty commit");
+    assert_eq!(next.commit, first.commit);
+    assert_eq!(ws.git(&["rev-parse", "HEAD"]).trim(), first.commit);
+    assert_eq!(history.last_txn_id().unwrap().as_deref(), Some("t-2"), "HEAD is marked");
     ws.assert_clean();
 }
 

@@ -7,6 +7,7 @@ mod archive;
 mod basics;
 mod cache;
 mod concurrency;
+mod content;
 mod faults;
 mod perms;
 mod truth;

@@ -1,0 +1,123 @@
+//! Edits made outside a transaction (an editor, the Python implementation, `git pull`) are found
+//! by the next `search`, which takes them in as one transaction: the views and git follow, a
+//! read never makes an empty commit, and a copy of the workspace changes nothing.
+
+use std::fs;
+use std::path::Path;
+
+use crate::support::{git, home_with_note, scriptorium};
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+fn commits(memory: &Path) -> usize {
+    git(memory, &["rev-list", "--count", "HEAD"]).trim().parse().expect("a count")
+}
+
+#[test]
+fn a_search_finds_an_outside_edit_and_takes_it_in_as_one_commit() {
+    let home = home_with_note();
+    let memory = home.path().join("memory");
+    let garden = memory.join("topics/garden.md");
+    let before = commits(&memory);
+
+    // Another program rewrites the paragraph, keeping its block ID and citation.
+    let text = fs::read_to_string(&garden).expect("read");
+    fs::write(&garden, text.replace("vegetable garden", "zanzibar herb garden")).expect("write");
+
+    let found = json(&scriptorium(home.path(), &["search", "zanzibar", "--json"]));
+    let hits = found["hits"].as_array().expect("hits");
+    assert_eq!(hits.len(), 1, "{found}");
+    assert!(hits[0]["snippet"].as_str().expect("snippet").contains("zanzibar"), "{found}");
+    assert_eq!(found["outside_edits"]["adopted"], true, "{found}");
+    assert_eq!(found["outside_edits"]["files"], serde_json::json!(["topics/garden.md"]));
+
+    // One commit holds exactly the edit (and the views it changed), with its own message.
+    assert_eq!(commits(&memory), before + 1);
+    let message = git(&memory, &["log", "-1", "--format=%s"]);
+    assert_eq!(message.trim(), "memory: adopt outside edits to topics/garden.md");
+    let shown = git(&memory, &["show", "--stat", "--format=", "HEAD"]);
+    assert!(shown.contains("topics/garden.md"), "{shown}");
+    assert!(git(&memory, &["status", "--porcelain"]).is_empty(), "git is in step");
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!(status["topics_edited_outside"], false, "{status}");
+    assert_eq!(status["git"]["in_sync"], true, "{status}");
+
+    // The next search has nothing to take in, and reads make no commit.
+    let again = json(&scriptorium(home.path(), &["search", "zanzibar", "--json"]));
+    assert_eq!(again["hits"].as_array().expect("hits").len(), 1);
+    assert!(again.get("outside_edits").is_none(), "{again}");
+    json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!(commits(&memory), before + 1);
+}
+
+#[test]
+fn an_invalid_outside_edit_is_reported_not_installed_and_not_validated_twice() {
+    let home = home_with_note();
+    let memory = home.path().join("memory");
+    let garden = memory.join("topics/garden.md");
+    let before = commits(&memory);
+    let revision = json(&scriptorium(home.path(), &["status", "--json"]))["revision"].clone();
+
+    // An uncited paragraph: not a valid record, so it cannot be taken in.
+    let mut text = fs::read_to_string(&garden).expect("read");
+    text.push_str("\nThe quokka sleeps under the shed.\n");
+    fs::write(&garden, &text).expect("write");
+
+    let out = scriptorium(home.path(), &["search", "quokka"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("do not validate: topics/garden.md"), "{stderr}");
+    assert_eq!(commits(&memory), before, "nothing installed, nothing committed");
+    assert_eq!(fs::read_to_string(&garden).expect("read"), text, "the file is left as written");
+    let installed = memory.join(".scriptorium/revision");
+    let record = fs::read_to_string(&installed).expect("record");
+
+    // The same edit is not validated again: the second search reports it from the marker.
+    let found = json(&scriptorium(home.path(), &["search", "quokka", "--json"]));
+    assert_eq!(found["outside_edits"]["adopted"], false, "{found}");
+    assert_eq!(fs::read_to_string(&installed).expect("record"), record);
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!(status["topics_edited_outside"], true, "{status}");
+    assert_ne!(status["revision"], revision, "the live tree differs from the installed one");
+}
+
+#[test]
+fn reads_make_no_empty_commit_after_a_commit_by_hand() {
+    let home = home_with_note();
+    let memory = home.path().join("memory");
+    let identity = ["-c", "user.name=x", "-c", "user.email=y@example.invalid"];
+    git(&memory, &[&identity[..], &["commit", "-q", "--allow-empty", "-m", "mine"]].concat());
+    let before = commits(&memory);
+    for _ in 0..2 {
+        json(&scriptorium(home.path(), &["status", "--json"]));
+        json(&scriptorium(home.path(), &["search", "garden", "--json"]));
+    }
+    assert_eq!(commits(&memory), before, "HEAD already holds the installed tree");
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!(status["git"]["in_sync"], true, "{status}");
+}
+
+#[test]
+fn a_copied_workspace_has_the_same_revision_and_no_outside_change() {
+    let home = home_with_note();
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    let copy = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(home.path().join("memory"))
+        .arg(copy.path())
+        .output()
+        .expect("cp runs");
+    assert!(out.status.success());
+    let copied = json(&scriptorium(copy.path(), &["status", "--json"]));
+    assert_eq!(copied["revision"], status["revision"], "{copied}");
+    assert_eq!(copied["topics_edited_outside"], false, "{copied}");
+    assert_eq!(copied["sources_changed_outside"], false, "{copied}");
+    let memory = copy.path().join("memory");
+    let before = commits(&memory);
+    json(&scriptorium(copy.path(), &["search", "garden", "--json"]));
+    assert_eq!(commits(&memory), before);
+}
