@@ -353,12 +353,8 @@ fn sources_changed_outside(current: &Current) -> Vec<String> {
     if scan.digest == current.record.sources {
         return Vec::new();
     }
-    let recorded: HashMap<&str, &str> = current
-        .record
-        .source_files
-        .iter()
-        .map(|e| (e.path.as_str(), e.sha256.as_str()))
-        .collect();
+    let recorded: HashMap<&str, &str> =
+        current.record.source_files.iter().map(|e| (e.path.as_str(), e.sha256.as_str())).collect();
     let live: HashMap<&str, &str> =
         scan.files.iter().map(|e| (e.path.as_str(), e.sha256.as_str())).collect();
     let mut paths: Vec<String> = live
