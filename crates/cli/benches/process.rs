@@ -1,0 +1,174 @@
+//! Criterion: whole `scriptorium` processes on a workspace of 10 000 blocks in the Python
+//! implementation's layout (topics, archives, the derived views and `runtime.json`; no revision
+//! record, no git history, no search index), which is what a hook or an agent's shell call pays:
+//!
+//! - `process/first_command_10k_blocks`: `status --json` on a fresh copy of that workspace
+//!   (wall time; the copy is not timed): the revision record, the first git commit and the
+//!   status itself;
+//! - `process/update_memory_changes_10k_blocks`: one `update --memory-changes` with one
+//!   `update_record` (wall time, views, index and git included; the base revision is read
+//!   untimed);
+//! - `process/search_cpu_10k_blocks`: one `search` (the child's CPU time, user + system, from
+//!   `getrusage(RUSAGE_CHILDREN)`; its wall time is reported as `process/search_wall_10k_blocks`).
+//!
+//! Budgets in `xtask/src/bench.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "../../../tests/benches/common/mod.rs"]
+mod common;
+
+const FILES: usize = 10_000 / common::BLOCKS_PER_FILE;
+
+fn scriptorium(home: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("SCRIPTORIUM_LOG")
+        .output()
+        .expect("the scriptorium binary runs");
+    assert!(out.status.success(), "scriptorium {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// CPU time (user + system) of every waited-for child so far.
+fn children_cpu() -> Duration {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage");
+    let time = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+    };
+    time(usage.user_time()) + time(usage.system_time())
+}
+
+/// `cp -r from to`.
+fn copy_tree(from: &Path, to: &Path) {
+    let out = Command::new("cp").arg("-r").arg(from).arg(to).output().expect("cp runs");
+    assert!(out.status.success(), "cp: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A home whose memory is the 10 000-block workspace as the Python implementation leaves it:
+/// generated, its views written by `scriptorium rebuild`, then everything only this
+/// implementation keeps removed (`.git`, and `.scriptorium/` but for `runtime.json`).
+fn python_layout(dir: &Path) -> PathBuf {
+    let home = dir.join("pristine");
+    let memory = home.join("memory");
+    common::generate_with(&memory, FILES, &mut |f, b| {
+        format!("Fact {b} about topic {f}: the owner cares about item {f}-{b} and said so.")
+    });
+    scriptorium(&home, &["init"]);
+    scriptorium(&home, &["rebuild"]);
+    std::fs::remove_dir_all(memory.join(".git")).expect("remove .git");
+    for entry in std::fs::read_dir(memory.join(".scriptorium")).expect("runtime dir") {
+        let path = entry.expect("entry").path();
+        if path.file_name().is_some_and(|n| n == "runtime.json") {
+            continue;
+        }
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).expect("remove");
+        } else {
+            std::fs::remove_file(&path).expect("remove");
+        }
+    }
+    for entry in std::fs::read_dir(&home).expect("home") {
+        let path = entry.expect("entry").path();
+        if path.file_name().is_some_and(|n| n != "memory") {
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).expect("remove");
+            } else {
+                std::fs::remove_file(&path).expect("remove");
+            }
+        }
+    }
+    home
+}
+
+fn revision(home: &Path) -> String {
+    let status: serde_json::Value =
+        serde_json::from_slice(&scriptorium(home, &["status", "--json"]).stdout).expect("json");
+    status["revision"].as_str().expect("a revision").to_owned()
+}
+
+fn bench_processes(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let pristine = python_layout(dir.path());
+    let mut group = c.benchmark_group("process");
+    group.sample_size(10);
+
+    let mut copies = 0u32;
+    group.bench_function("first_command_10k_blocks", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                copies += 1;
+                let home = dir.path().join(format!("copy-{copies}"));
+                copy_tree(&pristine, &home);
+                let start = Instant::now();
+                scriptorium(&home, &["status", "--json"]);
+                total += start.elapsed();
+                std::fs::remove_dir_all(&home).expect("remove the copy");
+            }
+            total
+        });
+    });
+
+    // The steady state: one workspace the first command initialized.
+    let home = dir.path().join("steady");
+    copy_tree(&pristine, &home);
+    scriptorium(&home, &["search", "warm up the index"]);
+    let changes = dir.path().join("changes.json");
+    let mut round = 0u64;
+    group.bench_function("update_memory_changes_10k_blocks", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                let f = round as usize % FILES;
+                let body = serde_json::json!([{
+                    "op": "update_record",
+                    "memory_id": format!("{f:04}{:04}", 7),
+                    "content": format!("Fact 7 about topic {f}, revision {round}."),
+                    "time": "2024-03-08",
+                    "sources": [{"source": format!("openprogram/bench-{f:04}/m7"), "label": "item 7"}],
+                }]);
+                std::fs::write(&changes, body.to_string()).expect("write the request");
+                let base = revision(&home);
+                let args = ["update", "--base", &base, "--memory-changes"];
+                let changes = changes.to_str().expect("utf-8");
+                let start = Instant::now();
+                scriptorium(&home, &[&args[..], &[changes]].concat());
+                total += start.elapsed();
+            }
+            total
+        });
+    });
+
+    let queries = ["owner cares about item 17-3", "topic 42", "item 150-9 said so"];
+    let mut q = 0usize;
+    let mut search = |b: &mut criterion::Bencher<'_>, cpu: bool| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                q += 1;
+                let query = queries[q % queries.len()];
+                let (wall, before) = (Instant::now(), children_cpu());
+                scriptorium(&home, &["search", query, "--json"]);
+                total += if cpu { children_cpu() - before } else { wall.elapsed() };
+            }
+            total
+        });
+    };
+    group.bench_function("search_cpu_10k_blocks", |b| search(b, true));
+    group.bench_function("search_wall_10k_blocks", |b| search(b, false));
+    group.finish();
+}
+
+criterion_group!(benches, bench_processes);
+criterion_main!(benches);
