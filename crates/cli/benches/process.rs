@@ -3,8 +3,8 @@
 //! record, no git history, no search index), which is what a hook or an agent's shell call pays:
 //!
 //! - `process/first_command_10k_blocks`: `status --json` on a fresh copy of that workspace
-//!   (wall time; the copy is not timed): the revision record, the first git commit and the
-//!   status itself;
+//!   (wall time; the copy and its writeback are not timed): the revision record, the first
+//!   git commit and the status itself;
 //! - `process/update_memory_changes_10k_blocks`: one `update --memory-changes` with one
 //!   `update_record` (wall time, views, index and git included; the base revision is read
 //!   untimed);
@@ -46,6 +46,12 @@ fn children_cpu() -> Duration {
         Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
     };
     time(usage.user_time()) + time(usage.system_time())
+}
+
+/// `sync(1)`: every dirty page to disk.
+fn sync() {
+    let out = Command::new("sync").output().expect("sync runs");
+    assert!(out.status.success());
 }
 
 /// `cp -r from to`.
@@ -110,6 +116,9 @@ fn bench_processes(c: &mut Criterion) {
                 copies += 1;
                 let home = dir.path().join(format!("copy-{copies}"));
                 copy_tree(&pristine, &home);
+                // The copy's own writeback is not the command's cost (an fsync would wait
+                // for it): flush it untimed.
+                sync();
                 let start = Instant::now();
                 scriptorium(&home, &["status", "--json"]);
                 total += start.elapsed();

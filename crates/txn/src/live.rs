@@ -56,7 +56,9 @@ pub(crate) struct LiveTree {
     /// Files whose bytes differ from what the last install recorded, files it did not record,
     /// and recorded files that are gone: edits made outside any transaction.
     pub(crate) outside: BTreeSet<String>,
-    /// Files whose stat had changed but whose bytes had not (a copy, a checkout, `touch`).
+    /// Files whose stat had changed but whose bytes had not (a copy, a checkout, `touch`), and
+    /// files re-read only because they were written just before the record (see
+    /// [`StatTrust::settled_before`]): a fresh record would spare the next scans reading them.
     pub(crate) restated: usize,
 }
 
@@ -108,16 +110,47 @@ pub(crate) fn trusted(entry: &ManifestEntry, meta: &Meta, rev_mtime: i64) -> Opt
     Some(entry.mtime_ns < rev_mtime.saturating_sub(RACY_NS))
 }
 
-/// Walks `topics` and hashes every regular file, trusting `manifest` (with the record's mtime
-/// `rev_mtime`) for files whose stat is unchanged; with `keep_bytes`, the bytes of every file
-/// it read are kept. `outside` is filled against `manifest`.
+/// When a scan may trust a recorded stat, and when a re-read one counts as settled.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StatTrust {
+    /// The revision record's mtime (`i64::MIN`: trust nothing).
+    pub(crate) record_mtime: i64,
+    /// A file re-read because its stat was too close to the record, whose bytes are as recorded
+    /// and whose mtime is older than this, counts as `restated`: a record written now would
+    /// trust it (`i64::MIN`: never).
+    pub(crate) settled_before: i64,
+}
+
+impl StatTrust {
+    /// Trust nothing, count nothing (a first scan, recovery).
+    pub(crate) const NONE: StatTrust =
+        StatTrust { record_mtime: i64::MIN, settled_before: i64::MIN };
+
+    /// The trust of the record at `record`, for a scan at `now_ns`.
+    pub(crate) fn of(fs: &dyn Fs, record: &Path, now_ns: i64) -> StatTrust {
+        StatTrust {
+            record_mtime: record_mtime(fs, record),
+            settled_before: now_ns.saturating_sub(RACY_NS),
+        }
+    }
+
+    /// Only the record's mtime (the restated count is not wanted).
+    pub(crate) fn record_only(fs: &dyn Fs, record: &Path) -> StatTrust {
+        StatTrust { record_mtime: record_mtime(fs, record), settled_before: i64::MIN }
+    }
+}
+
+/// Walks `topics` and hashes every regular file, trusting `manifest` (as `trust` says) for
+/// files whose stat is unchanged; with `keep_bytes`, the bytes of every file it read are kept.
+/// `outside` is filled against `manifest`.
 pub(crate) fn scan(
     fs: &dyn Fs,
     topics: &Path,
     manifest: &[ManifestEntry],
-    rev_mtime: i64,
+    trust: StatTrust,
     keep_bytes: bool,
 ) -> Result<LiveTree> {
+    let rev_mtime = trust.record_mtime;
     let recorded: HashMap<&str, &ManifestEntry> =
         manifest.iter().map(|e| (e.path.as_str(), e)).collect();
     let mut tree = LiveTree::default();
@@ -136,7 +169,13 @@ pub(crate) fn scan(
                     // operation reads does not depend on timestamps either.)
                     Some(false) => {
                         let bytes = fs.read_to_verify(&path).map_err(Error::io("read", &path))?;
-                        (sha256_hex(&bytes), None)
+                        let hash = sha256_hex(&bytes);
+                        if known.is_some_and(|e| e.sha256 == hash)
+                            && meta.mtime_ns < trust.settled_before
+                        {
+                            tree.restated += 1;
+                        }
+                        (hash, None)
                     }
                     None => {
                         let bytes = fs.read(&path).map_err(Error::io("read", &path))?;

@@ -215,8 +215,8 @@ impl Staged {
                 )),
             }
         }
-        let rev_mtime = crate::live::record_mtime(fs, &layout.revision);
-        if scan_sources(fs, &layout.sources, &begin.sources.files, rev_mtime)?.content
+        let trust = crate::live::StatTrust::record_only(fs, &layout.revision);
+        if scan_sources(fs, &layout.sources, &begin.sources.files, trust)?.content
             != begin.sources.content
         {
             violations.push(Violation::tree(

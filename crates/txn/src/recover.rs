@@ -187,8 +187,8 @@ fn recover_archive(
     ids: &dyn IdSource,
     intent: &Intent,
 ) -> Result<()> {
-    let rev_mtime = crate::live::record_mtime(fs, &layout.revision);
-    let now = scan_sources(fs, &layout.sources, &intent.record.source_files, rev_mtime)?;
+    let trust = crate::live::StatTrust::record_only(fs, &layout.revision);
+    let now = scan_sources(fs, &layout.sources, &intent.record.source_files, trust)?;
     if now.content != intent.old_sources {
         let record = RevisionRecord {
             sources: now.content,

@@ -118,9 +118,9 @@ impl Workspace {
         let layout = self.layout();
         let _lock = self.lock(opts.lock_timeout)?;
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
-        let rev_mtime = live::record_mtime(fs, &layout.revision);
-        let live = live::scan(fs, &layout.topics, &record.files, rev_mtime, true)?;
-        let sources = sources_of(fs, &layout.sources, &record, rev_mtime)?;
+        let trust = live::StatTrust::record_only(fs, &layout.revision);
+        let live = live::scan(fs, &layout.topics, &record.files, trust, true)?;
+        let sources = sources_of(fs, &layout.sources, &record, trust)?;
         let runtime = self.runtime()?;
         let digest = live.digest();
         let revision = revision_of(record.counter, &record.txn_id, &digest, &sources.digest);

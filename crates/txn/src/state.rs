@@ -115,14 +115,15 @@ pub(crate) struct SourcesScan {
 }
 
 /// Scans `sources/` against the record's manifest `known`: one `lstat` per entry, the hash
-/// taken from `known` when the stat is unchanged and older than `rev_mtime` by
+/// taken from `known` when the stat is unchanged and older than the record by
 /// [`crate::live::RACY_NS`], the bytes read and hashed otherwise (as the `topics/` scan does).
 pub(crate) fn scan_sources(
     fs: &dyn Fs,
     sources: &Path,
     known: &[ManifestEntry],
-    rev_mtime: i64,
+    trust: crate::live::StatTrust,
 ) -> Result<SourcesScan> {
+    let rev_mtime = trust.record_mtime;
     let known: HashMap<&str, &ManifestEntry> = known.iter().map(|e| (e.path.as_str(), e)).collect();
     let mut scan = SourcesScan::default();
     for entry in walk(fs, sources)? {
@@ -142,7 +143,14 @@ pub(crate) fn scan_sources(
                 // Racy (same stat, too recent to trust): as in the `topics/` scan, whether
                 // this read happens depends on timestamps, so it is not a counted call.
                 Some(false) => {
-                    sha256_hex(&fs.read_to_verify(&path).map_err(Error::io("read", &path))?)
+                    let bytes = fs.read_to_verify(&path).map_err(Error::io("read", &path))?;
+                    let hash = sha256_hex(&bytes);
+                    if recorded.is_some_and(|e| e.sha256 == hash)
+                        && meta.mtime_ns < trust.settled_before
+                    {
+                        scan.restated += 1;
+                    }
+                    hash
                 }
                 None => {
                     let hash = sha256_hex(&fs.read(&path).map_err(Error::io("read", &path))?);
@@ -172,9 +180,9 @@ pub(crate) fn sources_of(
     fs: &dyn Fs,
     sources: &Path,
     record: &RevisionRecord,
-    rev_mtime: i64,
+    trust: crate::live::StatTrust,
 ) -> Result<SourcesScan> {
-    let mut scan = scan_sources(fs, sources, &record.source_files, rev_mtime)?;
+    let mut scan = scan_sources(fs, sources, &record.source_files, trust)?;
     if record.source_files.is_empty()
         && scan.content != record.sources
         && legacy_sources_fingerprint(fs, sources)? == record.sources

@@ -360,10 +360,16 @@ impl Workspace {
         let fs = self.fs();
         let layout = self.layout();
         let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
-        let rev_mtime = crate::live::record_mtime(fs, &layout.revision);
-        let live = crate::live::scan(fs, &layout.topics, &record.files, rev_mtime, false)?;
+        let now_ns = self
+            .inner
+            .clock
+            .now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(i64::MIN, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let trust = crate::live::StatTrust::of(fs, &layout.revision, now_ns);
+        let live = crate::live::scan(fs, &layout.topics, &record.files, trust, false)?;
         let topics = live.digest();
-        let source_scan = sources_of(fs, &layout.sources, &record, rev_mtime)?;
+        let source_scan = sources_of(fs, &layout.sources, &record, trust)?;
         let sources = source_scan.digest.clone();
         let revision = revision_of(record.counter, &record.txn_id, &topics, &sources);
         Ok(Current { record, revision, topics, sources, live, source_scan })
@@ -390,10 +396,10 @@ impl Workspace {
         if current.live.restated + current.source_scan.restated == 0 {
             return Ok(false);
         }
-        let Some(record) = refresh_stats(&current.record, &current.live, &current.source_scan)
-        else {
-            return Ok(false);
-        };
+        // Files re-read only for being written just before the record need no new stat: a
+        // record written now, well after them, is what lets the next scans trust them.
+        let record = refresh_stats(&current.record, &current.live, &current.source_scan)
+            .unwrap_or_else(|| current.record.clone());
         write_atomic(fs, layout, self.inner.ids.as_ref(), &layout.revision, &record.to_bytes())?;
         Ok(true)
     }
@@ -450,8 +456,9 @@ fn record_from_disk(
     txn_id: &str,
     workspace_id: &WorkspaceId,
 ) -> Result<RevisionRecord> {
-    let live = crate::live::scan(fs, &layout.topics, &[], i64::MIN, false)?;
-    let sources = scan_sources(fs, &layout.sources, &[], i64::MIN)?;
+    let none = crate::live::StatTrust::NONE;
+    let live = crate::live::scan(fs, &layout.topics, &[], none, false)?;
+    let sources = scan_sources(fs, &layout.sources, &[], none)?;
     Ok(RevisionRecord {
         version: 1,
         counter,
