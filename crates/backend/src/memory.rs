@@ -9,11 +9,11 @@
 //! the install returned.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use scriptorium_history::{CommitRequest, History, Time};
-use scriptorium_search::{Changes, Hit, Index, Query};
+use scriptorium_search::{Changes, Hit, Index, Query, Snapshot};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{
     ArchiveEvent, InstallEvent, InstallObserver, LockTimeout, Observation, Options, Workspace,
@@ -106,21 +106,49 @@ pub struct AfterInstall {
 }
 
 /// The search index of a workspace, opened on first use and shared by the observer and
-/// searches.
-type SharedIndex = Arc<Mutex<Option<Index>>>;
+/// searches, with the snapshot of its last commit: a search at the revision the snapshot
+/// reflects, or one that comes while an install is updating the index, reads the snapshot and
+/// never waits for the index's lock.
+#[derive(Default)]
+struct IndexSlot {
+    index: Mutex<Option<Index>>,
+    snapshot: RwLock<Option<Snapshot>>,
+}
 
-/// Opens the index into `slot` if it is not open yet.
+type SharedIndex = Arc<IndexSlot>;
+
+impl IndexSlot {
+    /// The snapshot of the last commit, if the index was opened.
+    fn snapshot(&self) -> Option<Snapshot> {
+        self.snapshot.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Runs `f` on the index held by `guard` (opening it first), then publishes the snapshot
+    /// of what it committed.
+    fn run<T>(
+        &self,
+        root: &Path,
+        guard: &mut MutexGuard<'_, Option<Index>>,
+        f: impl FnOnce(&mut Index) -> scriptorium_search::Result<T>,
+    ) -> scriptorium_search::Result<T> {
+        let index = match guard.take() {
+            Some(index) => guard.insert(index),
+            None => guard.insert(Index::open(root)?),
+        };
+        let result = f(index);
+        *self.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Some(index.snapshot());
+        result
+    }
+}
+
+/// Runs `f` on the index in `slot` (waiting for its lock, opening it if it is not open yet).
 fn with_index<T>(
     root: &Path,
     slot: &SharedIndex,
     f: impl FnOnce(&mut Index) -> scriptorium_search::Result<T>,
 ) -> scriptorium_search::Result<T> {
-    let mut guard = slot.lock().unwrap_or_else(PoisonError::into_inner);
-    let index = match guard.take() {
-        Some(index) => guard.insert(index),
-        None => guard.insert(Index::open(root)?),
-    };
-    f(index)
+    let mut guard = slot.index.lock().unwrap_or_else(PoisonError::into_inner);
+    slot.run(root, &mut guard, f)
 }
 
 /// Which derived state an install keeps up to date (all of it by default; benchmarks and tools
@@ -566,9 +594,28 @@ impl MemoryWorkspace {
         query: &Query,
     ) -> Result<(Vec<Hit>, Option<Adoption>), SearchError> {
         let (revision, adoption) = self.search_revision().map_err(SearchError::Txn)?;
-        let hits = with_index(self.workspace.root(), &self.derived.index, |index| {
-            index.search(revision.as_str(), query)
-        })
+        let slot = &self.derived.index;
+        let snapshot = slot.snapshot();
+        // The last commit already reflects this revision: no lock at all.
+        if let Some(snapshot) =
+            snapshot.as_ref().filter(|s| s.revision() == Some(revision.as_str()))
+        {
+            return Ok((snapshot.search(query).map_err(SearchError::Search)?, adoption));
+        }
+        let search = |index: &mut Index| index.search(revision.as_str(), query);
+        let root = self.workspace.root();
+        let hits = match slot.index.try_lock() {
+            Ok(mut guard) => slot.run(root, &mut guard, search),
+            Err(TryLockError::Poisoned(poisoned)) => {
+                slot.run(root, &mut poisoned.into_inner(), search)
+            }
+            // An install is updating the index: what it last committed answers now (one
+            // install behind at most) rather than waiting for the update.
+            Err(TryLockError::WouldBlock) => match snapshot {
+                Some(snapshot) => snapshot.search(query),
+                None => with_index(root, slot, search),
+            },
+        }
         .map_err(SearchError::Search)?;
         Ok((hits, adoption))
     }
@@ -606,13 +653,29 @@ impl MemoryWorkspace {
         Ok((revision, Some(adoption)))
     }
 
+    /// Lets the search index finish the segment merges its last updates started (see
+    /// `Index::finish_merges`); for a process about to exit. A failure only leaves more
+    /// segments to merge next time, so it is logged, not returned.
+    pub fn finish(&self) {
+        let slot = &self.derived.index;
+        let mut guard = slot.index.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = guard.as_mut() {
+            if let Err(error) = index.finish_merges() {
+                tracing::warn!(%error, "finishing the search index merges failed");
+            }
+            *slot.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Some(index.snapshot());
+        }
+    }
+
     /// Rebuilds the search index from scratch (deletes `.scriptorium/index/` and re-indexes
     /// every file); returns the number of indexed documents.
     pub fn rebuild_index(&self) -> Result<u64, SearchError> {
         let revision = self.workspace.installed_revision().map_err(SearchError::Txn)?;
         let root = self.workspace.root();
-        let mut guard = self.derived.index.lock().unwrap_or_else(PoisonError::into_inner);
+        let slot = &self.derived.index;
+        let mut guard = slot.index.lock().unwrap_or_else(PoisonError::into_inner);
         *guard = None;
+        *slot.snapshot.write().unwrap_or_else(PoisonError::into_inner) = None;
         let dir = root.join(".scriptorium/index");
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|source| {
@@ -622,6 +685,7 @@ impl MemoryWorkspace {
         let mut index = Index::open(root).map_err(SearchError::Search)?;
         index.sync(revision.as_str(), None).map_err(SearchError::Search)?;
         let docs = index.num_docs();
+        *slot.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Some(index.snapshot());
         *guard = Some(index);
         Ok(docs)
     }
@@ -686,5 +750,54 @@ mod tests {
         let hits = memory.search(&Query::new("honey market")).expect("search");
         assert!(hits.iter().any(|h| h.id == "openprogram/s1/u2"), "the record: {hits:?}");
         assert!(hits.iter().any(|h| h.kind == HitKind::Block), "the block: {hits:?}");
+    }
+
+    /// A per-turn search never waits for an install's index update: while the index is held
+    /// (here by this very thread, so waiting would never end) a search at the revision the
+    /// last commit reflects reads that commit, and a search at a newer revision gets what the
+    /// index last committed; once the index is free, the next search catches up.
+    #[test]
+    fn a_search_never_waits_for_the_index_update() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let memory = MemoryWorkspace::open(dir.path(), true).expect("open");
+        memory
+            .workspace()
+            .archive_sources(
+                &[record("u1", "Dana keeps bees."), record("u2", "Dana sells honey.")],
+                LockTimeout::DEFAULT,
+            )
+            .expect("archive");
+        install(&memory, "Dana keeps bees.", "u1");
+        let bees = Query::new("bees");
+        assert_eq!(memory.search(&bees).expect("search").len(), 2, "the block and the record");
+
+        let held = memory.derived.index.index.lock().expect("the index lock");
+        assert_eq!(memory.search(&bees).expect("search").len(), 2, "the snapshot answers");
+        drop(held);
+
+        // An install whose index update has not run yet: the index is behind its revision.
+        let plain = Workspace::open(dir.path()).expect("open without observers");
+        let base = std::fs::read_to_string(dir.path().join("topics/people/dana.md")).expect("read");
+        let mut staged = plain.begin(BeginOptions::default()).expect("begin");
+        staged
+            .write_file(
+                "topics/people/dana.md",
+                &format!(
+                    "{base}\nDana sells honey.[^u2]\n\n\
+                     [^u2]: Time: `2024-04-02`; Sources: [turn](openprogram/s1/u2)\n"
+                ),
+            )
+            .expect("write");
+        staged.validate().expect("valid").install().expect("install");
+        let honey = Query::new("honey");
+        let held = memory.derived.index.index.lock().expect("the index lock");
+        let stale = memory.search(&honey).expect("search");
+        assert!(
+            stale.iter().all(|h| h.kind != HitKind::Block),
+            "the last commit holds no honey block yet: {stale:?}"
+        );
+        drop(held);
+        let fresh = memory.search(&honey).expect("search");
+        assert!(fresh.iter().any(|h| h.kind == HitKind::Block), "caught up: {fresh:?}");
     }
 }

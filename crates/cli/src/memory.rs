@@ -6,12 +6,21 @@ use scriptorium_txn::Installed;
 use crate::home::Home;
 use crate::output::outln;
 
-/// An open workspace for one command of this process: never freed. The process exits when
+/// An open workspace for one command of this process: never freed (only the search index's
+/// merges are waited for, see the `Drop` impl). The process exits when
 /// the command returns, and freeing the parsed tree a transaction keeps (a 10 000-block
 /// workspace is some 100 000 allocations) cost a quarter of an `update`'s CPU. Nothing durable
 /// depends on a destructor here: every write has finished (and been synced) before the command
 /// returns, and the write lock and the index writer's lock are `flock`s the exit releases.
 pub(crate) struct Opened(std::mem::ManuallyDrop<MemoryWorkspace>);
+
+impl Drop for Opened {
+    /// What must finish before the process exits: the search index's merges (without them
+    /// every update's segment would stay, and searches would slow down with each one).
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
 
 impl std::ops::Deref for Opened {
     type Target = MemoryWorkspace;

@@ -144,6 +144,19 @@ impl Index {
         self.writer = None;
     }
 
+    /// Waits for the segment merges this `Index`'s writer started and releases the writer. A
+    /// process that exits right after an update calls it: merges run beside the caller and
+    /// would otherwise never finish, and every update's small segment would stay (a search
+    /// opens each one). Merging the small segments of recent updates costs milliseconds; the
+    /// rarer merge of large levels costs more. Committed data is unaffected either way.
+    pub fn finish_merges(&mut self) -> Result<()> {
+        if let Some(writer) = self.writer.take() {
+            writer.wait_merging_threads()?;
+            self.reader.reload()?;
+        }
+        Ok(())
+    }
+
     /// Whether this `Index` currently holds tantivy's writer (see "Writer lifetime").
     pub fn holds_writer(&self) -> bool {
         self.writer.is_some()
@@ -337,7 +350,52 @@ impl Index {
         self.search_plan(&Plan::new(query)?)
     }
 
+    /// The index as of its last commit, to search without this `Index` (see [`Snapshot`]).
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            searcher: self.reader.searcher(),
+            fields: self.fields,
+            revision: self.revision.clone(),
+        }
+    }
+
     fn search_plan(&self, plan: &Plan) -> Result<Vec<Hit>> {
+        search_plan(&self.reader.searcher(), &self.fields, plan)
+    }
+}
+
+/// The index as of one commit: it searches without the [`Index`] it came from, so a reader never
+/// waits for whoever is updating the index, and it keeps seeing that commit (its segments stay
+/// mapped) until dropped. Cheap to clone.
+#[derive(Clone)]
+pub struct Snapshot {
+    searcher: tantivy::Searcher,
+    fields: Fields,
+    revision: Option<String>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot").field("revision", &self.revision).finish_non_exhaustive()
+    }
+}
+
+impl Snapshot {
+    /// The workspace revision the snapshot reflects (`None` for a fresh index).
+    pub fn revision(&self) -> Option<&str> {
+        self.revision.as_deref()
+    }
+
+    /// Searches the snapshot (as [`Index::search_committed`]).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a bad query.
+    pub fn search(&self, query: &Query) -> Result<Vec<Hit>> {
+        search_plan(&self.searcher, &self.fields, &Plan::new(query)?)
+    }
+}
+
+fn search_plan(searcher: &tantivy::Searcher, fields: &Fields, plan: &Plan) -> Result<Vec<Hit>> {
+    {
         let terms = query_terms(&plan.text);
         if terms.is_empty() {
             return Ok(Vec::new());
@@ -346,12 +404,11 @@ impl Index {
         {
             return Ok(Vec::new());
         }
-        let searcher = self.reader.searcher();
         let total_docs = searcher.num_docs() as f32;
         let mut weights: Vec<(String, f32)> = Vec::with_capacity(terms.len());
         let mut clauses: Vec<(Occur, Box<dyn TantivyQuery>)> = Vec::new();
         for term in terms {
-            let t = Term::from_field_text(self.fields.text, &term);
+            let t = Term::from_field_text(fields.text, &term);
             let df = searcher.doc_freq(&t)? as f32;
             let idf = (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln();
             if df > 0.0 {
@@ -372,30 +429,30 @@ impl Index {
             (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
         };
         must.push(filter(Box::new(TermQuery::new(
-            Term::from_field_u64(self.fields.trusted, 1),
+            Term::from_field_u64(fields.trusted, 1),
             IndexRecordOption::Basic,
         ))));
         if !plan.include_sources {
             must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_text(self.fields.kind, KIND_BLOCK),
+                Term::from_field_text(fields.kind, KIND_BLOCK),
                 IndexRecordOption::Basic,
             ))));
         }
         if let Some(speaker) = &plan.speaker {
             must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_text(self.fields.kind, KIND_SOURCE),
+                Term::from_field_text(fields.kind, KIND_SOURCE),
                 IndexRecordOption::Basic,
             ))));
             must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_text(self.fields.speaker, speaker),
+                Term::from_field_text(fields.speaker, speaker),
                 IndexRecordOption::Basic,
             ))));
         }
         if let Some(prefix) = &plan.prefix {
             must.push(filter(Box::new(RangeQuery::new(
-                Bound::Included(Term::from_field_text(self.fields.paths, prefix)),
+                Bound::Included(Term::from_field_text(fields.paths, prefix)),
                 Bound::Excluded(Term::from_field_text(
-                    self.fields.paths,
+                    fields.paths,
                     &format!("{prefix}\u{10FFFF}"),
                 )),
             ))));
@@ -411,9 +468,9 @@ impl Index {
                 )
             };
             must.push(filter(Box::new(BooleanQuery::new(vec![
-                range(self.fields.day, window.days),
-                range(self.fields.month, window.months),
-                range(self.fields.year, window.years),
+                range(fields.day, window.days),
+                range(fields.month, window.months),
+                range(fields.year, window.years),
             ]))));
         }
         let query = BooleanQuery::new(must);
@@ -423,7 +480,7 @@ impl Index {
         let mut doc_terms: Vec<String> = Vec::new();
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address)?;
-            let stored = StoredDoc::read(&doc, &self.fields);
+            let stored = StoredDoc::read(&doc, fields);
             let text = stored.index_text();
             doc_terms.clear();
             for_each_token(&text, |token, _, _| doc_terms.push(token.to_owned()));
@@ -444,7 +501,9 @@ impl Index {
         }
         Ok(hits)
     }
+}
 
+impl Index {
     fn load_manifest(&self, path: &Path) -> Manifest {
         self.fs
             .read(path)

@@ -68,7 +68,7 @@ mod tokenize;
 pub use error::{Error, ErrorCode, Result};
 pub use fence::{SYSTEM_NOTE, fence, is_fenced, sanitize};
 pub use fs::{FileAccess, RealFs, Stat};
-pub use index::{Index, SyncReport};
+pub use index::{Index, Snapshot, SyncReport};
 pub use model::{
     Changes, DEFAULT_MIN_COVERAGE, DEFAULT_TOP_K, Hit, HitKind, MAX_TOP_K, Query, recall_text,
 };
