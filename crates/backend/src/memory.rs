@@ -9,7 +9,7 @@
 //! the install returned.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, TryLockError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use scriptorium_history::{CommitRequest, History, Time};
@@ -169,7 +169,9 @@ impl Default for Wiring {
 
 /// The install observer: derived views, one git commit, then the search index.
 pub struct Derived {
-    history: Option<History>,
+    /// Set once, right after the workspace opened (the history needs the installed
+    /// transaction): nothing installs before.
+    history: OnceLock<History>,
     index: SharedIndex,
     wiring: Wiring,
     /// Archive files appended since the last install (committed with the next one).
@@ -191,7 +193,11 @@ impl scriptorium_views::Numbering for Numbers<'_> {
 impl Derived {
     /// An observer committing to `history` (none: no git), keeping what `wiring` asks for.
     pub fn new(history: Option<History>, wiring: Wiring) -> Derived {
-        Derived { history, index: Arc::default(), wiring, archived: Mutex::default() }
+        let cell = OnceLock::new();
+        if let Some(history) = history {
+            let _ = cell.set(history);
+        }
+        Derived { history: cell, index: Arc::default(), wiring, archived: Mutex::default() }
     }
 
     /// Renders the views the install changed and writes them; returns the files written or
@@ -251,7 +257,7 @@ impl Derived {
         }
         changed.sort();
         changed.dedup();
-        if let Some(history) = &self.history {
+        if let Some(history) = self.history.get() {
             let request = CommitRequest {
                 txn_id: event.installed.txn_id.as_str(),
                 message: &event.installed.message,
@@ -458,18 +464,24 @@ impl MemoryWorkspace {
             return Err(Error::NotFound { root });
         }
         let txn_err = |source| Error::Txn { root: root.clone(), source };
-        // Recovery first (without observers: it never installs anything new), then the
-        // history, which needs to know the installed transaction.
-        let plain = if create { Workspace::init(&root) } else { Workspace::open(&root) }
-            .map_err(txn_err)?;
-        let (history, history_error) = match open_history(&plain) {
+        // Recovery first (it never installs anything new, so the observer hears nothing),
+        // then the history, which needs to know the installed transaction.
+        let derived = Arc::new(Derived::new(None, wiring));
+        let observers: Vec<Arc<dyn InstallObserver>> = vec![derived.clone()];
+        let options = Options { observers, ..Options::default() };
+        let workspace = if create {
+            Workspace::init_with(&root, options)
+        } else {
+            Workspace::open_with(&root, options)
+        }
+        .map_err(txn_err)?;
+        let (history, history_error) = match open_history(&workspace) {
             Ok(history) => (Some(history), None),
             Err(err) => (None, Some(err)),
         };
-        let derived = Arc::new(Derived::new(history.clone(), wiring));
-        let observers: Vec<Arc<dyn InstallObserver>> = vec![derived.clone()];
-        let workspace = Workspace::open_with(&root, Options { observers, ..Options::default() })
-            .map_err(txn_err)?;
+        if let Some(history) = &history {
+            let _ = derived.history.set(history.clone());
+        }
         Ok(MemoryWorkspace {
             workspace,
             history,

@@ -30,6 +30,8 @@ const MANIFEST: &str = "scriptorium-manifest.json";
 const WRITER_ARENA: usize = 15_000_000;
 /// The smallest segment size the merge policy distinguishes (see [`merge_policy`]).
 const MIN_MERGE_LAYER: u32 = 100;
+/// How many segments of one level are merged together (see [`merge_policy`]).
+const MIN_MERGE_SEGMENTS: usize = 4;
 /// Characters of recall text in a hit.
 const CONTENT_CHARS: usize = 1200;
 /// Characters of a snippet.
@@ -596,6 +598,9 @@ fn new_writer(index: &tantivy::Index) -> Result<IndexWriter<TantivyDocument>> {
 fn merge_policy() -> LogMergePolicy {
     let mut policy = LogMergePolicy::default();
     policy.set_min_layer_size(MIN_MERGE_LAYER);
+    // Four segments of a level merge (tantivy's default is eight): a process opens every
+    // segment of the index on each search, so fewer of them is what a search pays for.
+    policy.set_min_num_segments(MIN_MERGE_SEGMENTS);
     policy
 }
 
