@@ -31,21 +31,33 @@ const UP_TO_L2_5: &[&str] = &[
     "scriptorium-writer",
     "scriptorium-model-clients",
 ];
-/// L0–L3 but the model clients: what `server` may use. The faces build models only through
-/// `backend` (`models::build`), never from the clients themselves.
-const UP_TO_L3: &[&str] = &[
+/// What a face (`server`: web and MCP; `cli`) may use: the backend and the layers it does not
+/// wrap. Never `txn` or `views`: every change and every locked read goes through `backend`
+/// (`MemoryWorkspace::begin_edit`, `update`, `rebuild`, `search`; the engine's vocabulary
+/// through `backend::engine`), so no face runs its own begin → validate → install. Never the
+/// model clients either: models are built by `backend` (`models::build`).
+const FACE: &[&str] = &[
     "scriptorium-topics-format",
     "scriptorium-session-dag",
     "scriptorium-markers",
-    "scriptorium-txn",
-    "scriptorium-views",
     "scriptorium-search",
     "scriptorium-history",
     "scriptorium-writer",
     "scriptorium-backend",
 ];
-/// Every library crate but the model clients (reached through `backend`): what `cli` and the
-/// end-to-end tests may use.
+/// [`FACE`] and the server: what `cli` may use.
+const CLI: &[&str] = &[
+    "scriptorium-topics-format",
+    "scriptorium-session-dag",
+    "scriptorium-markers",
+    "scriptorium-search",
+    "scriptorium-history",
+    "scriptorium-writer",
+    "scriptorium-backend",
+    "scriptorium-server",
+];
+/// Every library crate but the model clients (reached through `backend`): what the end-to-end
+/// tests may use.
 const ALL_LIBRARIES: &[&str] = &[
     "scriptorium-topics-format",
     "scriptorium-session-dag",
@@ -73,8 +85,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("scriptorium-writer", L0_L1),
     ("scriptorium-model-clients", &["scriptorium-writer"]),
     ("scriptorium-backend", UP_TO_L2_5),
-    ("scriptorium-server", UP_TO_L3),
-    ("scriptorium-cli", ALL_LIBRARIES),
+    ("scriptorium-server", FACE),
+    ("scriptorium-cli", CLI),
     ("scriptorium-testkit", &[]),
     ("scriptorium-tests", ALL_LIBRARIES),
     ("xtask", &[]),
@@ -195,5 +207,15 @@ mod tests {
         assert!(allowed(&edge("scriptorium-writer", clients, "normal"), &table).is_err());
         assert!(allowed(&edge("scriptorium-cli", clients, "normal"), &table).is_err());
         assert!(allowed(&edge("scriptorium-server", clients, "normal"), &table).is_err());
+        // Faces reach the engine only through the backend, in tests too.
+        for face in ["scriptorium-cli", "scriptorium-server"] {
+            for engine in ["scriptorium-txn", "scriptorium-views"] {
+                for kind in ["normal", "dev"] {
+                    let err = allowed(&edge(face, engine, kind), &table).unwrap_err();
+                    assert!(err.contains("not an allowed edge"), "{err}");
+                }
+            }
+            assert!(allowed(&edge(face, "scriptorium-backend", "normal"), &table).is_ok());
+        }
     }
 }

@@ -36,6 +36,8 @@
 //! ```
 
 pub mod config;
+pub mod edit;
+pub mod engine;
 pub mod inspect;
 pub mod interface;
 pub mod local;

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use scriptorium_backend::engine::FsSources;
 use scriptorium_topics_format::source::{ArchiveResolver, check_archive};
 use scriptorium_topics_format::topic::{TopicFile, check_tree};
 use scriptorium_topics_format::{Code, Diagnostic};
-use scriptorium_views::FsSources;
 
 use crate::home::Home;
 use crate::output::outln;

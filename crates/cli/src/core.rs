@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
+use scriptorium_backend::engine::{FsSources, render_core};
 use scriptorium_backend::injected_core;
 use scriptorium_backend::memory::CORE_BUDGET;
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::tokens;
-use scriptorium_views::{FsSources, render_core};
 
 use crate::home::Home;
 use crate::memory;

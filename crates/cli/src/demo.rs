@@ -9,11 +9,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use scriptorium_backend::config::ModelKind;
+use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::{LocalBackend, models};
 use scriptorium_markers::{WorkspaceId, pending};
 use scriptorium_session_dag::import::{Format, Input, import_into, parse};
 use scriptorium_session_dag::{NodeId, SessionId, SessionStore};
-use scriptorium_txn::{UpdateContext, UpdateRequest};
 use scriptorium_writer::source_id;
 
 use crate::home::Home;
@@ -100,7 +100,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     }
 
     // 3. Pin two preferences to the core (the change API: structured record operations).
-    pin_core(&ws, &session)?;
+    pin_core(backend.memory(), &session)?;
     outln!("\n3. the core block injected into every system prompt:\n");
     outln!("{}", indent(&backend.core_block()));
 
@@ -137,7 +137,11 @@ fn tour(home: &Home) -> anyhow::Result<()> {
 }
 
 /// Creates `topics/core.md` with two preferences cited from the conversation, once.
-fn pin_core(ws: &scriptorium_txn::Workspace, session: &SessionId) -> anyhow::Result<()> {
+fn pin_core(
+    memory: &scriptorium_backend::memory::MemoryWorkspace,
+    session: &SessionId,
+) -> anyhow::Result<()> {
+    let ws = memory.workspace();
     if ws.root().join("topics/core.md").exists() {
         return Ok(());
     }
@@ -155,7 +159,7 @@ fn pin_core(ws: &scriptorium_txn::Workspace, session: &SessionId) -> anyhow::Res
             create("Mara is allergic to wasps: nothing that attracts them near the door.", "u2", "wasp allergy"),
         ],
     });
-    ws.update_with(UpdateRequest::from_json(&body.to_string())?, UpdateContext::default())?;
+    memory.update(UpdateRequest::from_json(&body.to_string())?, UpdateContext::default())?;
     Ok(())
 }
 

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use scriptorium_txn::validate::Required;
-use scriptorium_txn::{BeginOptions, Error, LockTimeout, writable_path};
+use scriptorium_backend::edit::{EditFailure, EditOptions};
+use scriptorium_backend::engine::{TxnError as Error, writable_path};
 
 use crate::home::Home;
 use crate::output::outln;
@@ -106,21 +106,21 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     })?;
     let ws_path = format!("topics/{rel}");
     let memory = memory::open(home, false)?;
-    let options = BeginOptions {
-        lock_timeout: LockTimeout::new(Duration::from_secs(5)),
-        required: Required::All,
+    let options = EditOptions {
+        base_revision: None,
+        lock_wait: Duration::from_secs(5),
+        keep_blocks: true,
         message: args.message.clone().unwrap_or_else(|| format!("memory: edit {ws_path}")),
-        ..BeginOptions::default()
     };
-    let mut staged = match memory.workspace().begin(options) {
-        Ok(staged) => staged,
+    let mut edit = match memory.begin_edit(&ws_path, options) {
+        Ok(edit) => edit,
         Err(err) if err.is_retryable() => {
             eprintln!("{}: {err}", err.code());
             return Ok(ExitCode::from(EXIT_RETRYABLE));
         }
         Err(err) => return Err(err.into()),
     };
-    let before = staged.read_file(&ws_path)?;
+    let before = edit.current()?;
     let text = match &args.from {
         Some(file) if file.as_os_str() == "-" => {
             let mut text = String::new();
@@ -131,24 +131,20 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?
         }
         None => {
-            if before.is_none() {
-                staged.write_file(&ws_path, "")?;
-            }
-            run_editor(&staged.path().join(&rel))?;
-            staged.read_file(&ws_path)?.unwrap_or_default()
+            run_editor(&edit.file_on_disk()?)?;
+            edit.current()?.unwrap_or_default()
         }
     };
     if before.as_deref() == Some(text.as_str()) {
         outln!("{ws_path}: unchanged, nothing to install");
         return Ok(ExitCode::SUCCESS);
     }
-    staged.write_file(&ws_path, &text)?;
-    let txn_id = staged.txn_id().as_str().to_owned();
-    let validated = match staged.validate() {
-        Ok(validated) => validated,
-        Err(rejected) => {
+    edit.set(Some(&text))?;
+    let txn_id = edit.txn_id().to_owned();
+    match edit.install() {
+        Err(EditFailure::Rejected(violations)) => {
             let draft = save_draft(home, &txn_id, &rel, &text)?;
-            for violation in rejected.violations() {
+            for violation in &violations {
                 outln!("{violation}");
             }
             eprintln!(
@@ -156,10 +152,8 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
                 draft.display()
             );
             eprintln!("fix it, then: scriptorium edit {ws_path} --from {}", draft.display());
-            return Ok(ExitCode::from(1));
+            Ok(ExitCode::from(1))
         }
-    };
-    match validated.install() {
         Ok(installed) if installed.noop => {
             outln!(
                 "{ws_path}: nothing changed (its normalized text is the installed one); \
@@ -174,13 +168,13 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             memory::print_installed(&installed, &after);
             Ok(ExitCode::SUCCESS)
         }
-        Err(err @ (Error::Busy { .. } | Error::ConcurrentUpdate { .. })) => {
+        Err(EditFailure::Txn(err @ (Error::Busy { .. } | Error::ConcurrentUpdate { .. }))) => {
             let draft = save_draft(home, &txn_id, &rel, &text)?;
             eprintln!("{}: {err}", err.code());
             eprintln!("your text is saved in {}; retry with --from", draft.display());
             Ok(ExitCode::from(EXIT_RETRYABLE))
         }
-        Err(err) => {
+        Err(EditFailure::Txn(err)) => {
             let draft = save_draft(home, &txn_id, &rel, &text)?;
             eprintln!("your text is saved in {}", draft.display());
             Err(err.into())

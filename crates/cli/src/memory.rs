@@ -1,7 +1,7 @@
 //! Opening the memory workspace of a home for the commands that change or inspect it.
 
+use scriptorium_backend::engine::Installed;
 use scriptorium_backend::memory::{AfterInstall, Error, MemoryWorkspace};
-use scriptorium_txn::Installed;
 
 use crate::home::Home;
 use crate::output::outln;

@@ -11,6 +11,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use scriptorium_backend::engine::TxnError;
 use scriptorium_backend::wire::{Code, WireError};
 
 /// The exit code of a retryable failure: `EX_TEMPFAIL`.
@@ -123,10 +124,28 @@ pub(crate) fn classify(err: &anyhow::Error) -> (WireError, u8) {
         if let Some(failure) = cause.downcast_ref::<Failure>() {
             return (failure.error.clone(), failure.exit);
         }
-        if let Some(txn) = cause.downcast_ref::<scriptorium_txn::Error>() {
+        if let Some(txn) = cause.downcast_ref::<TxnError>() {
             let error = WireError::from_txn(txn);
             let exit = exit_for(error.code);
             return (error, exit);
+        }
+        if let Some(edit) = cause.downcast_ref::<scriptorium_backend::edit::EditFailure>() {
+            let error = edit.wire();
+            let exit = exit_for(error.code);
+            return (error, exit);
+        }
+        if let Some(rebuild) = cause.downcast_ref::<scriptorium_backend::edit::RebuildError>() {
+            if let scriptorium_backend::edit::RebuildError::Index(
+                scriptorium_backend::memory::SearchError::Search(search),
+            ) = rebuild
+            {
+                return search_failure(search);
+            }
+            if let Some(error) = rebuild.wire() {
+                let error = WireError { message, ..error };
+                let exit = exit_for(error.code);
+                return (error, exit);
+            }
         }
         if let Some(open) = cause.downcast_ref::<scriptorium_backend::memory::Error>() {
             return match open {

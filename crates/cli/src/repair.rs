@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use scriptorium_backend::engine::{IdSource, RandomIds, WorkspaceId, restore_workspace_id};
 use scriptorium_backend::wire::Code;
 use scriptorium_markers::MARKER_KEY;
 use scriptorium_session_dag::{EmbeddedStore, Page, SessionStore};
-use scriptorium_txn::{IdSource, RandomIds, WorkspaceId, restore_workspace_id};
 
 use crate::home::Home;
 use crate::output::{outln, problem, usage};

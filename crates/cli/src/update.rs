@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::summary::update_result;
-use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 
 use crate::home::Home;
 use crate::memory;
@@ -92,7 +92,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     // The person at the terminal is the workspace owner: sources they declare are archived
     // with the local owner's authority, never with identity fields from the payload.
     let context = UpdateContext::owner("owner-cli/update");
-    let outcome = memory.workspace().update_with(request, context)?;
+    let outcome = memory.update(request, context)?;
     let installed = &outcome.installed;
     let after = scriptorium_backend::memory::after(installed);
     if args.json {

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
+use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::{Config, LocalBackend};
-use scriptorium_txn::{UpdateContext, UpdateRequest};
 use scriptorium_writer::model::journal::Journal;
 use serde_json::json;
 

@@ -43,12 +43,12 @@ use rmcp::model::{
 };
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
+use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
 use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_backend::wire::{Code, WireError};
 use scriptorium_search::{Hit, HitKind, MAX_TOP_K, Query, fence};
-use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -357,10 +357,7 @@ impl Inner {
         // The MCP client is the owner's own agent: sources it declares are archived with the
         // local owner's authority, never with identity fields from the payload.
         let context = UpdateContext::owner(UPDATE_ORIGIN);
-        let outcome = memory
-            .workspace()
-            .update_with(request, context)
-            .map_err(|e| WireError::from_txn(&e))?;
+        let outcome = memory.update(request, context).map_err(|e| WireError::from_txn(&e))?;
         let after = scriptorium_backend::memory::after(&outcome.installed);
         for (what, error) in [
             ("the git commit", &after.git_error),

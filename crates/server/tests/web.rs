@@ -10,8 +10,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use scriptorium_backend::engine::{LockTimeout, Workspace};
 use scriptorium_server::web::{AppState, app};
-use scriptorium_txn::{LockTimeout, Workspace};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 

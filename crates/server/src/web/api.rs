@@ -12,16 +12,17 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use scriptorium_backend::LocalBackend;
+use scriptorium_backend::edit::{EditFailure, EditOptions};
+use scriptorium_backend::engine::{
+    FsSources, LockTimeout, Revision, TxnError, UpdateContext, UpdateRequest, Workspace,
+    read_topics, writable_path,
+};
 use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
 use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_backend::wire::Code;
 use scriptorium_search::{HitKind, MAX_TOP_K};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{parse_tree, tokens};
-use scriptorium_txn::change::{UpdateContext, UpdateRequest};
-use scriptorium_txn::validate::Required;
-use scriptorium_txn::{BeginOptions, LockTimeout, Revision, writable_path};
-use scriptorium_views::{FsSources, read_topics};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -77,7 +78,7 @@ fn parse_body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> ApiRe
         .map_err(|e| ApiError::invalid(format!("invalid request body: {e}")))
 }
 
-fn txn(err: scriptorium_txn::Error) -> ApiError {
+fn txn(err: TxnError) -> ApiError {
     ApiError::from_txn(&err)
 }
 
@@ -312,7 +313,7 @@ async fn changes(State(state): State<AppState>, body: Result<Bytes, BytesRejecti
         .blocking(move |_, backend| {
             let request = UpdateRequest::from_json(&body.to_string()).map_err(txn)?;
             let memory = backend.memory();
-            let outcome = memory.workspace().update_with(request, owner_context()).map_err(txn)?;
+            let outcome = memory.update(request, owner_context()).map_err(txn)?;
             Ok(Json(update_result(&outcome)))
         })
         .await
@@ -459,15 +460,14 @@ fn edit(
         return Err(ApiError::invalid("base_revision is required"));
     }
     let memory = backend.memory();
-    let options = BeginOptions {
+    let options = EditOptions {
         base_revision: Some(Revision::new(base_revision.trim())),
-        lock_timeout: LockTimeout::new(LOCK_WAIT),
-        required: if content.is_some() { Required::All } else { Required::StillPresent },
+        lock_wait: LOCK_WAIT,
+        keep_blocks: content.is_some(),
         message: format!("memory: {} {ws_path}", if content.is_some() { "edit" } else { "delete" }),
-        ..BeginOptions::default()
     };
-    let mut staged = memory.workspace().begin(options).map_err(txn)?;
-    let before = staged.read_file(ws_path).map_err(txn)?;
+    let mut edit = memory.begin_edit(ws_path, options).map_err(txn)?;
+    let before = edit.current().map_err(txn)?;
     match content {
         Some(text) if before.as_deref() == Some(text) => {
             return Ok(Json(json!({
@@ -475,16 +475,17 @@ fn edit(
                 "git_committed": false,
             })));
         }
-        Some(text) => staged.write_file(ws_path, text).map_err(txn)?,
         None if before.is_none() => return Err(ApiError::not_found(ws_path)),
-        None => staged.remove_file(ws_path).map_err(txn)?,
+        _ => edit.set(content).map_err(txn)?,
     }
-    let validated = staged.validate().map_err(|rejected| {
-        let mut err = ApiError::from_txn(&scriptorium_txn::Error::from(rejected));
-        err.status = StatusCode::BAD_REQUEST;
-        err
+    let installed = edit.install().map_err(|failure| match failure {
+        EditFailure::Rejected(violations) => {
+            let mut err = ApiError::from_txn(&TxnError::Rejected { violations });
+            err.status = StatusCode::BAD_REQUEST;
+            err
+        }
+        EditFailure::Txn(error) => txn(error),
     })?;
-    let installed = validated.install().map_err(txn)?;
     if installed.noop {
         // Nothing was installed, so nothing was committed.
         return Ok(Json(json!({
@@ -602,7 +603,7 @@ impl CoreFiles {
     /// install writes it after the linearization point (see `ARCHITECTURE.md#durability`, step 8),
     /// so between the two the revision is already the new one while the render is still the
     /// old one. Every install writes both under the lock, so under it they always agree.
-    fn read(ws: &scriptorium_txn::Workspace) -> ApiResult<CoreFiles> {
+    fn read(ws: &Workspace) -> ApiResult<CoreFiles> {
         ws.with_write_lock(LockTimeout::new(LOCK_WAIT), || {
             let root = ws.root();
             Ok(CoreFiles {

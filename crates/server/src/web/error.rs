@@ -71,8 +71,8 @@ impl ApiError {
     /// The transaction engine's error, with the status its code calls for: 409
     /// `CONCURRENT_UPDATE`, 503 `BUSY` or `NO_SPACE` (retry), 404 `MEMORY_NOT_FOUND`, 500
     /// `IO`/`CORRUPT_STATE`/`WORKSPACE_ID_MISSING`, 400 otherwise.
-    pub fn from_txn(err: &scriptorium_txn::Error) -> ApiError {
-        use scriptorium_txn::ErrorCode;
+    pub fn from_txn(err: &scriptorium_backend::engine::TxnError) -> ApiError {
+        use scriptorium_backend::engine::ErrorCode;
         let status = match err.code() {
             ErrorCode::ConcurrentUpdate => StatusCode::CONFLICT,
             ErrorCode::Busy | ErrorCode::NoSpace => StatusCode::SERVICE_UNAVAILABLE,

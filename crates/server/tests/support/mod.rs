@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::memory::MemoryWorkspace;
-use scriptorium_txn::change::{UpdateContext, UpdateRequest};
 
 /// The topic the fixture installs (its label is replaced by the archived source ID).
 pub(crate) const TOPIC: &str = "# Garden\n\nDana is planning a vegetable garden.[^e1]\n\n\

@@ -1,0 +1,246 @@
+//! The changes the faces make, each one transaction owned here: a topic file edited or deleted
+//! ([`MemoryWorkspace::begin_edit`] → [`TopicEdit`]), a change request
+//! ([`MemoryWorkspace::update`]), and the rebuild of every derived file
+//! ([`MemoryWorkspace::rebuild`]). The CLI, the web API and the MCP server call these; none of
+//! them runs its own begin → validate → install.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use scriptorium_topics_format::source::ArchiveResolver;
+use scriptorium_txn::validate::{Required, Violation};
+use scriptorium_txn::{
+    BeginOptions, Error, Installed, LockTimeout, Revision, Staged, UpdateContext, UpdateOutcome,
+    UpdateRequest,
+};
+use scriptorium_views::{
+    FsSources, RebuildOptions, promote_legacy_core, read_topics, rebuild_workspace,
+};
+
+use crate::memory::MemoryWorkspace;
+
+/// How a [`TopicEdit`] starts.
+#[derive(Clone, Debug)]
+pub struct EditOptions {
+    /// Compare-and-set: the revision the editor read (`None`: whatever is installed).
+    pub base_revision: Option<Revision>,
+    /// How long to wait for the write lock.
+    pub lock_wait: Duration,
+    /// Whether every block ID of the file must survive (an edit); `false` lets the file's own
+    /// blocks go (a delete; blocks other files link to still refuse it).
+    pub keep_blocks: bool,
+    /// The commit message.
+    pub message: String,
+}
+
+/// One topic file being edited: its text read from the stage, replaced or removed, then
+/// installed as one validated transaction (views, index and git follow).
+pub struct TopicEdit {
+    staged: Staged,
+    path: String,
+}
+
+/// Why a [`TopicEdit`] did not install.
+#[derive(Debug, thiserror::Error)]
+pub enum EditFailure {
+    /// Validation refused the text; nothing changed.
+    #[error("the edit does not validate ({} violation(s))", .0.len())]
+    Rejected(Vec<Violation>),
+    /// The engine refused (a stale base revision, a held lock, IO).
+    #[error(transparent)]
+    Txn(#[from] Error),
+}
+
+impl EditFailure {
+    /// The failure on the wire (a rejection carries every violation).
+    pub fn wire(&self) -> crate::wire::WireError {
+        match self {
+            EditFailure::Rejected(violations) => {
+                crate::wire::WireError::from_txn(&Error::Rejected {
+                    violations: violations.clone(),
+                })
+            }
+            EditFailure::Txn(error) => crate::wire::WireError::from_txn(error),
+        }
+    }
+}
+
+impl TopicEdit {
+    /// The transaction's ID (drafts are kept under it).
+    pub fn txn_id(&self) -> &str {
+        self.staged.txn_id().as_str()
+    }
+
+    /// The file's text as staged (the installed text until [`TopicEdit::set`]).
+    pub fn current(&self) -> Result<Option<String>, Error> {
+        self.staged.read_file(&self.path)
+    }
+
+    /// The staged file on disk, created empty if missing, for an editor to change in place.
+    pub fn file_on_disk(&mut self) -> Result<PathBuf, Error> {
+        if self.current()?.is_none() {
+            self.staged.write_file(&self.path, "")?;
+        }
+        let rel = self.path.strip_prefix("topics/").unwrap_or(&self.path);
+        Ok(self.staged.path().join(rel))
+    }
+
+    /// Replaces the file's text (`None`: removes the file).
+    pub fn set(&mut self, text: Option<&str>) -> Result<(), Error> {
+        match text {
+            Some(text) => self.staged.write_file(&self.path, text),
+            None => self.staged.remove_file(&self.path),
+        }
+    }
+
+    /// Validates and installs. A text that normalizes to the installed one installs nothing
+    /// (`Installed::noop`).
+    pub fn install(self) -> Result<Installed, EditFailure> {
+        let validated = self
+            .staged
+            .validate()
+            .map_err(|rejected| EditFailure::Rejected(rejected.violations().to_vec()))?;
+        Ok(validated.install()?)
+    }
+}
+
+/// What [`MemoryWorkspace::rebuild`] did.
+#[derive(Clone, Debug)]
+pub struct Rebuilt {
+    /// A legacy root `core.md` was promoted to `topics/core.md` first (one transaction).
+    pub promoted_legacy_core: bool,
+    /// Blocks the views were built from.
+    pub blocks: usize,
+    /// Topic diagnostics (the views use what parsed).
+    pub diagnostics: usize,
+    /// View files written.
+    pub changed_files: Vec<String>,
+    /// View files removed.
+    pub removed_files: Vec<String>,
+    /// The rendered core's tokens and budget.
+    pub core_tokens: usize,
+    /// The core budget.
+    pub core_budget: usize,
+    /// Documents in the rebuilt search index.
+    pub indexed_documents: u64,
+}
+
+impl MemoryWorkspace {
+    /// Starts an edit of the topic file `path` (workspace-relative, `topics/…`, already checked
+    /// with `writable_path`).
+    pub fn begin_edit(&self, path: &str, options: EditOptions) -> Result<TopicEdit, Error> {
+        let begin = BeginOptions {
+            base_revision: options.base_revision,
+            lock_timeout: LockTimeout::new(options.lock_wait),
+            required: if options.keep_blocks { Required::All } else { Required::StillPresent },
+            message: options.message,
+            ..BeginOptions::default()
+        };
+        Ok(TopicEdit { staged: self.workspace().begin(begin)?, path: path.to_owned() })
+    }
+
+    /// Applies a change request (whole files, a patch or record operations) as one
+    /// compare-and-set transaction.
+    pub fn update(
+        &self,
+        request: UpdateRequest,
+        context: UpdateContext,
+    ) -> Result<UpdateOutcome, Error> {
+        self.workspace().update_with(request, context)
+    }
+
+    /// Rebuilds every derived view and the search index from the canonical files. A legacy
+    /// root `core.md` without a master is first promoted to `topics/core.md` through a
+    /// transaction (when the tree with it parses; see `docs/format.md#core-view`). The views
+    /// are rebuilt under the write lock (an install between reading the tree and writing its
+    /// views would otherwise be overwritten), each file atomically; canonical files are never
+    /// written otherwise.
+    pub fn rebuild(&self) -> Result<Rebuilt, RebuildError> {
+        let promoted_legacy_core = self.promote_legacy_core()?;
+        let workspace = self.workspace();
+        let report = workspace.with_write_lock(LockTimeout::DEFAULT, || {
+            let options = RebuildOptions {
+                creation_order: workspace.creation_order()?.to_map(),
+                ..RebuildOptions::default()
+            };
+            Ok::<_, RebuildError>(rebuild_workspace(workspace.root(), &options)?)
+        })??;
+        let indexed_documents = self.rebuild_index()?;
+        Ok(Rebuilt {
+            promoted_legacy_core,
+            blocks: report.units,
+            diagnostics: report.diagnostics.len(),
+            changed_files: report.written.changed_files,
+            removed_files: report.written.removed_files,
+            core_tokens: report.core.tokens,
+            core_budget: report.core.budget,
+            indexed_documents,
+        })
+    }
+
+    /// Promotes a legacy root `core.md` into the master through a transaction; returns whether
+    /// it did.
+    fn promote_legacy_core(&self) -> Result<bool, RebuildError> {
+        let root = self.workspace().root();
+        let Ok(legacy) = std::fs::read_to_string(root.join("core.md")) else {
+            return Ok(false);
+        };
+        if root.join("topics/core.md").exists() {
+            return Ok(false);
+        }
+        let topics = read_topics(root)?;
+        let resolver = ArchiveResolver::new(FsSources::new(root));
+        let Some(master) = promote_legacy_core(&legacy, &topics, &resolver) else {
+            return Ok(false);
+        };
+        let options = EditOptions {
+            base_revision: None,
+            lock_wait: LockTimeout::DEFAULT.timeout,
+            keep_blocks: true,
+            message: "memory: promote legacy core.md to topics/core.md".into(),
+        };
+        let mut edit = self.begin_edit("topics/core.md", options)?;
+        edit.set(Some(&master))?;
+        match edit.install() {
+            Ok(_) => Ok(true),
+            Err(EditFailure::Rejected(violations)) => Err(RebuildError::Promote(violations)),
+            Err(EditFailure::Txn(error)) => Err(error.into()),
+        }
+    }
+}
+
+/// Why [`MemoryWorkspace::rebuild`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    /// The legacy root `core.md` does not validate as the master.
+    #[error("the legacy core.md could not be promoted:\n{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Promote(Vec<Violation>),
+    /// The engine refused.
+    #[error(transparent)]
+    Txn(#[from] Error),
+    /// The views could not be read or written.
+    #[error(transparent)]
+    Views(#[from] scriptorium_views::Error),
+    /// The search index could not be rebuilt.
+    #[error(transparent)]
+    Index(#[from] crate::memory::SearchError),
+}
+
+impl RebuildError {
+    /// The failure on the wire, when the engine's (a refused promotion carries every
+    /// violation); `None` for view and index failures, which the caller maps itself.
+    pub fn wire(&self) -> Option<crate::wire::WireError> {
+        match self {
+            RebuildError::Txn(error)
+            | RebuildError::Index(crate::memory::SearchError::Txn(error)) => {
+                Some(crate::wire::WireError::from_txn(error))
+            }
+            RebuildError::Promote(violations) => {
+                Some(crate::wire::WireError::from_txn(&Error::Rejected {
+                    violations: violations.clone(),
+                }))
+            }
+            _ => None,
+        }
+    }
+}
