@@ -8,6 +8,9 @@
 //! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
 //! - `recall`: the recall-quality harness on the LoCoMo dev split (recall@5, recall@10, and the
 //!   share of negative queries that return nothing).
+//! - `snapshots [--accept]`: the snapshot suites (insta) of every package that has them; a
+//!   changed snapshot fails and leaves a `.snap.new` beside it; with `--accept` the new
+//!   snapshots replace the old ones, and the files that changed are listed for review.
 //! - `crash`: the kill supervisors, in release, for N iterations each: the transaction engine's
 //!   and the binary's (`scriptorium edit` and `scriptorium write` killed at random points). CI
 //!   runs a few as part of the tests; run many locally.
@@ -31,10 +34,12 @@ fn main() -> ExitCode {
         Some("tidy") => tidy::check(&repo_root()).map(|()| println!("tidy: ok")),
         Some("bench") => bench::run(&repo_root(), &args[1..]),
         Some("crash") => crash(&args[1..]),
+        Some("snapshots") => snapshots(&args[1..]),
         Some("recall") => recall(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <ci|deps|tidy|bench [criterion args]|crash [--iterations N]|recall>"
+                "usage: cargo xtask <ci|deps|tidy|bench [criterion args]|snapshots [--accept]|crash \
+                 [--iterations N]|recall>"
             );
             return ExitCode::from(2);
         }
@@ -85,6 +90,69 @@ fn crash(args: &[String]) -> anyhow::Result<()> {
         .args(["--package", "scriptorium-txn", "--package", "scriptorium-cli"])
         .env("SCRIPTORIUM_CRASH_ITERATIONS", &iterations);
     run_step(&format!("kill -9 supervisor, {iterations} iterations"), cmd)
+}
+
+/// The packages whose tests hold insta snapshots (`tests/**/snapshots/*.snap`).
+const SNAPSHOT_PACKAGES: &[&str] = &[
+    "scriptorium-topics-format",
+    "scriptorium-txn",
+    "scriptorium-views",
+    "scriptorium-writer",
+    "scriptorium-server",
+];
+
+/// `cargo xtask snapshots [--accept]`: runs the snapshot suites; with `--accept`, writes every
+/// changed snapshot in place (`INSTA_UPDATE=always`) and lists the snapshot files that changed.
+fn snapshots(args: &[String]) -> anyhow::Result<()> {
+    let accept = match args {
+        [] => false,
+        [flag] if flag == "--accept" => true,
+        _ => bail!("usage: cargo xtask snapshots [--accept]"),
+    };
+    if accept {
+        // Pending `.snap.new` files of earlier checks are superseded by this run.
+        remove_pending_snapshots(&repo_root())?;
+    }
+    let mut cmd = cargo();
+    cmd.args(["test", "--locked"]);
+    for package in SNAPSHOT_PACKAGES {
+        cmd.args(["--package", package]);
+    }
+    // Checking: a mismatch fails and leaves `.snap.new` beside the snapshot. Accepting: the new
+    // snapshot is written in place and the assertion passes (the listing below says what
+    // changed).
+    cmd.env("INSTA_UPDATE", if accept { "always" } else { "new" })
+        .env("INSTA_FORCE_PASS", if accept { "1" } else { "0" });
+    if std::env::var_os("SCRIPTORIUM_TEST_DATA").is_none_or(|d| d.is_empty()) {
+        cmd.env("SCRIPTORIUM_TEST_DATA", data_dir()?);
+    }
+    let step = if accept { "snapshot suites, accepting changes" } else { "snapshot suites" };
+    let result = run_step(step, cmd);
+    let mut status = Command::new("git");
+    status.current_dir(repo_root()).args(["status", "--porcelain", "--", "*.snap", "*.snap.new"]);
+    let changed = status.output().context("running git status")?;
+    let listing = String::from_utf8_lossy(&changed.stdout);
+    if !listing.trim().is_empty() {
+        eprintln!("snapshot files changed (review with `git diff`):\n{listing}");
+    }
+    result
+}
+
+/// Removes every `*.snap.new` under `dir` (not under `target/` or `.git/`).
+fn remove_pending_snapshots(dir: &Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        if entry.file_type()?.is_dir() {
+            if name != "target" && name != ".git" && name != "node_modules" {
+                remove_pending_snapshots(&path)?;
+            }
+        } else if name.to_string_lossy().ends_with(".snap.new") {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The third-party data directory: `$SCRIPTORIUM_TEST_DATA` or `../shared/data`.
