@@ -77,7 +77,7 @@ const ALL_LIBRARIES: &[&str] = &[
 const ALLOWED: &[(&str, &[&str])] = &[
     ("scriptorium-topics-format", &[]),
     ("scriptorium-session-dag", &[]),
-    ("scriptorium-markers", &["scriptorium-session-dag"]),
+    ("scriptorium-markers", &["scriptorium-session-dag", "scriptorium-topics-format"]),
     ("scriptorium-txn", &["scriptorium-topics-format"]),
     ("scriptorium-views", &["scriptorium-topics-format"]),
     ("scriptorium-search", &["scriptorium-topics-format"]),

@@ -352,8 +352,8 @@ pub fn after(installed: &scriptorium_txn::Installed) -> AfterInstall {
 /// An open memory workspace with its history and the views+git observer.
 pub struct MemoryWorkspace {
     workspace: Workspace,
-    history: Option<History>,
-    history_error: Option<String>,
+    /// Why the history could not be opened (set at most once, see `ensure_history`).
+    history_error: OnceLock<String>,
     derived: Arc<Derived>,
     /// When [`MemoryWorkspace::search`] last looked for outside edits, and how often it looks.
     outside_check: Mutex<Option<OutsideCheck>>,
@@ -459,13 +459,30 @@ impl MemoryWorkspace {
         create: bool,
         wiring: Wiring,
     ) -> Result<MemoryWorkspace, Error> {
+        let memory = MemoryWorkspace::open_without_history(root, create, wiring)?;
+        memory.ensure_history();
+        Ok(memory)
+    }
+
+    /// [`MemoryWorkspace::open`] for a process that may only read: the git history is opened
+    /// (and caught up) only before the first install this handle makes, which spares a search
+    /// process reading `.git` at all. [`MemoryWorkspace::history`] is `None` until then.
+    pub fn open_for_reading(root: impl AsRef<Path>) -> Result<MemoryWorkspace, Error> {
+        MemoryWorkspace::open_without_history(root, false, Wiring::default())
+    }
+
+    fn open_without_history(
+        root: impl AsRef<Path>,
+        create: bool,
+        wiring: Wiring,
+    ) -> Result<MemoryWorkspace, Error> {
         let root = root.as_ref().to_path_buf();
         if !create && !root.join("topics").is_dir() && !root.join(".scriptorium").is_dir() {
             return Err(Error::NotFound { root });
         }
         let txn_err = |source| Error::Txn { root: root.clone(), source };
-        // Recovery first (it never installs anything new, so the observer hears nothing),
-        // then the history, which needs to know the installed transaction.
+        // Recovery first (it never installs anything new, so the observer hears nothing);
+        // the history, which needs to know the installed transaction, comes after.
         let derived = Arc::new(Derived::new(None, wiring));
         let observers: Vec<Arc<dyn InstallObserver>> = vec![derived.clone()];
         let options = Options { observers, ..Options::default() };
@@ -475,21 +492,29 @@ impl MemoryWorkspace {
             Workspace::open_with(&root, options)
         }
         .map_err(txn_err)?;
-        let (history, history_error) = match open_history(&workspace) {
-            Ok(history) => (Some(history), None),
-            Err(err) => (None, Some(err)),
-        };
-        if let Some(history) = &history {
-            let _ = derived.history.set(history.clone());
-        }
         Ok(MemoryWorkspace {
             workspace,
-            history,
-            history_error,
+            history_error: OnceLock::new(),
             derived,
             outside_check: Mutex::new(None),
             outside_interval: Duration::ZERO,
         })
+    }
+
+    /// Opens the history (once) and brings it up to the installed transaction, so the
+    /// observer can commit the next install.
+    fn ensure_history(&self) {
+        if self.derived.history.get().is_some() || self.history_error.get().is_some() {
+            return;
+        }
+        match open_history(&self.workspace) {
+            Ok(history) => {
+                let _ = self.derived.history.set(history);
+            }
+            Err(error) => {
+                let _ = self.history_error.set(error);
+            }
+        }
     }
 
     /// How often [`MemoryWorkspace::search`] looks for outside edits (one `lstat` per file of
@@ -524,6 +549,8 @@ impl MemoryWorkspace {
         if std::fs::read_to_string(&refused).is_ok_and(|r| r.trim() == state.revision.as_str()) {
             return Ok(Adoption::Refused { files, violations: 0 });
         }
+        // The install below commits: the history must be open and caught up first.
+        self.ensure_history();
         let shown = files.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(", ");
         let more = files.len().saturating_sub(3);
         let message = if more == 0 {
@@ -581,12 +608,12 @@ impl MemoryWorkspace {
 
     /// The git history, when it could be opened.
     pub fn history(&self) -> Option<&History> {
-        self.history.as_ref()
+        self.derived.history.get()
     }
 
     /// Why the git history could not be opened.
     pub fn history_error(&self) -> Option<&str> {
-        self.history_error.as_deref()
+        self.history_error.get().map(String::as_str)
     }
 
     /// Recalls blocks and source records for `query`. First takes in edits made outside any

@@ -11,7 +11,7 @@ use anyhow::Context;
 use scriptorium_backend::config::ModelKind;
 use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::{LocalBackend, models};
-use scriptorium_markers::{WorkspaceId, pending};
+use scriptorium_markers::pending;
 use scriptorium_session_dag::import::{Format, Input, import_into, parse};
 use scriptorium_session_dag::{NodeId, SessionId, SessionStore};
 use scriptorium_writer::source_id;
@@ -86,7 +86,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
         outln!("     {file}");
     }
     let ws = backend.memory().workspace().clone();
-    let workspace = WorkspaceId::parse(ws.workspace_id().as_str())?;
+    let workspace = ws.workspace_id().clone();
     let store = backend.store();
     for tip in store.tips(&session)? {
         let owed = pending(store.as_ref(), &session, Some(&tip), &workspace)?;

@@ -33,7 +33,17 @@ impl std::ops::Deref for Opened {
 /// Opens (with `create`, initializes) the workspace under `home`: recovery, git catch-up, and
 /// the views+git observer on every install.
 pub(crate) fn open(home: &Home, create: bool) -> anyhow::Result<Opened> {
-    match MemoryWorkspace::open(home.memory(), create) {
+    opened(MemoryWorkspace::open(home.memory(), create))
+}
+
+/// [`open`] for a command that only reads unless it must take in outside edits (`search`): the
+/// git history is opened only before such an install.
+pub(crate) fn open_for_reading(home: &Home) -> anyhow::Result<Opened> {
+    opened(MemoryWorkspace::open_for_reading(home.memory()))
+}
+
+fn opened(result: Result<MemoryWorkspace, Error>) -> anyhow::Result<Opened> {
+    match result {
         Ok(memory) => Ok(Opened(std::mem::ManuallyDrop::new(memory))),
         Err(Error::NotFound { root }) => Err(crate::output::usage(
             scriptorium_backend::wire::Code::NoWorkspace,

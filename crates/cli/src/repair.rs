@@ -67,10 +67,10 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         return Err(usage(Code::Usage, "nothing to repair: pass --workspace-id"));
     };
     let id = if args.new {
-        WorkspaceId::parse(&format!("w-{}", RandomIds::default().hex8()))
+        WorkspaceId::parse(&format!("w-{}", RandomIds::default().hex8())).ok()
     } else if given.is_empty() {
         let found = marker_ids(home)?;
-        let mut valid = found.keys().filter_map(|id| WorkspaceId::parse(id));
+        let mut valid = found.keys().filter_map(|id| WorkspaceId::parse(id).ok());
         match (valid.next(), valid.next()) {
             (Some(id), None) => Some(id),
             (None, _) => {
@@ -95,7 +95,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             }
         }
     } else {
-        WorkspaceId::parse(given)
+        WorkspaceId::parse(given).ok()
     };
     let Some(id) = id else {
         return Err(usage(

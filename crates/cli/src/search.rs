@@ -43,7 +43,7 @@ pub(crate) struct Args {
 /// Runs the command: exit 0 (also when nothing is recalled), 2 on a malformed query (a bad
 /// date, an out-of-range `--top-k`).
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
-    let memory = memory::open(home, false)?;
+    let memory = memory::open_for_reading(home)?;
     let mut query = Query::new(args.query);
     query.top_k = args.top_k;
     query.path_prefix = args.prefix;

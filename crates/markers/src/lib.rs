@@ -59,7 +59,6 @@
 //! ```
 
 use std::collections::{BTreeMap, HashSet};
-use std::fmt;
 
 use scriptorium_session_dag::{
     MetadataBatch, Node, NodeId, NodeKind, Role, SessionId, SessionStore,
@@ -96,41 +95,13 @@ pub enum Error {
         node: NodeId,
     },
     /// A workspace ID that is not `w-` followed by 8 lower-case hex digits.
-    #[error("invalid workspace id {0:?}: expected w- and 8 lower-case hex digits")]
-    InvalidWorkspaceId(String),
+    #[error(transparent)]
+    InvalidWorkspaceId(#[from] scriptorium_topics_format::InvalidWorkspaceId),
 }
 
 /// A workspace ID, `w-` followed by 8 lower-case hex digits (e.g. `w-4f21c8e0`): the value of a
-/// written marker.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WorkspaceId(String);
-
-impl WorkspaceId {
-    /// Parses a workspace ID (surrounding whitespace, such as a file's final newline, is
-    /// ignored).
-    pub fn parse(text: &str) -> Result<WorkspaceId, Error> {
-        let trimmed = text.trim();
-        let valid = trimmed.len() == 10
-            && trimmed.starts_with("w-")
-            && trimmed.bytes().skip(2).all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if valid {
-            Ok(WorkspaceId(trimmed.to_owned()))
-        } else {
-            Err(Error::InvalidWorkspaceId(text.to_owned()))
-        }
-    }
-
-    /// The ID as a string slice.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for WorkspaceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// written marker (the engine's own type).
+pub use scriptorium_topics_format::WorkspaceId;
 
 /// Whether `node` is a record: a user or assistant message with non-blank content. Tool calls,
 /// tool results, runtime turns, compaction summaries, system messages and empty messages are
@@ -239,7 +210,9 @@ pub fn mark<S: SessionStore + ?Sized>(
     }
     let patch: MetadataBatch = batch
         .iter()
-        .map(|n| (n.id.clone(), BTreeMap::from([(MARKER_KEY.to_owned(), workspace.0.clone())])))
+        .map(|n| {
+            (n.id.clone(), BTreeMap::from([(MARKER_KEY.to_owned(), workspace.as_str().to_owned())]))
+        })
         .collect();
     store.merge_metadata(session, &patch)?;
     Ok(())

@@ -62,6 +62,8 @@ pub mod diag;
 pub mod source;
 pub mod tokens;
 pub mod topic;
+mod workspace_id;
 
 pub use diag::{Code, Diagnostic};
 pub use topic::{TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
+pub use workspace_id::{InvalidWorkspaceId, WorkspaceId};

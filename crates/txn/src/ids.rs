@@ -58,30 +58,9 @@ impl fmt::Display for TxnId {
     }
 }
 
-/// The workspace identity, `w-` + 8 lowercase hex (see `docs/format.md#workspace-id`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct WorkspaceId(pub(crate) String);
-
-impl WorkspaceId {
-    /// Parses `w-[0-9a-f]{8}` (surrounding whitespace ignored).
-    pub fn parse(text: &str) -> Option<WorkspaceId> {
-        let text = text.trim();
-        let hex = text.strip_prefix("w-")?;
-        (hex.len() == 8 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| WorkspaceId(text.to_owned()))
-    }
-
-    /// The string form.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for WorkspaceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// The workspace identity, `w-` + 8 lowercase hex (see `docs/format.md#workspace-id`): the one
+/// type the markers and the faces share.
+pub use scriptorium_topics_format::WorkspaceId;
 
 /// The wall clock, injected so tests are deterministic.
 pub trait Clock: Send + Sync + fmt::Debug {

@@ -522,9 +522,10 @@ fn ensure_workspace_id(
     ids: &dyn IdSource,
     record: Option<&RevisionRecord>,
 ) -> Result<WorkspaceId> {
-    let recorded = record.and_then(|r| r.workspace_id.as_deref()).and_then(WorkspaceId::parse);
+    let recorded =
+        record.and_then(|r| r.workspace_id.as_deref()).and_then(|id| WorkspaceId::parse(id).ok());
     let found = match fs.read(&layout.workspace_id) {
-        Ok(bytes) => std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse),
+        Ok(bytes) => std::str::from_utf8(&bytes).ok().and_then(|id| WorkspaceId::parse(id).ok()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io("read", &layout.workspace_id)(e)),
     };
@@ -536,7 +537,8 @@ fn ensure_workspace_id(
         None if record.is_some_and(|r| r.counter > 0) => {
             return Err(Error::WorkspaceIdMissing { path: layout.workspace_id.clone() });
         }
-        None => WorkspaceId(format!("w-{}", ids.hex8())),
+        None => WorkspaceId::parse(&format!("w-{}", ids.hex8()))
+            .map_err(|e| Error::corrupt(&layout.workspace_id, e.to_string()))?,
     };
     write_workspace_id(fs, layout, ids, &id)?;
     Ok(id)
@@ -561,7 +563,7 @@ pub fn restore_workspace_id(root: impl AsRef<Path>, id: &WorkspaceId) -> Result<
     let ids = RandomIds::default();
     let _lock = lock::acquire(&layout.lock, LockTimeout::DEFAULT)?;
     let current = match fs.read(&layout.workspace_id) {
-        Ok(bytes) => std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse),
+        Ok(bytes) => std::str::from_utf8(&bytes).ok().and_then(|id| WorkspaceId::parse(id).ok()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io("read", &layout.workspace_id)(e)),
     };
@@ -615,7 +617,9 @@ fn settled(fs: &dyn Fs, layout: &Layout) -> Result<Option<WorkspaceId>> {
         }
     }
     match fs.read(&layout.workspace_id) {
-        Ok(bytes) => Ok(std::str::from_utf8(&bytes).ok().and_then(WorkspaceId::parse)),
+        Ok(bytes) => {
+            Ok(std::str::from_utf8(&bytes).ok().and_then(|id| WorkspaceId::parse(id).ok()))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("read", &layout.workspace_id)(e)),
     }

@@ -200,9 +200,7 @@ impl Writer {
     }
 
     fn workspace_id(&self) -> Result<WorkspaceId, WriteFailure> {
-        WorkspaceId::parse(self.ws.workspace_id().as_str()).map_err(|e| {
-            WriteFailure::permanent(FailureCode::WriterPreconditionFailed, e.to_string())
-        })
+        Ok(self.ws.workspace_id().clone())
     }
 
     /// Writes what `session` owes.

@@ -229,6 +229,6 @@ fn unknown_session_or_tip_is_an_error() {
 fn workspace_ids_are_validated() {
     assert_eq!(WorkspaceId::parse("w-4f21c8e0\n").unwrap().as_str(), "w-4f21c8e0");
     for bad in ["", "w-4F21C8E0", "w-4f21c8e", "w-4f21c8e01", "x-4f21c8e0", "w-4f21c8eg"] {
-        assert!(matches!(WorkspaceId::parse(bad), Err(Error::InvalidWorkspaceId(_))), "{bad}");
+        assert!(WorkspaceId::parse(bad).is_err(), "{bad}");
     }
 }
