@@ -59,6 +59,7 @@
 
 pub mod catalog;
 pub mod diag;
+pub mod python;
 pub mod source;
 pub mod tokens;
 pub mod topic;

@@ -3,34 +3,9 @@
 //! are written that way: non-ASCII text stays UTF-8, only `"`, `\` and control characters are
 //! escaped, in lowercase `\u00xx` form).
 
-use std::fmt::Write as _;
-
 /// Appends `s` as a JSON string literal.
 pub(crate) fn string(out: &mut String, s: &str) {
-    out.push('"');
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let escaped = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            '\x08' => "\\b",
-            '\x0c' => "\\f",
-            c if (c as u32) < 0x20 => "",
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        if escaped.is_empty() {
-            let _ = write!(out, "\\u{:04x}", c as u32);
-        } else {
-            out.push_str(escaped);
-        }
-        start = i + c.len_utf8();
-    }
-    out.push_str(&s[start..]);
-    out.push('"');
+    scriptorium_topics_format::python::push_json_string(out, s);
 }
 
 /// Appends a list of strings on one line: `["a", "b"]`.

@@ -223,24 +223,7 @@ fn legacy_canonical_json(object: &serde_json::Map<String, Value>) -> Option<Stri
     Some(out)
 }
 
-/// Appends `value` as a JSON string the way Python's `json.dumps(ensure_ascii=False)` does.
-fn push_json_string(out: &mut String, value: &str) {
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+use crate::python::push_json_string;
 
 #[cfg(test)]
 mod tests {

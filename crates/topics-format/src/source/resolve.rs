@@ -206,12 +206,7 @@ fn join_normalized(base: &str, rel: &str) -> Option<String> {
 
 /// Python's `os.path.relpath(target, start)` for two clean relative paths, with `/`.
 fn relative_path(target: &str, start: &str) -> String {
-    let target_parts: Vec<&str> = target.split('/').filter(|p| !p.is_empty()).collect();
-    let start_parts: Vec<&str> = start.split('/').filter(|p| !p.is_empty()).collect();
-    let common = target_parts.iter().zip(&start_parts).take_while(|(a, b)| a == b).count();
-    let mut out: Vec<&str> = vec![".."; start_parts.len() - common];
-    out.extend(&target_parts[common..]);
-    if out.is_empty() { ".".to_owned() } else { out.join("/") }
+    crate::python::relpath(target, start)
 }
 
 #[cfg(test)]

@@ -46,12 +46,7 @@ pub fn is_printable(c: char) -> bool {
     !in_ranges(NON_PRINTABLE, cp)
 }
 
-/// Whether Python's `str.isspace()` holds for `c`: Unicode `White_Space` plus the information
-/// separators U+001C..U+001F. This is also what Python's `re` matches with `\s` and what
-/// `str.split()` splits on.
-pub fn is_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
+pub use crate::python::is_space;
 
 /// The value of `c` as a decimal digit (Unicode category `Nd`, which is what Python's `re`
 /// matches with `\d` and what `int()` accepts), or `None`.

@@ -274,34 +274,7 @@ fn suffix(name: &str) -> &str {
     }
 }
 
-/// `os.path.normpath` for relative POSIX paths.
-fn normpath(path: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if out.last().is_some_and(|p| *p != "..") {
-                    out.pop();
-                } else {
-                    out.push("..");
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    if out.is_empty() { ".".to_owned() } else { out.join("/") }
-}
-
-/// `os.path.relpath(target, start)` for paths relative to the same root (`topics/`).
-pub(crate) fn relpath(target: &str, start: &str) -> String {
-    let target: Vec<&str> = target.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-    let start: Vec<&str> = start.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-    let common = target.iter().zip(&start).take_while(|(a, b)| a == b).count();
-    let mut parts: Vec<&str> = vec![".."; start.len() - common];
-    parts.extend(&target[common..]);
-    if parts.is_empty() { ".".to_owned() } else { parts.join("/") }
-}
+use crate::python::{normpath, relpath};
 
 /// `urllib.parse.quote(value, safe="/._-")`: ASCII letters, digits, `_.-~` and `/` stay,
 /// every other byte of the UTF-8 encoding becomes `%XX`.

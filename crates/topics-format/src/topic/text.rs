@@ -38,11 +38,7 @@ pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 /// Whether `c` is whitespace for Python (`str.isspace`, and the `\s` of a `str` regex).
-///
-/// Rust's `char::is_whitespace` plus the information separators U+001C..U+001F.
-pub(crate) fn is_py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
+pub(crate) use crate::python::is_space as is_py_space;
 
 /// `s.lstrip()` as a byte offset into `s`.
 pub(crate) fn lstrip_len(s: &str) -> usize {
