@@ -195,6 +195,7 @@ pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
             "within_budget": verdict.as_ref().map(|(ok, _)| *ok),
         }));
     }
+    #[expect(clippy::disallowed_methods, reason = "names the summary file of this run")]
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -184,7 +184,7 @@ impl LocalBackend {
     /// Records a write's outcome in `.scriptorium/writer-status.json` (best effort).
     fn record_outcome(&self, outcome: &WriteOutcome) {
         let root = self.inner.memory.workspace().root();
-        let now = time::OffsetDateTime::now_utc();
+        let now = crate::memory::wall_clock();
         let saved = match outcome {
             Ok(_) => WriterStatus::record_success(root, now),
             Err(failure) => WriterStatus::record_failure(root, now, failure),

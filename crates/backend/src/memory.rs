@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, TryLockError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use scriptorium_history::{CommitRequest, History, Time};
 use scriptorium_search::{Changes, Hit, Index, Query, Snapshot};
@@ -82,12 +82,16 @@ impl SearchError {
     }
 }
 
+/// The wall clock of the backend and its runtime services: the one place this crate reads it
+/// (git commit times, writer status, the watcher's idle rule, the nightly schedule).
+#[expect(clippy::disallowed_methods, reason = "the backend's one read of the wall clock")]
+pub fn wall_clock() -> time::OffsetDateTime {
+    time::OffsetDateTime::now_utc()
+}
+
 /// The wall-clock time for git commits (UTC).
 pub fn now() -> Time {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    Time::utc(seconds)
+    Time::utc(wall_clock().unix_timestamp())
 }
 
 /// What the observer did after the last install.

@@ -326,6 +326,7 @@ fn config(poll: Duration) -> WatcherConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_watcher_scans_after_each_poll_and_stops_within_a_second() {
     let home = Home::new();
+    #[expect(clippy::disallowed_methods, reason = "a test sets times relative to the real now")]
     let now = time::OffsetDateTime::now_utc().unix_timestamp() * 1000;
     home.turn("s1", now - 60 * MINUTE);
     let watcher = home.watcher().with_config(config(Duration::from_millis(200)));
@@ -364,6 +365,7 @@ async fn run_watcher_stops_within_a_second_while_sleeping_and_when_the_sender_go
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_watcher_keeps_running_over_a_corrupt_state_file_and_leaves_it_alone() {
     let home = Home::new();
+    #[expect(clippy::disallowed_methods, reason = "a test sets times relative to the real now")]
     let now = time::OffsetDateTime::now_utc().unix_timestamp() * 1000;
     home.turn("s1", now - 60 * MINUTE);
     let path = home.root().join(".scriptorium/session-end.json");
@@ -384,6 +386,7 @@ async fn run_watcher_keeps_running_over_a_corrupt_state_file_and_leaves_it_alone
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_during_a_scan_stops_at_the_next_session_boundary() {
     let home = Home::new();
+    #[expect(clippy::disallowed_methods, reason = "a test sets times relative to the real now")]
     let now = time::OffsetDateTime::now_utc().unix_timestamp() * 1000;
     for i in 0..20 {
         home.turn(&format!("s{i:02}"), now - 60 * MINUTE - i);

@@ -268,6 +268,10 @@ pub fn truncate(text: &str) -> String {
 
 /// The wait a response asks for: `retry-after-ms` (milliseconds), else `retry-after` (seconds
 /// or an HTTP-date). Unparseable values count as absent.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "an HTTP-date in Retry-After is relative to the real now"
+)]
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {

@@ -73,6 +73,7 @@ pub trait Clock: Send + Sync + fmt::Debug {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[expect(clippy::disallowed_methods, reason = "the real source behind the injected txn::Clock")]
     fn now(&self) -> SystemTime {
         SystemTime::now()
     }
@@ -94,6 +95,10 @@ impl IdSource for RandomIds {
     fn hex8(&self) -> String {
         let mut bytes = [0u8; 4];
         if getrandom::fill(&mut bytes).is_err() {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "entropy for an ID when getrandom fails, not a time"
+            )]
             let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
             let n = self.fallback.fetch_add(1, Ordering::Relaxed);
             let mixed = (nanos as u64) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);

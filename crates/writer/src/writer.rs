@@ -161,6 +161,7 @@ enum Pass {
 impl Writer {
     /// A writer over `ws` (opened with whatever observers the caller wants: views, index, git)
     /// and the session `store`, running `model`.
+    #[expect(clippy::disallowed_methods, reason = "the default behind the writer's injected clock")]
     pub fn new(
         ws: Workspace,
         store: Arc<dyn SessionStore + Send + Sync>,
@@ -172,6 +173,7 @@ impl Writer {
 
     /// A writer without sessions: it can only [`Writer::reorganize`] (a `write` fails with
     /// `SESSION_NODES_UNAVAILABLE`).
+    #[expect(clippy::disallowed_methods, reason = "the default behind the writer's injected clock")]
     pub fn organizer(ws: Workspace, model: Arc<dyn Model>, config: WriterConfig) -> Self {
         Writer { ws, store: None, model, config, clock: Arc::new(OffsetDateTime::now_utc) }
     }

@@ -48,7 +48,7 @@ pub async fn run_nightly(
     shutdown: watch::Receiver<bool>,
 ) {
     let delay = move || {
-        let now = OffsetDateTime::now_utc().to_offset(offset);
+        let now = crate::memory::wall_clock().to_offset(offset);
         let wait = next_run(now, hour) - now;
         Duration::try_from(wait).unwrap_or(Duration::ZERO)
     };
@@ -153,6 +153,7 @@ mod tests {
         let runs = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&runs);
         let (tx, rx) = watch::channel(false);
+        #[expect(clippy::disallowed_methods, reason = "a test sets times relative to the real now")]
         let now = OffsetDateTime::now_utc();
         // One hour from now at the earliest, so the run cannot be due during the test.
         let hour = (now + time::Duration::hours(2)).hour();

@@ -36,12 +36,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use scriptorium_session_dag::{Page, Session, SessionId, SessionStore, Timestamp};
 use scriptorium_writer::{WriteFailure, Writer};
 use serde_json::{Map, Value};
-use time::OffsetDateTime;
 use tokio::sync::watch;
 
 use super::status::{WriterStatus, open_lock};
@@ -275,7 +274,7 @@ impl Watcher {
         report: &mut ScanReport,
     ) -> Result<(), WatcherStateError> {
         let sid = &session.id;
-        let now = OffsetDateTime::now_utc();
+        let now = crate::memory::wall_clock();
         let failure = match outcome {
             Ok(()) => {
                 self.record(processed, session)?;
@@ -373,7 +372,7 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Watc
 
 /// The wall clock as a session timestamp.
 fn wall_clock() -> Timestamp {
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+    let ms = crate::memory::wall_clock().unix_timestamp_nanos() / 1_000_000;
     Timestamp(i64::try_from(ms).unwrap_or(i64::MAX))
 }
 

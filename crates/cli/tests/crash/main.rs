@@ -139,6 +139,7 @@ enum Outcome {
 /// A supervisor: runs with the kill schedule of a seed.
 type Supervisor = fn(u64) -> Outcome;
 
+#[expect(clippy::disallowed_methods, reason = "seeds the kill schedule")]
 fn main() -> ExitCode {
     let seed = env_number("SCRIPTORIUM_CRASH_SEED").unwrap_or_else(|| {
         SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1

@@ -47,6 +47,7 @@ fn log_path(root: &Path) -> PathBuf {
 }
 
 /// Child role: commit forever; the supervisor kills it.
+#[expect(clippy::disallowed_methods, reason = "seeds the kill schedule")]
 fn child(root: &Path) -> ExitCode {
     let Ok(ws) = Workspace::open(root) else {
         return ExitCode::FAILURE;
@@ -109,6 +110,7 @@ impl Rng {
     }
 }
 
+#[expect(clippy::disallowed_methods, reason = "seeds the kill schedule")]
 fn supervise() -> Result<(), String> {
     let iterations: u64 =
         std::env::var(ITERATIONS_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(20);

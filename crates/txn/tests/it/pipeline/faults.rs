@@ -246,6 +246,7 @@ fn touch_record(root: &Path, at: std::time::SystemTime) {
 /// a different number of calls on a loaded machine. Here the same transaction runs once with
 /// every file trusted and once with every file racy: the counted calls are the same.
 #[test]
+#[expect(clippy::disallowed_methods, reason = "a test sets times relative to the real now")]
 fn the_counted_calls_of_an_operation_do_not_depend_on_timestamps() {
     let counted = |racy: bool| {
         let dir = tempfile::tempdir().expect("tempdir");
