@@ -795,6 +795,22 @@ mod tests {
         assert!(hits.iter().any(|h| h.kind == HitKind::Block), "the block: {hits:?}");
     }
 
+    /// Regression: a process killed while it wrote a view left its temporary file in
+    /// `.scriptorium/` for good. The views' temporaries are the engine's `tmp-*` files now,
+    /// which the next open's recovery removes.
+    #[test]
+    fn a_views_temporary_a_killed_process_left_is_removed_on_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(MemoryWorkspace::open(dir.path(), true).expect("open"));
+        let left = dir
+            .path()
+            .join(".scriptorium")
+            .join(format!("{}4242-0.tmp", scriptorium_views::TEMP_PREFIX));
+        std::fs::write(&left, "half a view").expect("write");
+        drop(MemoryWorkspace::open(dir.path(), false).expect("reopen"));
+        assert!(!left.exists(), "the leftover temporary is gone");
+    }
+
     /// A per-turn search never waits for an install's index update: while the index is held
     /// (here by this very thread, so waiting would never end) a search at the revision the
     /// last commit reflects reads that commit, and a search at a newer revision gets what the

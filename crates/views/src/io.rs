@@ -181,6 +181,11 @@ struct Writer<'a> {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The prefix of the views' temporary files in `.scriptorium/`: the engine's `tmp-*`, so a
+/// temporary a killed process left behind is removed by the next open's recovery (views are
+/// written under the workspace write lock, so a `tmp-*` file recovery sees has no live writer).
+pub const TEMP_PREFIX: &str = "tmp-views-";
+
 impl<'a> Writer<'a> {
     fn new(root: &'a Path) -> Result<Self, Error> {
         let temp_dir = root.join(".scriptorium");
@@ -198,7 +203,7 @@ impl<'a> Writer<'a> {
         let parent = target.parent().unwrap_or(self.root);
         create_private_dir(parent)?;
         let temp = self.temp_dir.join(format!(
-            "views-{}-{}.tmp",
+            "{TEMP_PREFIX}{}-{}.tmp",
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
