@@ -537,13 +537,22 @@ impl MemoryWorkspace {
     /// nothing. Also refreshes the stat cache when a copy or checkout touched files without
     /// changing them.
     pub fn adopt_outside_edits(&self) -> Result<Adoption, scriptorium_txn::Error> {
+        Ok(self.adopt_outside_edits_at()?.0)
+    }
+
+    /// [`MemoryWorkspace::adopt_outside_edits`], with the live revision it found before doing
+    /// anything (the installed one when there was nothing to take in).
+    fn adopt_outside_edits_at(
+        &self,
+    ) -> Result<(Adoption, scriptorium_txn::Revision), scriptorium_txn::Error> {
         let ws = &self.workspace;
         let state = ws.revision_state()?;
+        let live = state.revision.clone();
         if state.stat_cache_stale {
             ws.refresh_stat_cache()?;
         }
         if !state.topics_edited_outside && !state.sources_changed_outside {
-            return Ok(Adoption::Nothing);
+            return Ok((Adoption::Nothing, live));
         }
         let mut files = state.outside_files.clone();
         if state.sources_changed_outside {
@@ -551,7 +560,7 @@ impl MemoryWorkspace {
         }
         let refused = ws.root().join(".scriptorium").join(REFUSED_FILE);
         if std::fs::read_to_string(&refused).is_ok_and(|r| r.trim() == state.revision.as_str()) {
-            return Ok(Adoption::Refused { files, violations: 0 });
+            return Ok((Adoption::Refused { files, violations: 0 }, live));
         }
         // The install below commits: the history must be open and caught up first.
         self.ensure_history();
@@ -577,16 +586,19 @@ impl MemoryWorkspace {
         };
         let staged = match ws.begin(opts) {
             Ok(staged) => staged,
-            Err(error) if busy(&error) => return Ok(Adoption::Busy),
+            Err(error) if busy(&error) => return Ok((Adoption::Busy, live)),
             Err(error) => return Err(error),
         };
         match staged.validate() {
             Ok(validated) => match validated.install() {
-                Ok(installed) => Ok(Adoption::Installed {
-                    files: installed.adopted.clone(),
-                    installed: Box::new(installed),
-                }),
-                Err(error) if busy(&error) => Ok(Adoption::Busy),
+                Ok(installed) => Ok((
+                    Adoption::Installed {
+                        files: installed.adopted.clone(),
+                        installed: Box::new(installed),
+                    },
+                    live,
+                )),
+                Err(error) if busy(&error) => Ok((Adoption::Busy, live)),
                 Err(error) => Err(error),
             },
             Err(rejected) => {
@@ -600,7 +612,7 @@ impl MemoryWorkspace {
                 if std::fs::write(&tmp, format!("{}\n", state.revision)).is_ok() {
                     let _ = std::fs::rename(&tmp, &refused);
                 }
-                Ok(Adoption::Refused { files, violations })
+                Ok((Adoption::Refused { files, violations }, live))
             }
         }
     }
@@ -668,31 +680,30 @@ impl MemoryWorkspace {
     fn search_revision(
         &self,
     ) -> Result<(scriptorium_txn::Revision, Option<Adoption>), scriptorium_txn::Error> {
-        let installed = self.workspace.installed_revision()?;
         let mut last = self.outside_check.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(check) = last.as_ref()
             && check.at.elapsed() < self.outside_interval
         {
             // Not due: the live revision seen last time still stands while nothing installed.
+            let installed = self.workspace.installed_revision()?;
             let revision = match &check.live {
                 Some((over, live)) if *over == installed => live.clone(),
                 _ => installed,
             };
             return Ok((revision, None));
         }
-        let adoption = self.adopt_outside_edits()?;
-        let live = match &adoption {
-            Adoption::Nothing => None,
-            Adoption::Installed { installed, .. } => {
-                *last = Some(OutsideCheck { at: Instant::now(), live: None });
-                return Ok((installed.revision.clone(), Some(adoption)));
-            }
+        let (adoption, live) = self.adopt_outside_edits_at()?;
+        let (revision, remembered) = match &adoption {
+            // Nothing was edited outside: the live revision is the installed one.
+            Adoption::Nothing => (live, None),
+            Adoption::Installed { installed, .. } => (installed.revision.clone(), None),
+            // Outside edits stay: search them as they are (the index catches up by stat).
             Adoption::Refused { .. } | Adoption::Busy => {
-                Some((installed.clone(), self.workspace.revision()?))
+                let installed = self.workspace.installed_revision()?;
+                (live.clone(), Some((installed, live)))
             }
         };
-        let revision = live.as_ref().map_or_else(|| installed.clone(), |(_, live)| live.clone());
-        *last = Some(OutsideCheck { at: Instant::now(), live });
+        *last = Some(OutsideCheck { at: Instant::now(), live: remembered });
         Ok((revision, Some(adoption)))
     }
 
