@@ -85,6 +85,32 @@ pub fn push_json_string(out: &mut String, value: &str) {
     out.push('"');
 }
 
+/// Appends `value` as a JSON string the way Python's `json.dumps` does by default
+/// (`ensure_ascii=True`): as [`push_json_string`], and every character outside space..`~`
+/// written as `\u` escapes in lower-case hex (a character beyond the BMP as its surrogate pair).
+pub fn push_json_string_ascii(out: &mut String, value: &str) {
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +148,9 @@ mod tests {
         };
         assert_eq!(lit("\n\r\t\u{8}\u{c}\u{1}\u{1f}"), r#""\n\r\t\b\f\u0001\u001f""#);
         assert_eq!(lit("a \"q\" \\ é 漢"), r#""a \"q\" \\ é 漢""#);
+        // What `python3 -c 'import json; print(json.dumps(...))'` prints for the same text.
+        let mut ascii = String::new();
+        push_json_string_ascii(&mut ascii, "a\"\\\n\u{7f} é 😀 \u{1}");
+        assert_eq!(ascii, r#""a\"\\\n\u007f \u00e9 \ud83d\ude00 \u0001""#);
     }
 }

@@ -817,15 +817,10 @@ impl RuntimeState {
     }
 }
 
-/// `s` as a JSON string (`json.dumps` escapes; IDs are ASCII in practice).
+/// `s` as a JSON string as Python's `json.dumps` (default `ensure_ascii=True`) writes
+/// `runtime.json`'s keys.
 fn push_json_string(out: &mut String, s: &str) {
-    if s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ') {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-    } else {
-        out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned()));
-    }
+    scriptorium_topics_format::python::push_json_string_ascii(out, s);
 }
 
 /// The parsed `runtime.json` of one version of the file, kept by the workspace handle: `begin`
