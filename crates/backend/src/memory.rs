@@ -822,6 +822,50 @@ mod tests {
         assert!(!left.exists(), "the leftover temporary is gone");
     }
 
+    /// Frames another program appended to an archive (the Python implementation archives
+    /// outside our transactions) are taken in by the next search: recalled, recorded in the
+    /// revision record (no "sources changed outside" afterwards) and committed to git.
+    #[test]
+    fn archives_another_program_wrote_are_taken_in_by_the_next_search() {
+        use std::collections::BTreeMap;
+
+        use scriptorium_topics_format::source::plan_append;
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let memory = MemoryWorkspace::open(dir.path(), true).expect("open");
+        memory
+            .workspace()
+            .archive_sources(&[record("u1", "Dana keeps bees.")], LockTimeout::DEFAULT)
+            .expect("archive");
+        install(&memory, "Dana keeps bees.", "u1");
+        // The other program: the same archive file with one frame more, written in place.
+        let rel = "sources/openprogram/_v2/s1.md";
+        let path = dir.path().join(rel);
+        let text = std::fs::read_to_string(&path).expect("the archive");
+        let tree = BTreeMap::from([(rel.to_owned(), text)]);
+        let mut honey = record("u2", "Dana sells honey at the market.");
+        honey.ordinal = 2;
+        let plan = plan_append(&[honey], &tree).expect("plan");
+        assert_eq!(plan.writes.len(), 1);
+        std::fs::write(&path, &plan.writes[0].new_text).expect("write in place");
+        assert!(memory.workspace().revision_state().expect("state").sources_changed_outside);
+
+        let (hits, adoption) =
+            memory.search_reporting(&Query::new("honey market")).expect("search");
+        assert!(hits.iter().any(|h| h.id == "openprogram/s1/u2"), "recalled: {hits:?}");
+        match adoption {
+            Some(super::Adoption::Installed { files, .. }) => assert_eq!(files, [rel]),
+            other => panic!("taken in by one install: {other:?}"),
+        }
+        assert!(!memory.workspace().revision_state().expect("state").sources_changed_outside);
+        let history = memory.history().expect("history");
+        assert_eq!(
+            history.last_txn_id().expect("HEAD").as_deref(),
+            Some(memory.workspace().installed_txn_id().expect("txn").as_str()),
+            "git holds the install that took the frame in"
+        );
+    }
+
     /// A per-turn search never waits for an install's index update: while the index is held
     /// (here by this very thread, so waiting would never end) a search at the revision the
     /// last commit reflects reads that commit, and a search at a newer revision gets what the
