@@ -389,10 +389,11 @@ pub enum Adoption {
     /// The edits do not validate, so nothing was installed and nothing changed (`scriptorium
     /// check` lists the problems). The same edits are not validated again.
     Refused {
-        /// The edited files (`topics/…`).
+        /// The edited files (`topics/…`; `sources/` when archives changed too).
         files: Vec<String>,
-        /// How many violations validation found.
-        violations: usize,
+        /// How many violations validation found; `None` when these very edits were refused
+        /// before and were not validated again.
+        violations: Option<usize>,
     },
     /// Another process holds the write lock or installed meanwhile; the next call retries.
     Busy,
@@ -402,16 +403,25 @@ pub enum Adoption {
 /// so that a search does not validate the same invalid edit again.
 const REFUSED_FILE: &str = "outside-refused";
 
+/// Why [`open_history`] returned no history.
+enum HistoryOpen {
+    /// The repair needs the write lock, and another process holds it.
+    Busy,
+    /// The history cannot be opened or repaired.
+    Failed(String),
+}
+
 /// Opens (or creates) the history and brings it up to the installed transaction. Runs under
 /// the workspace write lock, the only place commits are made from, so lock files a killed
 /// committer left in `.git` are stale and removed first. When `HEAD` does not name the
 /// installed transaction, the process that installed it died before its commit, so possibly
 /// while it rewrote the views: they are rebuilt from the installed tree before the catch-up
 /// commit records them.
-fn open_history(workspace: &Workspace) -> Result<History, String> {
+fn open_history(workspace: &Workspace, lock: LockTimeout) -> Result<History, HistoryOpen> {
+    let failed = |e: &dyn std::fmt::Display| HistoryOpen::Failed(e.to_string());
     let root = workspace.root();
     // Nothing to repair: no lock needed (opening never waits for another process's install).
-    let installed = workspace.installed_txn_id().map_err(|e| e.to_string())?;
+    let installed = workspace.installed_txn_id().map_err(|e| failed(&e))?;
     if !installed.is_empty()
         && let Some(history) = History::settled(root, &installed)
     {
@@ -440,7 +450,11 @@ fn open_history(workspace: &Workspace) -> Result<History, String> {
         }
         Ok(history)
     };
-    workspace.with_write_lock(LockTimeout::DEFAULT, repair).map_err(|e| e.to_string())?
+    match workspace.with_write_lock(lock, repair) {
+        Ok(opened) => opened.map_err(HistoryOpen::Failed),
+        Err(scriptorium_txn::Error::Busy { .. }) => Err(HistoryOpen::Busy),
+        Err(error) => Err(failed(&error)),
+    }
 }
 
 impl MemoryWorkspace {
@@ -464,7 +478,12 @@ impl MemoryWorkspace {
         wiring: Wiring,
     ) -> Result<MemoryWorkspace, Error> {
         let memory = MemoryWorkspace::open_without_history(root, create, wiring)?;
-        memory.ensure_history();
+        if !memory.ensure_history(LockTimeout::DEFAULT) {
+            let _ = memory.history_error.set(format!(
+                "the git history needs a repair and the workspace lock stayed busy for {:?}",
+                LockTimeout::DEFAULT.timeout
+            ));
+        }
         Ok(memory)
     }
 
@@ -506,19 +525,24 @@ impl MemoryWorkspace {
     }
 
     /// Opens the history (once) and brings it up to the installed transaction, so the
-    /// observer can commit the next install.
-    fn ensure_history(&self) {
+    /// observer can commit the next install, waiting at most `lock` for the write lock a
+    /// repair needs. Returns `false` only when that lock was busy (nothing is recorded then:
+    /// the next call tries again); a history that cannot be opened is recorded in
+    /// [`MemoryWorkspace::history_error`] and memory works without git.
+    fn ensure_history(&self, lock: LockTimeout) -> bool {
         if self.derived.history.get().is_some() || self.history_error.get().is_some() {
-            return;
+            return true;
         }
-        match open_history(&self.workspace) {
+        match open_history(&self.workspace, lock) {
             Ok(history) => {
                 let _ = self.derived.history.set(history);
             }
-            Err(error) => {
+            Err(HistoryOpen::Busy) => return false,
+            Err(HistoryOpen::Failed(error)) => {
                 let _ = self.history_error.set(error);
             }
         }
+        true
     }
 
     /// How often [`MemoryWorkspace::search`] looks for outside edits (one `lstat` per file of
@@ -548,8 +572,11 @@ impl MemoryWorkspace {
         let ws = &self.workspace;
         let state = ws.revision_state()?;
         let live = state.revision.clone();
-        if state.stat_cache_stale {
-            ws.refresh_stat_cache()?;
+        if state.stat_cache_stale
+            && let Err(error) = ws.refresh_stat_cache()
+        {
+            // A cache: failing to refresh it costs the next scan some reads, nothing else.
+            tracing::warn!(%error, "refreshing the revision record's stat cache failed");
         }
         if !state.topics_edited_outside && !state.sources_changed_outside {
             return Ok((Adoption::Nothing, live));
@@ -560,10 +587,13 @@ impl MemoryWorkspace {
         }
         let refused = ws.root().join(".scriptorium").join(REFUSED_FILE);
         if std::fs::read_to_string(&refused).is_ok_and(|r| r.trim() == state.revision.as_str()) {
-            return Ok((Adoption::Refused { files, violations: 0 }, live));
+            return Ok((Adoption::Refused { files, violations: None }, live));
         }
-        // The install below commits: the history must be open and caught up first.
-        self.ensure_history();
+        // The install below commits: the history must be open and caught up first, and a
+        // repair of it must not make the search wait for the lock either.
+        if !self.ensure_history(LockTimeout::new(Duration::ZERO)) {
+            return Ok((Adoption::Busy, live));
+        }
         let shown = files.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(", ");
         let more = files.len().saturating_sub(3);
         let message = if more == 0 {
@@ -612,7 +642,7 @@ impl MemoryWorkspace {
                 if std::fs::write(&tmp, format!("{}\n", state.revision)).is_ok() {
                     let _ = std::fs::rename(&tmp, &refused);
                 }
-                Ok((Adoption::Refused { files, violations }, live))
+                Ok((Adoption::Refused { files, violations: Some(violations) }, live))
             }
         }
     }

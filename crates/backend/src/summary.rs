@@ -59,10 +59,12 @@ pub fn workspace_status(memory: &MemoryWorkspace) -> Result<WorkspaceStatus, Sta
     let ws = memory.workspace();
     let root = ws.root();
     let state = ws.revision_state()?;
-    if state.stat_cache_stale {
-        // A copy or checkout touched files without changing them: record their new stat so
-        // the next command reads nothing again (the revision does not move).
-        ws.refresh_stat_cache()?;
+    if state.stat_cache_stale
+        && let Err(error) = ws.refresh_stat_cache()
+    {
+        // A copy or checkout touched files without changing them; recording their new stat
+        // only spares later commands some reads, so a failure here is not the status's.
+        tracing::warn!(%error, "refreshing the revision record's stat cache failed");
     }
     let files = read_topics(root)?;
     let parsed = parse_tree(&files, &ArchiveResolver::new(FsSources::new(root)));

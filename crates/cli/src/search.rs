@@ -89,9 +89,11 @@ fn adoption_json(adoption: &Adoption) -> Option<serde_json::Value> {
                 "git_commit": after.git_commit,
             }))
         }
-        Adoption::Refused { files, .. } => Some(serde_json::json!({
+        Adoption::Refused { files, violations } => Some(serde_json::json!({
             "adopted": false,
             "files": files,
+            // `null`: these very edits were refused before and were not validated again.
+            "violations": violations,
             "reason": "the edits do not validate (run `scriptorium check`); searched as they are",
         })),
         _ => None,

@@ -59,29 +59,35 @@ fn an_invalid_outside_edit_is_reported_not_installed_and_not_validated_twice() {
     let memory = home.path().join("memory");
     let garden = memory.join("topics/garden.md");
     let before = commits(&memory);
-    let revision = json(&scriptorium(home.path(), &["status", "--json"]))["revision"].clone();
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    let installed = (status["transactions"].clone(), status["last_transaction"].clone());
 
     // An uncited paragraph: not a valid record, so it cannot be taken in.
     let mut text = fs::read_to_string(&garden).expect("read");
     text.push_str("\nThe quokka sleeps under the shed.\n");
     fs::write(&garden, &text).expect("write");
 
+    let found = json(&scriptorium(home.path(), &["search", "quokka", "--json"]));
+    assert_eq!(found["outside_edits"]["adopted"], false, "{found}");
+    assert_eq!(found["outside_edits"]["files"], serde_json::json!(["topics/garden.md"]));
+    assert!(found["outside_edits"]["violations"].as_u64().is_some_and(|n| n >= 1), "{found}");
+    assert_eq!(commits(&memory), before, "nothing installed, nothing committed");
+    assert_eq!(fs::read_to_string(&garden).expect("read"), text, "the file is left as written");
+
+    // The same edits are not validated again (no violation count: they were not looked at),
+    // and a person is told on stderr, stdout staying the recall.
     let out = scriptorium(home.path(), &["search", "quokka"]);
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("do not validate: topics/garden.md"), "{stderr}");
-    assert_eq!(commits(&memory), before, "nothing installed, nothing committed");
-    assert_eq!(fs::read_to_string(&garden).expect("read"), text, "the file is left as written");
-    let installed = memory.join(".scriptorium/revision");
-    let record = fs::read_to_string(&installed).expect("record");
+    let again = json(&scriptorium(home.path(), &["search", "quokka", "--json"]));
+    assert_eq!(again["outside_edits"]["adopted"], false, "{again}");
+    assert!(again["outside_edits"]["violations"].is_null(), "not validated again: {again}");
 
-    // The same edit is not validated again: the second search reports it from the marker.
-    let found = json(&scriptorium(home.path(), &["search", "quokka", "--json"]));
-    assert_eq!(found["outside_edits"]["adopted"], false, "{found}");
-    assert_eq!(fs::read_to_string(&installed).expect("record"), record);
     let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!((status["transactions"].clone(), status["last_transaction"].clone()), installed);
     assert_eq!(status["topics_edited_outside"], true, "{status}");
-    assert_ne!(status["revision"], revision, "the live tree differs from the installed one");
+    assert_eq!(commits(&memory), before);
 }
 
 #[test]
