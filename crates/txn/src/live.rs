@@ -102,12 +102,55 @@ impl LiveTree {
 
 /// Whether a manifest entry still describes the file with stat `meta`, trusting it only when
 /// it is older than `rev_mtime` by [`RACY_NS`].
-pub(crate) fn trusted(entry: &ManifestEntry, meta: &Meta, rev_mtime: i64) -> Option<bool> {
+fn trusted(entry: &ManifestEntry, meta: &Meta, rev_mtime: i64) -> Option<bool> {
     let same = entry.len == meta.len && entry.mtime_ns == meta.mtime_ns && entry.ino == meta.ino;
     if !same {
         return None;
     }
     Some(entry.mtime_ns < rev_mtime.saturating_sub(RACY_NS))
+}
+
+/// A file's content hash as a scan takes it.
+pub(crate) struct Hashed {
+    pub(crate) hash: String,
+    /// The bytes, when they had to be read for a counted reason (new or changed stat).
+    pub(crate) bytes: Option<Vec<u8>>,
+    /// The bytes are as `known` recorded, yet a fresh record would spare the next scan this
+    /// read (see [`LiveTree::restated`]).
+    pub(crate) restated: bool,
+}
+
+/// The content hash of the regular file at `path` with stat `meta`, against its manifest entry
+/// `known` (like git's index): taken from `known` when the stat is unchanged and older than the
+/// record; re-read without counting the call when the stat is unchanged but too recent to
+/// trust (racy: whether this read happens depends on timestamps, so it is not a counted call,
+/// and its bytes are not kept, so what the operation reads does not depend on timestamps
+/// either); read otherwise. The one rule of both the `topics/` and the `sources/` scan.
+pub(crate) fn hash_by_stat(
+    fs: &dyn Fs,
+    path: &Path,
+    meta: &Meta,
+    known: Option<&ManifestEntry>,
+    trust: StatTrust,
+) -> Result<Hashed> {
+    let same = |hash: &str| known.is_some_and(|e| e.sha256 == hash);
+    Ok(match known.and_then(|e| trusted(e, meta, trust.record_mtime)) {
+        Some(true) => Hashed {
+            hash: known.map(|e| e.sha256.clone()).unwrap_or_default(),
+            bytes: None,
+            restated: false,
+        },
+        Some(false) => {
+            let hash = sha256_hex(&fs.read_to_verify(path).map_err(Error::io("read", path))?);
+            let restated = same(&hash) && meta.mtime_ns < trust.settled_before;
+            Hashed { hash, bytes: None, restated }
+        }
+        None => {
+            let bytes = fs.read(path).map_err(Error::io("read", path))?;
+            let hash = sha256_hex(&bytes);
+            Hashed { restated: same(&hash), hash, bytes: Some(bytes) }
+        }
+    })
 }
 
 /// When a scan may trust a recorded stat, and when a re-read one counts as settled.
@@ -150,7 +193,6 @@ pub(crate) fn scan(
     trust: StatTrust,
     keep_bytes: bool,
 ) -> Result<LiveTree> {
-    let rev_mtime = trust.record_mtime;
     let recorded: HashMap<&str, &ManifestEntry> =
         manifest.iter().map(|e| (e.path.as_str(), e)).collect();
     let mut tree = LiveTree::default();
@@ -161,31 +203,9 @@ pub(crate) fn scan(
                 let path = topics.join(&entry.rel);
                 let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
                 let known = recorded.get(entry.rel.as_str()).copied();
-                let (hash, bytes) = match known.and_then(|e| trusted(e, &meta, rev_mtime)) {
-                    Some(true) => (known.map(|e| e.sha256.clone()).unwrap_or_default(), None),
-                    // Same stat, but too close to the record to trust it (racy): whether this
-                    // read happens depends on timestamps, so it is not a counted call.
-                    // (Its bytes are not kept: whoever needs them reads them, so what the
-                    // operation reads does not depend on timestamps either.)
-                    Some(false) => {
-                        let bytes = fs.read_to_verify(&path).map_err(Error::io("read", &path))?;
-                        let hash = sha256_hex(&bytes);
-                        if known.is_some_and(|e| e.sha256 == hash)
-                            && meta.mtime_ns < trust.settled_before
-                        {
-                            tree.restated += 1;
-                        }
-                        (hash, None)
-                    }
-                    None => {
-                        let bytes = fs.read(&path).map_err(Error::io("read", &path))?;
-                        let hash = sha256_hex(&bytes);
-                        if known.is_some_and(|e| e.sha256 == hash) {
-                            tree.restated += 1;
-                        }
-                        (hash, Some(bytes))
-                    }
-                };
+                let hashed = hash_by_stat(fs, &path, &meta, known, trust)?;
+                tree.restated += usize::from(hashed.restated);
+                let (hash, bytes) = (hashed.hash, hashed.bytes);
                 if known.is_none_or(|e| e.sha256 != hash) {
                     tree.outside.insert(entry.rel.clone());
                 }

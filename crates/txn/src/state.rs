@@ -123,7 +123,6 @@ pub(crate) fn scan_sources(
     known: &[ManifestEntry],
     trust: crate::live::StatTrust,
 ) -> Result<SourcesScan> {
-    let rev_mtime = trust.record_mtime;
     let known: HashMap<&str, &ManifestEntry> = known.iter().map(|e| (e.path.as_str(), e)).collect();
     let mut scan = SourcesScan::default();
     for entry in walk(fs, sources)? {
@@ -135,31 +134,12 @@ pub(crate) fn scan_sources(
         let path = sources.join(&entry.rel);
         let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
         let recorded = known.get(entry.rel.as_str()).copied();
-        let sha256 = if entry.kind != FileKind::File {
-            irregular_hash(entry.kind)
+        let sha256 = if entry.kind == FileKind::File {
+            let hashed = crate::live::hash_by_stat(fs, &path, &meta, recorded, trust)?;
+            scan.restated += usize::from(hashed.restated);
+            hashed.hash
         } else {
-            match recorded.and_then(|e| crate::live::trusted(e, &meta, rev_mtime)) {
-                Some(true) => recorded.map(|e| e.sha256.clone()).unwrap_or_default(),
-                // Racy (same stat, too recent to trust): as in the `topics/` scan, whether
-                // this read happens depends on timestamps, so it is not a counted call.
-                Some(false) => {
-                    let bytes = fs.read_to_verify(&path).map_err(Error::io("read", &path))?;
-                    let hash = sha256_hex(&bytes);
-                    if recorded.is_some_and(|e| e.sha256 == hash)
-                        && meta.mtime_ns < trust.settled_before
-                    {
-                        scan.restated += 1;
-                    }
-                    hash
-                }
-                None => {
-                    let hash = sha256_hex(&fs.read(&path).map_err(Error::io("read", &path))?);
-                    if recorded.is_some_and(|e| e.sha256 == hash) {
-                        scan.restated += 1;
-                    }
-                    hash
-                }
-            }
+            irregular_hash(entry.kind)
         };
         scan.files.push(ManifestEntry {
             path: entry.rel,
@@ -212,39 +192,34 @@ fn legacy_sources_fingerprint(fs: &dyn Fs, sources: &Path) -> Result<String> {
 }
 
 /// `record` with the stat of every manifest entry (of `topics/` and `sources/`) whose bytes
-/// are unchanged taken from the live scans, or `None` when no stat changed. The digests, the
+/// are unchanged taken from the live scans. The digests, the
 /// counter and the transaction stay, so the revision does not move: this only spares later
 /// scans from re-reading files a copy or checkout touched (git's index refresh).
 pub(crate) fn refresh_stats(
     record: &RevisionRecord,
     topics: &crate::live::LiveTree,
     sources: &SourcesScan,
-) -> Option<RevisionRecord> {
-    let mut next = record.clone();
-    let mut changed = false;
-    for entry in &mut next.files {
-        if let Some(live) = topics.files.get(&entry.path)
-            && live.hash == entry.sha256
-            && (live.meta.len, live.meta.mtime_ns, live.meta.ino)
-                != (entry.len, entry.mtime_ns, entry.ino)
+) -> RevisionRecord {
+    /// The live stat of an entry whose bytes are the recorded ones.
+    fn restat(entry: &mut ManifestEntry, live: Option<(&str, u64, i64, u64)>) {
+        if let Some((hash, len, mtime_ns, ino)) = live
+            && hash == entry.sha256
         {
-            (entry.len, entry.mtime_ns, entry.ino) =
-                (live.meta.len, live.meta.mtime_ns, live.meta.ino);
-            changed = true;
+            (entry.len, entry.mtime_ns, entry.ino) = (len, mtime_ns, ino);
         }
+    }
+    let mut next = record.clone();
+    for entry in &mut next.files {
+        let live = topics.files.get(&entry.path);
+        restat(entry, live.map(|l| (l.hash.as_str(), l.meta.len, l.meta.mtime_ns, l.meta.ino)));
     }
     let live: HashMap<&str, &ManifestEntry> =
         sources.files.iter().map(|e| (e.path.as_str(), e)).collect();
     for entry in &mut next.source_files {
-        if let Some(l) = live.get(entry.path.as_str())
-            && l.sha256 == entry.sha256
-            && (l.len, l.mtime_ns, l.ino) != (entry.len, entry.mtime_ns, entry.ino)
-        {
-            (entry.len, entry.mtime_ns, entry.ino) = (l.len, l.mtime_ns, l.ino);
-            changed = true;
-        }
+        let l = live.get(entry.path.as_str());
+        restat(entry, l.map(|l| (l.sha256.as_str(), l.len, l.mtime_ns, l.ino)));
     }
-    changed.then_some(next)
+    next
 }
 
 /// The digest of a `topics/` tree from its (path, content hash) pairs and its irregular

@@ -398,8 +398,7 @@ impl Workspace {
         }
         // Files re-read only for being written just before the record need no new stat: a
         // record written now, well after them, is what lets the next scans trust them.
-        let record = refresh_stats(&current.record, &current.live, &current.source_scan)
-            .unwrap_or_else(|| current.record.clone());
+        let record = refresh_stats(&current.record, &current.live, &current.source_scan);
         write_atomic(fs, layout, self.inner.ids.as_ref(), &layout.revision, &record.to_bytes())?;
         Ok(true)
     }
