@@ -136,8 +136,8 @@ fn count_sources(root: &Path) -> (usize, usize) {
 }
 
 /// The success shape of an update (the CLI's `update --json` and the MCP `memory_update` tool):
-/// `{ok, noop, revision, source_ids, block_ids, evidence_ids, changed_files, memory_committed,
-/// git_committed, git_commit}`, evidence keyed `topics/<file>#<label>`. A change that changed
+/// `{ok, noop, revision, source_ids, block_ids, evidence_ids, changed_files, adopted,
+/// memory_committed, git_committed, git_commit}`, evidence keyed `topics/<file>#<label>`. A change that changed
 /// nothing is `noop: true` with the unchanged revision, no changed file, and nothing committed
 /// (`memory_committed`, `git_committed` false). The git outcome is the install's own observer
 /// report.
@@ -162,6 +162,9 @@ pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Va
         "block_ids": installed.block_ids,
         "evidence_ids": evidence,
         "changed_files": installed.changed_files,
+        // Files edited outside any transaction that this install recorded with the change
+        // (they are in its commit too): a change of nothing can still take them in.
+        "adopted": installed.adopted,
         "memory_committed": !installed.noop,
         "git_committed": git_committed,
         "git_commit": git_commit,

@@ -63,6 +63,9 @@ pub(crate) fn print_installed(installed: &Installed, after: &AfterInstall) {
     for (key, id) in &installed.block_ids {
         outln!("  new block ^{id} ({key})");
     }
+    if !installed.adopted.is_empty() {
+        outln!("  also took in edits made outside a transaction: {}", installed.adopted.join(", "));
+    }
     if let Some(commit) = &after.git_commit {
         outln!("  git commit {}", &commit[..commit.len().min(12)]);
     }

@@ -127,3 +127,27 @@ fn a_copied_workspace_has_the_same_revision_and_no_outside_change() {
     json(&scriptorium(copy.path(), &["search", "garden", "--json"]));
     assert_eq!(commits(&memory), before);
 }
+
+#[test]
+fn a_change_that_takes_in_an_outside_edit_says_so() {
+    let home = home_with_note();
+    let memory = home.path().join("memory");
+    let garden = memory.join("topics/garden.md");
+    let edited = fs::read_to_string(&garden).expect("read").replace("vegetable", "herb");
+    fs::write(&garden, &edited).expect("write");
+    // A change request that writes what the file already says changes nothing itself, but its
+    // install records the outside edit: the result says which file it took in.
+    let base = json(&scriptorium(home.path(), &["status", "--json"]))["revision"].clone();
+    let changes =
+        serde_json::json!([{"path": "topics/garden.md", "action": "write", "content": edited}]);
+    let file = home.path().join("changes.json");
+    fs::write(&file, changes.to_string()).expect("write the request");
+    let base = base.as_str().expect("revision");
+    let args = ["update", "--base", base, "--changes", file.to_str().expect("utf-8"), "--json"];
+    let result = json(&scriptorium(home.path(), &args));
+    assert_eq!(result["changed_files"], serde_json::json!([]), "{result}");
+    assert_eq!(result["adopted"], serde_json::json!(["topics/garden.md"]), "{result}");
+    assert_eq!(result["noop"], false, "{result}");
+    let shown = git(&memory, &["show", "--stat", "--format=", "HEAD"]);
+    assert!(shown.contains("topics/garden.md"), "{shown}");
+}
