@@ -789,6 +789,17 @@ mod tests {
         record
     }
 
+    /// A new workspace at `root` with `u1` ("Dana keeps bees.") archived and cited by a block.
+    fn keeping_bees(root: &std::path::Path) -> MemoryWorkspace {
+        let memory = MemoryWorkspace::open(root, true).expect("open");
+        memory
+            .workspace()
+            .archive_sources(&[record("u1", "Dana keeps bees.")], LockTimeout::DEFAULT)
+            .expect("archive");
+        install(&memory, "Dana keeps bees.", "u1");
+        memory
+    }
+
     /// Appends a paragraph citing `openprogram/s1/<message>` to `topics/people/dana.md`.
     fn install(memory: &MemoryWorkspace, text: &str, message: &str) {
         let path = memory.workspace().root().join("topics/people/dana.md");
@@ -813,12 +824,7 @@ mod tests {
     #[test]
     fn an_archive_the_index_missed_is_indexed_by_the_next_install() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let memory = MemoryWorkspace::open(dir.path(), true).expect("open");
-        memory
-            .workspace()
-            .archive_sources(&[record("u1", "Dana keeps bees.")], LockTimeout::DEFAULT)
-            .expect("archive");
-        install(&memory, "Dana keeps bees.", "u1");
+        let memory = keeping_bees(dir.path());
         drop(memory);
         // The append of a process that died before telling the index (no observer).
         Workspace::open(dir.path())
@@ -862,12 +868,7 @@ mod tests {
         use scriptorium_topics_format::source::plan_append;
 
         let dir = tempfile::tempdir().expect("tempdir");
-        let memory = MemoryWorkspace::open(dir.path(), true).expect("open");
-        memory
-            .workspace()
-            .archive_sources(&[record("u1", "Dana keeps bees.")], LockTimeout::DEFAULT)
-            .expect("archive");
-        install(&memory, "Dana keeps bees.", "u1");
+        let memory = keeping_bees(dir.path());
         // The other program: the same archive file with one frame more, written in place.
         let rel = "sources/openprogram/_v2/s1.md";
         let path = dir.path().join(rel);
