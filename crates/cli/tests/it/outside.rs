@@ -40,6 +40,10 @@ fn a_search_finds_an_outside_edit_and_takes_it_in_as_one_commit() {
     assert_eq!(message.trim(), "memory: adopt outside edits to topics/garden.md");
     let shown = git(&memory, &["show", "--stat", "--format=", "HEAD"]);
     assert!(shown.contains("topics/garden.md"), "{shown}");
+    // The derived views caught up in the same commit.
+    let day = fs::read_to_string(memory.join("timeline/2024/04/02.md")).expect("the timeline");
+    assert!(day.contains("zanzibar herb garden"), "{day}");
+    assert!(shown.contains("timeline/2024/04/02.md"), "{shown}");
     assert!(git(&memory, &["status", "--porcelain"]).is_empty(), "git is in step");
     let status = json(&scriptorium(home.path(), &["status", "--json"]));
     assert_eq!(status["topics_edited_outside"], false, "{status}");
