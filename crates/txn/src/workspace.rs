@@ -125,8 +125,8 @@ pub struct RevisionState {
 pub(crate) struct Current {
     pub(crate) record: RevisionRecord,
     pub(crate) revision: Revision,
+    /// The digest of `topics/` (the `sources/` one is `source_scan.digest`).
     pub(crate) topics: String,
-    pub(crate) sources: String,
     /// The live `topics/` the digest was taken from (without bytes).
     pub(crate) live: crate::live::LiveTree,
     /// The live `sources/` the digest was taken from.
@@ -299,7 +299,7 @@ impl Workspace {
         let current = self.current()?;
         Ok(RevisionState {
             topics_edited_outside: current.topics != current.record.topics,
-            sources_changed_outside: current.sources != current.record.sources,
+            sources_changed_outside: current.source_scan.digest != current.record.sources,
             stat_cache_stale: current.live.restated + current.source_scan.restated > 0,
             outside_files: current.live.outside.iter().map(|rel| format!("topics/{rel}")).collect(),
             counter: current.record.counter,
@@ -370,9 +370,8 @@ impl Workspace {
         let live = crate::live::scan(fs, &layout.topics, &record.files, trust, false)?;
         let topics = live.digest();
         let source_scan = sources_of(fs, &layout.sources, &record, trust)?;
-        let sources = source_scan.digest.clone();
-        let revision = revision_of(record.counter, &record.txn_id, &topics, &sources);
-        Ok(Current { record, revision, topics, sources, live, source_scan })
+        let revision = revision_of(record.counter, &record.txn_id, &topics, &source_scan.digest);
+        Ok(Current { record, revision, topics, live, source_scan })
     }
 
     /// Refreshes the stat cache of the revision record (git's index refresh): when files were
