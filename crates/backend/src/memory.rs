@@ -638,9 +638,13 @@ impl MemoryWorkspace {
                     violations,
                     "edits made outside a transaction do not validate; run `scriptorium check`"
                 );
-                let tmp = refused.with_extension("tmp");
-                if std::fs::write(&tmp, format!("{}\n", state.revision)).is_ok() {
-                    let _ = std::fs::rename(&tmp, &refused);
+                let marker = format!("{}\n", state.revision);
+                // A save killed halfway leaves a temporary; another search saving the same
+                // marker right now loses only its save (it validates once more next time).
+                crate::runtime::remove_stale_temporaries(&refused);
+                if let Err(error) = crate::runtime::write_atomic(&refused, marker.as_bytes()) {
+                    // Only costs validating the same edits again on the next search.
+                    tracing::warn!(%error, "remembering the refused outside edits failed");
                 }
                 Ok((Adoption::Refused { files, violations: Some(violations) }, live))
             }
