@@ -488,8 +488,9 @@ impl MemoryWorkspace {
     }
 
     /// [`MemoryWorkspace::open`] for a process that may only read: the git history is opened
-    /// (and caught up) only before the first install this handle makes, which spares a search
-    /// process reading `.git` at all. [`MemoryWorkspace::history`] is `None` until then.
+    /// (and caught up) only before the first install this handle makes, or by
+    /// [`MemoryWorkspace::finish`] after the reading is done, so a search answers before it
+    /// reads `.git`. [`MemoryWorkspace::history`] is `None` until then.
     pub fn open_for_reading(root: impl AsRef<Path>) -> Result<MemoryWorkspace, Error> {
         MemoryWorkspace::open_without_history(root, false, Wiring::default())
     }
@@ -741,10 +742,16 @@ impl MemoryWorkspace {
         Ok((revision, Some(adoption)))
     }
 
-    /// Lets the search index finish the segment merges its last updates started (see
-    /// `Index::finish_merges`); for a process about to exit. A failure only leaves more
+    /// For a process about to exit: brings a history opened lazily up to date (see
+    /// [`MemoryWorkspace::open_for_reading`]) and lets the search index finish the segment
+    /// merges its last updates started (see `Index::finish_merges`). A failure only leaves more
     /// segments to merge next time, so it is logged, not returned.
     pub fn finish(&self) {
+        // A handle opened for reading has not looked at git yet: a process killed after its
+        // install but before its commit left the history behind, and the catch-up belongs to
+        // the next process that opens the workspace, this one included (never waiting for
+        // the lock: a busy lock means another process is installing, and so committing).
+        self.ensure_history(LockTimeout::new(Duration::ZERO));
         let slot = &self.derived.index;
         let mut guard = slot.index.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(index) = guard.as_mut() {
