@@ -6,8 +6,8 @@ use scriptorium_backend::memory::{AfterInstall, Error, MemoryWorkspace};
 use crate::home::Home;
 use crate::output::outln;
 
-/// An open workspace for one command of this process: never freed (only the search index's
-/// merges are waited for, see the `Drop` impl). The process exits when
+/// An open workspace for one command of this process: never freed (what must finish does, see
+/// the `Drop` impl). The process exits when
 /// the command returns, and freeing the parsed tree a transaction keeps (a 10 000-block
 /// workspace is some 100 000 allocations) cost a quarter of an `update`'s CPU. Nothing durable
 /// depends on a destructor here: every write has finished (and been synced) before the command
@@ -16,7 +16,8 @@ pub(crate) struct Opened(std::mem::ManuallyDrop<MemoryWorkspace>);
 
 impl Drop for Opened {
     /// What must finish before the process exits: the search index's merges (without them
-    /// every update's segment would stay, and searches would slow down with each one).
+    /// every update's segment would stay, and searches would slow down with each one), and a
+    /// lazily opened history's catch-up (see `MemoryWorkspace::finish`).
     fn drop(&mut self) {
         self.0.finish();
     }
