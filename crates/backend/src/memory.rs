@@ -399,6 +399,53 @@ pub enum Adoption {
     Busy,
 }
 
+impl Adoption {
+    /// What a face reports about it, as JSON (`outside_edits` in the CLI's `search --json`,
+    /// the REST search and the MCP search): `None` when there is nothing to say (`Nothing`,
+    /// `Busy`: the next search retries).
+    pub fn report(&self) -> Option<serde_json::Value> {
+        match self {
+            Adoption::Installed { files, installed } => Some(serde_json::json!({
+                "adopted": true,
+                "files": files,
+                "revision": installed.revision.as_str(),
+                "git_commit": after(installed).git_commit,
+            })),
+            Adoption::Refused { files, violations } => Some(serde_json::json!({
+                "adopted": false,
+                "files": files,
+                // `null`: these very edits were refused before and were not validated again.
+                "violations": violations,
+                "reason": "the edits do not validate (run `scriptorium check`); searched as they are",
+            })),
+            Adoption::Nothing | Adoption::Busy => None,
+        }
+    }
+
+    /// The same, as one line for a person (or a model reading a tool result).
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Adoption::Installed { files, installed } => {
+                let commit = after(installed)
+                    .git_commit
+                    .map(|c| format!(", git commit {}", &c[..c.len().min(12)]))
+                    .unwrap_or_default();
+                Some(format!(
+                    "note: took in edits made outside a transaction: {} (revision {}{commit})",
+                    files.join(", "),
+                    installed.revision
+                ))
+            }
+            Adoption::Refused { files, .. } => Some(format!(
+                "note: edits made outside a transaction do not validate: {} (run `scriptorium \
+                 check`); searched as they are",
+                files.join(", ")
+            )),
+            Adoption::Nothing | Adoption::Busy => None,
+        }
+    }
+}
+
 /// The file (in `.scriptorium/`) naming the live revision whose outside edits were refused,
 /// so that a search does not validate the same invalid edit again.
 const REFUSED_FILE: &str = "outside-refused";

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use scriptorium_backend::memory::Adoption;
 use scriptorium_search::{Query, fence, recall_text};
 
 use crate::home::Home;
@@ -54,13 +53,13 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let (hits, adoption) = memory.search_reporting(&query)?;
     if args.json {
         let mut doc = serde_json::json!({ "hits": hits });
-        if let Some(outside) = adoption.as_ref().and_then(adoption_json) {
+        if let Some(outside) = adoption.as_ref().and_then(|a| a.report()) {
             doc["outside_edits"] = outside;
         }
         crate::output::document(&doc)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(note) = adoption.as_ref().and_then(adoption_note) {
+    if let Some(note) = adoption.as_ref().and_then(|a| a.note()) {
         // On stderr: stdout stays exactly what is recalled (`--fenced` is injected as is).
         eprintln!("{note}");
     }
@@ -75,51 +74,4 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What the search did about edits made outside a transaction, for `--json`.
-fn adoption_json(adoption: &Adoption) -> Option<serde_json::Value> {
-    match adoption {
-        Adoption::Installed { files, installed } => {
-            let after = scriptorium_backend::memory::after(installed);
-            Some(serde_json::json!({
-                "adopted": true,
-                "files": files,
-                "revision": installed.revision.as_str(),
-                "git_commit": after.git_commit,
-            }))
-        }
-        Adoption::Refused { files, violations } => Some(serde_json::json!({
-            "adopted": false,
-            "files": files,
-            // `null`: these very edits were refused before and were not validated again.
-            "violations": violations,
-            "reason": "the edits do not validate (run `scriptorium check`); searched as they are",
-        })),
-        _ => None,
-    }
-}
-
-/// The same, as one line for a person.
-fn adoption_note(adoption: &Adoption) -> Option<String> {
-    match adoption {
-        Adoption::Installed { files, installed } => {
-            let after = scriptorium_backend::memory::after(installed);
-            let commit = after
-                .git_commit
-                .map(|c| format!(", git commit {}", &c[..c.len().min(12)]))
-                .unwrap_or_default();
-            Some(format!(
-                "note: took in edits made outside a transaction: {} (revision {}{commit})",
-                files.join(", "),
-                installed.revision
-            ))
-        }
-        Adoption::Refused { files, .. } => Some(format!(
-            "note: edits made outside a transaction do not validate: {} (run `scriptorium \
-             check`); searched as they are",
-            files.join(", ")
-        )),
-        _ => None,
-    }
 }

@@ -750,7 +750,7 @@ function onSearch(q) {
   searchTimer = setTimeout(async () => {
     try {
       const { data } = await api('GET', `/api/memory/search?q=${encodeURIComponent(q.trim())}`);
-      if (seq === searchSeq) state.hits = data || [];
+      if (seq === searchSeq) state.hits = (data && data.hits) || [];
     } catch (e) {
       if (seq === searchSeq) state.hits = { error: e.message };
     }

@@ -255,11 +255,15 @@ impl Inner {
         query.top_k = args.top_k.unwrap_or(DEFAULT_SEARCH_TOP_K).clamp(1, MAX_TOP_K);
         query.path_prefix = given(args.path_prefix);
         query.speaker = given(args.speaker);
-        let hits = memory.search(&query).map_err(|e| search_error(&e))?;
-        if hits.is_empty() {
-            return Ok(Reply::Text(NO_MEMORY_MATCHED.into()));
+        let (hits, adoption) = memory.search_reporting(&query).map_err(|e| search_error(&e))?;
+        let mut text =
+            if hits.is_empty() { NO_MEMORY_MATCHED.to_owned() } else { fence(&render_hits(&hits)) };
+        // Outside the fence: what this search did about edits made outside a transaction.
+        if let Some(note) = adoption.as_ref().and_then(|a| a.note()) {
+            text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
+            text.push_str(&note);
         }
-        Ok(Reply::Text(fence(&render_hits(&hits))))
+        Ok(Reply::Text(text))
     }
 
     fn grep(&self, args: GrepArgs) -> Result<Reply, ToolError> {

@@ -175,6 +175,27 @@ async fn search_fences_the_recall_once() {
 }
 
 #[tokio::test]
+async fn search_takes_in_an_outside_edit_and_notes_it_outside_the_fence() {
+    let (dir, tools) = fixture();
+    let path = dir.path().join("memory").join(support::TOPIC_PATH);
+    let text = std::fs::read_to_string(&path).expect("the topic");
+    std::fs::write(&path, text.replace("vegetable garden", "vegetable garden with raised beds"))
+        .expect("an outside edit");
+    let (is_error, text) =
+        reply(&tools.memory_search(args(json!({ "query": "raised beds" }))).await);
+    assert!(!is_error, "{text}");
+    let (recall, note) = text.split_once("</memory-context>").expect("a fenced recall");
+    assert!(recall.contains("vegetable garden with raised beds"), "{text}");
+    assert!(
+        note.trim().starts_with("note: took in edits made outside a transaction: topics/garden.md"),
+        "{text}"
+    );
+    // Taken in once: the next search has nothing to add.
+    let (_, again) = reply(&tools.memory_search(args(json!({ "query": "raised beds" }))).await);
+    assert!(again.ends_with("</memory-context>"), "{again}");
+}
+
+#[tokio::test]
 async fn bad_argument_shapes_are_tool_errors_not_protocol_errors() {
     let (_dir, tools) = fixture();
     let error = refusal(&tools.memory_search(args(json!({ "query": "x", "top_k": "many" }))).await);

@@ -926,6 +926,31 @@ async fn the_core_read_waits_for_the_write_lock_and_sees_the_new_text() {
 }
 
 #[tokio::test]
+async fn a_search_takes_in_an_outside_edit_and_says_so() {
+    let server = Server::new();
+    server.seed().await;
+    // Another program (an editor, `git pull`) rewrites the paragraph, keeping its ID and citation.
+    let path = server.memory().join("topics/projects/budget.md");
+    let text = std::fs::read_to_string(&path).expect("the topic");
+    std::fs::write(&path, text.replace("in Flask", "in Flask with a SQLite ledger")).expect("edit");
+    let hits = server.get("/api/memory/search?q=sqlite%20ledger&prefix=topics").await;
+    assert_eq!(hits.status, StatusCode::OK, "{}", hits.body);
+    assert!(
+        hits.body["hits"][0]["content"].as_str().is_some_and(|c| c.contains("SQLite ledger")),
+        "the edit is found by this very search: {}",
+        hits.body
+    );
+    let outside = &hits.body["outside_edits"];
+    assert_eq!(outside["adopted"], true, "{}", hits.body);
+    assert_eq!(outside["files"], json!(["topics/projects/budget.md"]));
+    assert_eq!(outside["revision"].as_str(), Some(server.revision().await.as_str()));
+    assert!(outside["git_commit"].as_str().is_some_and(|c| c.len() == 40), "{outside}");
+    // Taken in once: the next search has nothing to report.
+    let again = server.get("/api/memory/search?q=sqlite%20ledger").await;
+    assert!(again.body.get("outside_edits").is_none(), "{}", again.body);
+}
+
+#[tokio::test]
 async fn search_and_refs_find_the_seeded_block() {
     let server = Server::new();
     server.seed().await;
@@ -933,7 +958,7 @@ async fn search_and_refs_find_the_seeded_block() {
     let hits =
         server.get("/api/memory/search?q=budget%20tracker%20Flask&top_k=3&prefix=topics").await;
     assert_eq!(hits.status, StatusCode::OK, "{}", hits.body);
-    let first = &hits.body[0];
+    let first = &hits.body["hits"][0];
     assert_eq!(first["path"], "topics/projects/budget.md");
     assert_eq!(first["kind"], "block");
     assert_eq!(first["anchor"], format!("#^{block}"));

@@ -281,9 +281,9 @@ async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>)
             let mut q = scriptorium_search::Query::new(query.q);
             q.top_k = query.top_k.unwrap_or(DEFAULT_TOP_K).clamp(1, MAX_TOP_K);
             q.path_prefix = query.prefix.filter(|p| !p.trim().is_empty());
-            let hits = backend
+            let (hits, adoption) = backend
                 .memory()
-                .search(&q)
+                .search_reporting(&q)
                 .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.wire_code(), e.to_string()))?;
             let rows: Vec<Value> = hits
                 .iter()
@@ -297,7 +297,11 @@ async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>)
                     })
                 })
                 .collect();
-            Ok(Json(Value::Array(rows)))
+            let mut doc = json!({ "hits": rows });
+            if let Some(outside) = adoption.as_ref().and_then(|a| a.report()) {
+                doc["outside_edits"] = outside;
+            }
+            Ok(Json(doc))
         })
         .await
 }
