@@ -12,6 +12,7 @@ use anyhow::{Context, bail};
 /// The crates of layers L0 and L1 (see `ARCHITECTURE.md#code-map`).
 const L0_L1: &[&str] = &[
     "scriptorium-topics-format",
+    "scriptorium-workspace-fs",
     "scriptorium-session-dag",
     "scriptorium-markers",
     "scriptorium-txn",
@@ -22,6 +23,7 @@ const L0_L1: &[&str] = &[
 /// L0–L2.5: what `backend` may use (the writer, and the model clients above it).
 const UP_TO_L2_5: &[&str] = &[
     "scriptorium-topics-format",
+    "scriptorium-workspace-fs",
     "scriptorium-session-dag",
     "scriptorium-markers",
     "scriptorium-txn",
@@ -38,6 +40,7 @@ const UP_TO_L2_5: &[&str] = &[
 /// model clients either: models are built by `backend` (`models::build`).
 const FACE: &[&str] = &[
     "scriptorium-topics-format",
+    "scriptorium-workspace-fs",
     "scriptorium-session-dag",
     "scriptorium-markers",
     "scriptorium-search",
@@ -48,6 +51,7 @@ const FACE: &[&str] = &[
 /// [`FACE`] and the server: what `cli` may use.
 const CLI: &[&str] = &[
     "scriptorium-topics-format",
+    "scriptorium-workspace-fs",
     "scriptorium-session-dag",
     "scriptorium-markers",
     "scriptorium-search",
@@ -60,6 +64,7 @@ const CLI: &[&str] = &[
 /// tests may use.
 const ALL_LIBRARIES: &[&str] = &[
     "scriptorium-topics-format",
+    "scriptorium-workspace-fs",
     "scriptorium-session-dag",
     "scriptorium-markers",
     "scriptorium-txn",
@@ -76,12 +81,13 @@ const ALL_LIBRARIES: &[&str] = &[
 /// package and never as a normal one.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("scriptorium-topics-format", &[]),
+    ("scriptorium-workspace-fs", &["scriptorium-topics-format"]),
     ("scriptorium-session-dag", &[]),
     ("scriptorium-markers", &["scriptorium-session-dag", "scriptorium-topics-format"]),
-    ("scriptorium-txn", &["scriptorium-topics-format"]),
-    ("scriptorium-views", &["scriptorium-topics-format"]),
-    ("scriptorium-search", &["scriptorium-topics-format"]),
-    ("scriptorium-history", &[]),
+    ("scriptorium-txn", &["scriptorium-topics-format", "scriptorium-workspace-fs"]),
+    ("scriptorium-views", &["scriptorium-topics-format", "scriptorium-workspace-fs"]),
+    ("scriptorium-search", &["scriptorium-topics-format", "scriptorium-workspace-fs"]),
+    ("scriptorium-history", &["scriptorium-workspace-fs"]),
     ("scriptorium-writer", L0_L1),
     ("scriptorium-model-clients", &["scriptorium-writer"]),
     ("scriptorium-backend", UP_TO_L2_5),

@@ -7,7 +7,9 @@
 //!   their bytes are the test);
 //! - no machine-specific absolute paths;
 //! - no citation of design documents outside the repository (a section sign after `SPEC` or
-//!   `reference`): the repository explains itself through its own docs (`docs/`, ARCHITECTURE.md).
+//!   `reference`): the repository explains itself through its own docs (`docs/`, ARCHITECTURE.md);
+//! - a crate's own `clippy.toml` (which replaces the root one for that crate) repeats every line
+//!   of the root `clippy.toml` but its closing `]`, so no crate silently drops a workspace rule.
 
 use std::path::{Path, PathBuf};
 
@@ -97,6 +99,7 @@ pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
     walk(root, &mut files)?;
     files.sort();
     let mut problems = Vec::new();
+    let root_clippy = std::fs::read_to_string(root.join("clippy.toml")).unwrap_or_default();
     for path in files {
         let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
         if !is_text(&rel) {
@@ -106,11 +109,22 @@ pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
             continue;
         };
         problems.extend(problems_in(&rel, &text));
+        if rel.starts_with("crates/") && rel.ends_with("/clippy.toml") {
+            problems.extend(clippy_problems(&rel, &text, &root_clippy));
+        }
     }
     if !problems.is_empty() {
         bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "));
     }
     Ok(())
+}
+
+/// The lines of the root `clippy.toml` (but its closing `]`) that a crate's `clippy.toml` lacks.
+fn clippy_problems(rel: &str, text: &str, root: &str) -> Vec<String> {
+    root.lines()
+        .filter(|line| line.trim() != "]" && !text.lines().any(|l| l == *line))
+        .map(|line| format!("{rel}: lacks the root clippy.toml line `{line}`"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -136,5 +150,10 @@ mod tests {
         assert_eq!(problems_in("a.rs", &format!("//! d\n{allow}\n")).len(), 1);
         let citation = ["// see SPEC", " §4\n"].concat();
         assert_eq!(problems_in("a.rs", &format!("//! d\n{citation}")).len(), 1);
+        let root = "a = 1\nlist = [\n    { x },\n]\n";
+        assert!(
+            clippy_problems("c", "a = 1\nlist = [\n    { x },\n    { y },\n]\n", root).is_empty()
+        );
+        assert_eq!(clippy_problems("c", "list = [\n    { y },\n]\n", root).len(), 2);
     }
 }

@@ -13,9 +13,9 @@ use scriptorium_txn::{
     BeginOptions, Error, Installed, LockTimeout, Revision, Staged, UpdateContext, UpdateOutcome,
     UpdateRequest,
 };
-use scriptorium_views::{
-    FsSources, RebuildOptions, promote_legacy_core, read_topics, rebuild_workspace,
-};
+use scriptorium_views::{RebuildOptions, promote_legacy_core, rebuild_workspace};
+use scriptorium_workspace_fs::read::{FsSources, read_in, read_topics};
+use scriptorium_workspace_fs::{Fs as _, RealFs};
 
 use crate::memory::MemoryWorkspace;
 
@@ -182,13 +182,13 @@ impl MemoryWorkspace {
     /// it did.
     fn promote_legacy_core(&self) -> Result<bool, RebuildError> {
         let root = self.workspace().root();
-        let Ok(legacy) = std::fs::read_to_string(root.join("core.md")) else {
-            return Ok(false);
-        };
-        if root.join("topics/core.md").exists() {
+        // Never through a symlink: a link named `core.md` is not a legacy core.
+        let legacy = read_in(&RealFs, root, "core.md").ok().and_then(|b| String::from_utf8(b).ok());
+        let Some(legacy) = legacy else { return Ok(false) };
+        if RealFs.metadata(&root.join("topics/core.md")).is_ok() {
             return Ok(false);
         }
-        let topics = read_topics(root)?;
+        let topics = read_topics(root).map_err(scriptorium_views::Error::from)?;
         let resolver = ArchiveResolver::new(FsSources::new(root));
         let Some(master) = promote_legacy_core(&legacy, &topics, &resolver) else {
             return Ok(false);

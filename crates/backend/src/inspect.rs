@@ -5,10 +5,11 @@
 //! out, and caps its output (the Python implementation's caps: 400 lines / 40 000 characters per
 //! read, 200 grep matches, 500 listed files, 300-character snippets).
 
-use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use scriptorium_topics_format::source::{is_v2_source_path, scan};
+use scriptorium_workspace_fs::read::read_in;
+use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs, is_internal_path, walk_where};
 
 /// Lines returned by one [`get`].
 pub const MAX_READ_LINES: usize = 400;
@@ -54,16 +55,6 @@ impl InspectError {
     }
 }
 
-/// Whether a workspace-relative path is internal (runtime state or git).
-fn is_internal(rel: &str) -> bool {
-    let first = rel.split('/').next().unwrap_or_default();
-    first == ".git"
-        || first == ".scriptorium"
-        || first == ".nativemem"
-        || first.starts_with(".scriptorium-")
-        || first.starts_with(".nativemem-")
-}
-
 /// Checks a caller-given workspace-relative path and returns it normalized.
 fn checked(rel: &str) -> Result<String, InspectError> {
     let trimmed = rel.trim().trim_start_matches("./").trim_end_matches('/');
@@ -72,31 +63,18 @@ fn checked(rel: &str) -> Result<String, InspectError> {
         && path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
     let normal: Vec<&str> = trimmed.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
     let normal = normal.join("/");
-    if !ok || is_internal(&normal) {
+    if !ok || is_internal_path(&normal) {
         return Err(InspectError::Outside(rel.to_owned()));
     }
     Ok(normal)
 }
 
-/// The full path of a checked relative path, refusing symlinks anywhere on the way.
-fn resolve(root: &Path, rel: &str) -> Option<PathBuf> {
-    let mut path = root.to_path_buf();
-    for part in rel.split('/').filter(|p| !p.is_empty()) {
-        path.push(part);
-        if fs::symlink_metadata(&path).ok()?.file_type().is_symlink() {
-            return None;
-        }
-    }
-    Some(path)
-}
-
-/// Reads a regular UTF-8 file under the root.
+/// Reads a regular UTF-8 file under the root, refusing a symlink anywhere on the way.
 fn read_text(root: &Path, rel: &str) -> Result<String, InspectError> {
-    let path = resolve(root, rel).ok_or_else(|| InspectError::NotFound(rel.to_owned()))?;
-    if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-        return Err(InspectError::NotFound(rel.to_owned()));
-    }
-    fs::read_to_string(&path).map_err(|_| InspectError::NotFound(rel.to_owned()))
+    read_in(&RealFs, root, rel)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or_else(|| InspectError::NotFound(rel.to_owned()))
 }
 
 /// One file of [`browse`].
@@ -127,22 +105,19 @@ fn is_derived(rel: &str) -> bool {
 }
 
 /// Every regular, non-internal file under `root` (symlinks skipped), sorted.
-fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, u64)>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else { continue };
-        let path = entry.path();
-        let Ok(rel) = path.strip_prefix(root) else { continue };
-        let rel = rel.to_string_lossy().replace('\\', "/");
-        if is_internal(&rel) || kind.is_symlink() {
-            continue;
-        }
-        if kind.is_dir() {
-            walk(root, &path, out);
-        } else if kind.is_file() {
-            out.push((rel, entry.metadata().map_or(0, |m| m.len())));
-        }
-    }
+fn walk(root: &Path) -> Vec<(String, u64)> {
+    let keep = |rel: &str, kind: FileKind| {
+        !is_internal_path(rel) && matches!(kind, FileKind::File | FileKind::Dir)
+    };
+    let Ok(entries) = walk_where(&RealFs, root, &keep) else { return Vec::new() };
+    entries
+        .into_iter()
+        .filter(|e| e.kind == FileKind::File && e.utf8)
+        .map(|e| {
+            let len = RealFs.metadata(&root.join(&e.raw)).map_or(0, |m| m.len);
+            (e.rel, len)
+        })
+        .collect()
 }
 
 /// Lists the files under `prefix` (all files when empty), at most `limit` (clamped to
@@ -150,9 +125,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, u64)>) {
 pub fn browse(root: &Path, prefix: &str, limit: usize) -> Result<Listing, InspectError> {
     let prefix = if prefix.trim().is_empty() { String::new() } else { checked(prefix)? };
     let limit = limit.clamp(1, MAX_BROWSE_LIMIT);
-    let mut files = Vec::new();
-    walk(root, root, &mut files);
-    files.sort();
+    let files = walk(root);
     let mut matching = files.into_iter().filter(|(rel, _)| {
         prefix.is_empty() || rel == &prefix || rel.starts_with(&format!("{prefix}/"))
     });
@@ -192,9 +165,7 @@ pub fn grep(
     prefix: &str,
     case_sensitive: bool,
 ) -> Result<GrepResult, InspectError> {
-    let mut files = Vec::new();
-    walk(root, root, &mut files);
-    files.sort();
+    let files = walk(root);
     let prefix = if prefix.trim().is_empty() { String::new() } else { checked(prefix)? };
     let needle_folded = needle.to_lowercase();
     let mut result = GrepResult::default();
@@ -339,6 +310,8 @@ pub fn get(
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
 
     fn workspace() -> tempfile::TempDir {

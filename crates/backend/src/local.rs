@@ -17,7 +17,8 @@ use scriptorium_session_dag::{EmbeddedStore, Node, SessionId, SessionStore};
 use scriptorium_topics_format::parse_tree;
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{LockTimeout, Revision};
-use scriptorium_views::{FsSources, read_topics};
+use scriptorium_workspace_fs::RealFs;
+use scriptorium_workspace_fs::read::{FsSources, read_in, read_topics};
 use scriptorium_writer::{
     FailureCode, Model, OrganizeReport, WriteFailure, WriteReport, Writer, WriterConfig,
     archive_record, source_id,
@@ -144,7 +145,11 @@ impl LocalBackend {
         {
             return text.clone();
         }
-        let rendered = std::fs::read_to_string(ws.root().join("core.md")).unwrap_or_default();
+        // Never through a symlink: a link named `core.md` injects nothing.
+        let rendered = read_in(&RealFs, ws.root(), "core.md")
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .unwrap_or_default();
         let text = injected_core(&rendered);
         *cache = Some((revision, text.clone()));
         text

@@ -18,7 +18,9 @@ use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{
     ArchiveEvent, InstallEvent, InstallObserver, LockTimeout, Observation, Options, Workspace,
 };
-use scriptorium_views::{FsSources, render_core, write_views};
+use scriptorium_views::{render_core, write_views};
+use scriptorium_workspace_fs::read::{FsSources, read_in};
+use scriptorium_workspace_fs::{Durability, Fs as _, RealFs, write_atomic};
 
 /// Recent events kept in `recent_events.jsonl` (the Python implementation's default).
 pub const RECENT_LIMIT: usize = 50;
@@ -450,6 +452,9 @@ impl Adoption {
 /// so that a search does not validate the same invalid edit again.
 const REFUSED_FILE: &str = "outside-refused";
 
+/// Distinguishes the temporaries of concurrent saves of [`REFUSED_FILE`] within one process.
+static REFUSED_SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Why [`open_history`] returned no history.
 enum HistoryOpen {
     /// The repair needs the write lock, and another process holds it.
@@ -634,7 +639,9 @@ impl MemoryWorkspace {
             files.push("sources/".to_owned());
         }
         let refused = ws.root().join(".scriptorium").join(REFUSED_FILE);
-        if std::fs::read_to_string(&refused).is_ok_and(|r| r.trim() == state.revision.as_str()) {
+        let refused_before = read_in(&RealFs, ws.root(), &format!(".scriptorium/{REFUSED_FILE}"))
+            .is_ok_and(|r| r.trim_ascii() == state.revision.as_str().as_bytes());
+        if refused_before {
             return Ok((Adoption::Refused { files, violations: None }, live));
         }
         // The install below commits: the history must be open and caught up first, and a
@@ -687,10 +694,22 @@ impl MemoryWorkspace {
                     "edits made outside a transaction do not validate; run `scriptorium check`"
                 );
                 let marker = format!("{}\n", state.revision);
-                // A save killed halfway leaves a temporary; another search saving the same
-                // marker right now loses only its save (it validates once more next time).
-                crate::runtime::remove_stale_temporaries(&refused);
-                if let Err(error) = crate::runtime::write_atomic(&refused, marker.as_bytes()) {
+                // A save killed halfway leaves a `tmp-*` temporary, which the next recovery
+                // removes; a save that loses a race only validates the same edits once more.
+                let temp = ws.root().join(".scriptorium").join(format!(
+                    "tmp-refused-{}-{}",
+                    std::process::id(),
+                    REFUSED_SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                ));
+                let saved = write_atomic(
+                    &RealFs,
+                    &temp,
+                    &refused,
+                    marker.as_bytes(),
+                    0o600,
+                    Durability::Durable,
+                );
+                if let Err(error) = saved {
                     // Only costs validating the same edits again on the next search.
                     tracing::warn!(%error, "remembering the refused outside edits failed");
                 }
@@ -819,8 +838,8 @@ impl MemoryWorkspace {
         *guard = None;
         *slot.snapshot.write().unwrap_or_else(PoisonError::into_inner) = None;
         let dir = root.join(".scriptorium/index");
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|source| {
+        if RealFs.metadata(&dir).is_ok() {
+            RealFs.remove_tree(&dir).map_err(|source| {
                 SearchError::Search(scriptorium_search::Error::Io { path: dir.clone(), source })
             })?;
         }

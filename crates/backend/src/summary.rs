@@ -5,7 +5,8 @@ use std::path::Path;
 
 use scriptorium_topics_format::source::{ArchiveResolver, scan};
 use scriptorium_topics_format::topic::parse_tree;
-use scriptorium_views::{FsSources, read_topics};
+use scriptorium_workspace_fs::read::{FsSources, read_topics};
+use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs, walk};
 use serde::Serialize;
 
 use crate::memory::MemoryWorkspace;
@@ -66,7 +67,7 @@ pub fn workspace_status(memory: &MemoryWorkspace) -> Result<WorkspaceStatus, Sta
         // only spares later commands some reads, so a failure here is not the status's.
         tracing::warn!(%error, "refreshing the revision record's stat cache failed");
     }
-    let files = read_topics(root)?;
+    let files = read_topics(root).map_err(scriptorium_views::Error::from)?;
     let parsed = parse_tree(&files, &ArchiveResolver::new(FsSources::new(root)));
     let (source_files, source_records) = count_sources(root);
     // The transaction HEAD records: its trailer, or the settled marker when HEAD already held
@@ -114,24 +115,20 @@ pub enum StatusError {
 
 /// Counts the archive files and their valid frames under `sources/`.
 fn count_sources(root: &Path) -> (usize, usize) {
-    fn walk(dir: &Path, root: &Path, out: &mut (usize, usize)) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else { continue };
-            let path = entry.path();
-            if kind.is_dir() {
-                walk(&path, root, out);
-            } else if kind.is_file() && path.extension().is_some_and(|e| e == "md") {
-                out.0 += 1;
-                let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy();
-                if let Ok(text) = std::fs::read_to_string(&path) {
-                    out.1 += scan(&rel.replace('\\', "/"), &text).frames.len();
-                }
-            }
+    let sources = root.join("sources");
+    let Ok(entries) = walk(&RealFs, &sources) else { return (0, 0) };
+    let mut out = (0, 0);
+    for entry in entries {
+        if entry.kind != FileKind::File || !entry.rel.ends_with(".md") {
+            continue;
+        }
+        out.0 += 1;
+        let text =
+            RealFs.read(&sources.join(&entry.raw)).ok().and_then(|b| String::from_utf8(b).ok());
+        if let Some(text) = text {
+            out.1 += scan(&format!("sources/{}", entry.rel), &text).frames.len();
         }
     }
-    let mut out = (0, 0);
-    walk(&root.join("sources"), root, &mut out);
     out
 }
 

@@ -2,8 +2,9 @@
 //! diagnostic as `path:line:col: CODE message`.
 //!
 //! Reading files is this command's job (the format crate does no IO): topic files and archives
-//! are read here, symlinks are refused, and `sources/` is offered to the parser through the
-//! views crate's `FsSources`, which never follows a symlink anywhere on a path.
+//! are read here through `scriptorium-workspace-fs` (its one walk; symlinks are reported, never
+//! read through), and `sources/` is offered to the parser through its `FsSources`, which never
+//! follows a symlink anywhere on a path.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use scriptorium_backend::engine::FsSources;
 use scriptorium_topics_format::source::{ArchiveResolver, check_archive};
 use scriptorium_topics_format::topic::{TopicFile, check_tree};
 use scriptorium_topics_format::{Code, Diagnostic};
+use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
 
 use crate::home::Home;
 use crate::output::outln;
@@ -38,35 +40,43 @@ enum Found {
     BadName(String),
 }
 
-/// Lists the regular files under `dir` (workspace-relative paths under `prefix`), sorted.
+/// Lists the files under `prefix` (workspace-relative paths), directory by directory in name
+/// order, through the workspace's one walk (never through a symlink).
 fn walk(root: &Path, prefix: &str, out: &mut Vec<Found>) -> anyhow::Result<()> {
     let dir = root.join(prefix);
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .collect::<Result<_, _>>()
+    let entries = scriptorium_workspace_fs::walk(&RealFs, &dir)
         .with_context(|| format!("reading {}", dir.display()))?;
-    entries.sort_by_key(std::fs::DirEntry::file_name);
+    // The first entry with a name that is not UTF-8 is reported; what is below it is not read.
+    let mut bad_dirs: Vec<PathBuf> = Vec::new();
+    let mut found: Vec<(String, Found)> = Vec::new();
     for entry in entries {
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            out.push(Found::BadName(format!("{prefix}/{}", entry.file_name().to_string_lossy())));
+        if bad_dirs.iter().any(|bad| entry.raw.starts_with(bad)) {
             continue;
-        };
-        let rel = format!("{prefix}/{name}");
-        let file_type = entry.file_type().with_context(|| format!("reading {rel}"))?;
-        if file_type.is_symlink() {
-            if name.ends_with(".md") {
-                out.push(Found::Symlink(rel));
+        }
+        let rel = format!("{prefix}/{}", entry.rel);
+        if !entry.utf8 {
+            bad_dirs.push(entry.raw);
+            found.push((rel.clone(), Found::BadName(rel)));
+            continue;
+        }
+        match entry.kind {
+            FileKind::Symlink if rel.ends_with(".md") => {
+                found.push((rel.clone(), Found::Symlink(rel)));
             }
-        } else if file_type.is_dir() {
-            walk(root, &rel, out)?;
-        } else if file_type.is_file() && name.ends_with(".md") {
-            let bytes = std::fs::read(entry.path()).with_context(|| format!("reading {rel}"))?;
-            match String::from_utf8(bytes) {
-                Ok(text) => out.push(Found::Text(rel, text)),
-                Err(err) => out.push(Found::NotUtf8(rel, err.into_bytes())),
+            FileKind::File if rel.ends_with(".md") => {
+                let path = dir.join(&entry.raw);
+                let bytes = RealFs.read(&path).with_context(|| format!("reading {rel}"))?;
+                let file = match String::from_utf8(bytes) {
+                    Ok(text) => Found::Text(rel.clone(), text),
+                    Err(err) => Found::NotUtf8(rel.clone(), err.into_bytes()),
+                };
+                found.push((rel, file));
             }
+            _ => {}
         }
     }
+    found.sort_by(|a, b| a.0.split('/').cmp(b.0.split('/')));
+    out.extend(found.into_iter().map(|(_, file)| file));
     Ok(())
 }
 
@@ -163,15 +173,15 @@ fn check_workspace(root: &Path) -> anyhow::Result<Report> {
 /// but a diagnostic when it is a symlink (it is never read through).
 fn tree(root: &Path, name: &str, diagnostics: &mut Vec<Diagnostic>) -> anyhow::Result<Vec<Found>> {
     let mut found = Vec::new();
-    match std::fs::symlink_metadata(root.join(name)).map(|m| m.file_type()) {
-        Ok(kind) if kind.is_symlink() => diagnostics.push(Diagnostic::new(
+    match RealFs.metadata(&root.join(name)).map(|m| m.kind) {
+        Ok(FileKind::Symlink) => diagnostics.push(Diagnostic::new(
             name,
             1,
             1,
             Code::NotRegularFile,
             format!("{name}/ is a symlink; it is never read through"),
         )),
-        Ok(kind) if kind.is_dir() => walk(root, name, &mut found)?,
+        Ok(FileKind::Dir) => walk(root, name, &mut found)?,
         _ => {}
     }
     Ok(found)

@@ -1,42 +1,16 @@
 //! Which workspace paths belong in history, and how caller-supplied paths are checked.
 //!
-//! The classification follows `docs/format.md#internal-paths` exactly: runtime names and `.git` at
-//! the top level are internal and never committed. In addition, a component that git itself refuses
+//! The classification is the workspace's one rule (`scriptorium_workspace_fs::is_internal_path`,
+//! `docs/format.md#internal-paths`): runtime names and `.git` at the top level are internal and
+//! never committed. In addition, a component that git itself refuses
 //! in a tree (`.git` in any letter case, also with trailing dots or spaces, and its NTFS short name
 //! `git~1`) is skipped at every depth, because gix validates tree entries the way git does and one
 //! such name would otherwise fail the whole commit.
 
 use crate::Error;
 
-/// Whether `name` is a runtime name: `.scriptorium`, `.nativemem`, or starting with
-/// `.scriptorium-` / `.nativemem-` (Python's `is_runtime_name`; see
-/// `docs/format.md#internal-paths`).
-pub fn is_runtime_name(name: &[u8]) -> bool {
-    name == b".scriptorium"
-        || name == b".nativemem"
-        || name.starts_with(b".scriptorium-")
-        || name.starts_with(b".nativemem-")
-}
-
-/// Whether the workspace-relative path `rel` (components separated by `/`) is internal: its first
-/// component is a runtime name or `.git` (Python's `is_internal_path`; see
-/// `docs/format.md#internal-paths`). Internal paths never appear in a commit.
-///
-/// ```
-/// use scriptorium_history::is_internal_path;
-/// assert!(is_internal_path(".scriptorium/runtime.json"));
-/// assert!(is_internal_path(".scriptorium-bm25.json"));
-/// assert!(is_internal_path(".git/config"));
-/// assert!(!is_internal_path("topics/core.md"));
-/// ```
-pub fn is_internal_path(rel: &str) -> bool {
-    is_internal_bytes(rel.as_bytes())
-}
-
-pub(crate) fn is_internal_bytes(rel: &[u8]) -> bool {
-    let first = rel.split(|b| *b == b'/').next().unwrap_or_default();
-    is_runtime_name(first) || first == b".git"
-}
+pub(crate) use scriptorium_workspace_fs::layout::is_internal_bytes;
+pub use scriptorium_workspace_fs::layout::{is_internal_path, is_runtime_name};
 
 /// Whether git would refuse `name` as a tree entry because it spells `.git` (see module docs).
 pub(crate) fn is_git_reserved_name(name: &[u8]) -> bool {

@@ -16,6 +16,8 @@ use gix::index::fs::Metadata;
 use gix::object::tree::EntryKind;
 
 use crate::Error;
+use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
+
 use crate::paths::{is_git_reserved_name, is_internal_bytes};
 
 /// What a workspace path is, seen without following symlinks.
@@ -176,24 +178,19 @@ impl<'r> Scanner<'r> {
         out: &mut Vec<(BString, EntryKind, ObjectId)>,
     ) -> Result<(), Error> {
         let dir = self.full_path(rel)?;
-        let entries = match std::fs::read_dir(&dir) {
+        let mut entries = match RealFs.read_dir(&dir) {
             Ok(entries) => entries,
             Err(err) if is_absent(&err) => return Ok(()),
             Err(source) => {
                 return Err(Error::Workspace { op: "read directory", path: dir, source });
             }
         };
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|source| Error::Workspace {
-                op: "read directory",
-                path: dir.clone(),
-                source,
-            })?;
-            names.push(entry.file_name());
-        }
-        names.sort();
-        for name in names {
+        entries.sort();
+        for (name, kind) in entries {
+            // Never followed, never recorded; a FIFO, socket or device is not a file either.
+            if !matches!(kind, FileKind::File | FileKind::Dir) {
+                continue;
+            }
             let name_bytes = gix::path::os_str_into_bstr(&name).map_err(|_| Error::Workspace {
                 op: "read directory",
                 path: dir.join(&name),

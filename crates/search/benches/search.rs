@@ -3,6 +3,11 @@
 //! and the incremental update after a one-paragraph install. Also prints warm-search p50/p99
 //! from 10 000 timed calls.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benches build and inspect their workspaces with std::fs"
+)]
+
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::Path;

@@ -5,6 +5,11 @@
 //! Run: `cargo run --release -p scriptorium-search --example recall -- <data dir>` (the shared
 //! data directory holding `locomo/locomo-dev.json`).
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benches build and inspect their workspaces with std::fs"
+)]
+
 #[path = "../tests/recall/harness.rs"]
 mod harness;
 

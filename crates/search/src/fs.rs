@@ -5,6 +5,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use scriptorium_workspace_fs::{
+    Durability, FileKind, Fs as _, RealFs as WorkspaceFs, write_atomic,
+};
+
 /// What [`FileAccess::stat`] reports about a path (without following symlinks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stat {
@@ -32,56 +36,41 @@ pub trait FileAccess: Send + Sync {
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
 }
 
-/// The real filesystem.
+/// The real filesystem, through `scriptorium-workspace-fs` (no symlink followed: `stat` is
+/// `lstat`, reads open with `O_NOFOLLOW`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RealFs;
 
 impl FileAccess for RealFs {
     fn stat(&self, path: &Path) -> io::Result<Option<Stat>> {
-        let meta = match std::fs::symlink_metadata(path) {
+        let meta = match WorkspaceFs.metadata(path) {
             Ok(meta) => meta,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(error),
         };
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(0));
         Ok(Some(Stat {
-            is_file: meta.file_type().is_file(),
-            is_dir: meta.file_type().is_dir(),
-            size: meta.len(),
-            mtime_ns,
-            inode: inode(&meta),
+            is_file: meta.kind == FileKind::File,
+            is_dir: meta.kind == FileKind::Dir,
+            size: meta.len,
+            mtime_ns: i128::from(meta.mtime_ns),
+            inode: meta.ino,
         }))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
+        WorkspaceFs.read(path)
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        std::fs::read_dir(path)?.map(|entry| entry.map(|e| e.path())).collect()
+        Ok(WorkspaceFs.read_dir(path)?.into_iter().map(|(name, _)| path.join(name)).collect())
     }
 
+    /// A temporary beside `path` (`*.tmp`), fsynced and renamed over it; the directory is not
+    /// fsynced (the manifest is a cache checked when read: see
+    /// `scriptorium_workspace_fs::Durability::Cache`).
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
-        use std::io::Write;
         let tmp = path.with_extension("tmp");
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        drop(file);
-        std::fs::rename(&tmp, path)
+        write_atomic(&WorkspaceFs, &tmp, path, bytes, 0o600, Durability::Cache)
+            .map_err(|e| e.source)
     }
-}
-
-#[cfg(unix)]
-fn inode(meta: &std::fs::Metadata) -> u64 {
-    std::os::unix::fs::MetadataExt::ino(meta)
-}
-
-#[cfg(not(unix))]
-fn inode(_meta: &std::fs::Metadata) -> u64 {
-    0
 }

@@ -19,6 +19,8 @@ use tantivy::{
 
 use crate::error::{Error, Result};
 use crate::extract::{IndexResolver, Overrides, SourceLookup, block_docs, source_docs};
+use scriptorium_workspace_fs::{Fs as _, RealFs as WorkspaceFs};
+
 use crate::fs::{FileAccess, RealFs, Stat};
 use crate::model::{Changes, Hit, HitKind, Plan, Query};
 use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, SCHEMA_VERSION, build_schema, index_text};
@@ -632,12 +634,13 @@ fn create_fresh(
     dir: &Path,
     schema: tantivy::schema::Schema,
 ) -> Result<(tantivy::Index, IndexReader, Option<String>)> {
-    match std::fs::remove_dir_all(dir) {
+    match WorkspaceFs.remove_tree(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(dir, e)),
     }
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    scriptorium_workspace_fs::create_dir_all(&WorkspaceFs, dir, 0o700)
+        .map_err(|e| Error::io(dir, e.source))?;
     let index = tantivy::Index::create_in_dir(dir, schema)?;
     register(&index);
     let mut writer: IndexWriter<TantivyDocument> =

@@ -3,6 +3,11 @@
 //! about 500 MB of extra archives in `sources/` (the time must not grow: staging never copies
 //! or hashes source content). Budgets for the whole pipeline including git: 30 ms / 150 ms.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benches build and inspect their workspaces with std::fs"
+)]
+
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;

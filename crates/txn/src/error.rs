@@ -114,6 +114,12 @@ pub enum Error {
     },
 }
 
+impl From<scriptorium_workspace_fs::Error> for Error {
+    fn from(e: scriptorium_workspace_fs::Error) -> Error {
+        Error::Io { op: e.op, path: e.path, source: e.source }
+    }
+}
+
 fn summary(violations: &[Violation]) -> String {
     let mut parts: Vec<String> =
         violations.iter().take(3).map(|v| format!("{}: {}", v.code, v.message)).collect();

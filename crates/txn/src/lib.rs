@@ -172,7 +172,7 @@ mod begin;
 pub mod change;
 pub mod code;
 mod error;
-pub mod fs;
+pub use scriptorium_workspace_fs::fs;
 mod ids;
 mod install;
 mod live;

@@ -2,7 +2,7 @@
 //! `sources/` scan, `runtime.json`, the intent record, and the atomic file write.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -12,90 +12,14 @@ use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs};
 use crate::ids::{IdSource, Revision};
 
-/// The paths of one workspace.
-#[derive(Clone, Debug)]
-pub(crate) struct Layout {
-    pub(crate) root: PathBuf,
-    pub(crate) topics: PathBuf,
-    pub(crate) sources: PathBuf,
-    pub(crate) runtime: PathBuf,
-    pub(crate) txn: PathBuf,
-    pub(crate) lock: PathBuf,
-    pub(crate) revision: PathBuf,
-    pub(crate) intent: PathBuf,
-    /// `.scriptorium/txn/spare`: the tree the last install replaced, recycled by the next
-    /// `begin` as its stage (see [`crate::pipeline`]).
-    pub(crate) spare: PathBuf,
-    pub(crate) runtime_json: PathBuf,
-    pub(crate) workspace_id: PathBuf,
-}
-
-impl Layout {
-    pub(crate) fn new(root: &Path) -> Layout {
-        let runtime = root.join(".scriptorium");
-        Layout {
-            root: root.to_path_buf(),
-            topics: root.join("topics"),
-            sources: root.join("sources"),
-            txn: runtime.join("txn"),
-            lock: runtime.join("write.lock"),
-            revision: runtime.join("revision"),
-            intent: runtime.join("intent.json"),
-            spare: runtime.join("txn").join("spare"),
-            runtime_json: runtime.join("runtime.json"),
-            workspace_id: runtime.join("workspace-id"),
-            runtime,
-        }
-    }
-}
+pub(crate) use scriptorium_workspace_fs::Layout;
 
 /// Hex SHA-256.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// One entry found by [`walk`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    /// `/`-separated path relative to the walked directory.
-    pub(crate) rel: String,
-    /// The exact relative path (differs from `rel` only when a name is not UTF-8).
-    pub(crate) raw: PathBuf,
-    pub(crate) kind: FileKind,
-    /// Whether every component of the name is valid UTF-8 (else `rel` is lossy).
-    pub(crate) utf8: bool,
-}
-
-/// Every entry under `base` (directories included, symlinks not followed), sorted by path.
-/// A missing `base` yields nothing.
-pub(crate) fn walk(fs: &dyn Fs, base: &Path) -> Result<Vec<Entry>> {
-    let mut out = Vec::new();
-    let mut stack: Vec<(PathBuf, String, PathBuf, bool)> =
-        vec![(base.to_path_buf(), String::new(), PathBuf::new(), true)];
-    while let Some((dir, prefix, raw_prefix, utf8)) = stack.pop() {
-        let entries = match fs.read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && prefix.is_empty() => {
-                return Ok(Vec::new());
-            }
-            Err(e) => return Err(Error::io("read_dir", &dir)(e)),
-        };
-        for (name, kind) in entries {
-            let (text, ok) = match name.to_str() {
-                Some(s) => (s.to_owned(), utf8),
-                None => (name.to_string_lossy().into_owned(), false),
-            };
-            let rel = if prefix.is_empty() { text } else { format!("{prefix}/{text}") };
-            let raw = raw_prefix.join(&name);
-            if kind == FileKind::Dir {
-                stack.push((dir.join(&name), rel.clone(), raw.clone(), ok));
-            }
-            out.push(Entry { rel, raw, kind, utf8: ok });
-        }
-    }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok(out)
-}
+pub(crate) use scriptorium_workspace_fs::walk;
 
 /// `sources/` by content, as the revision record keeps it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -378,18 +302,8 @@ pub(crate) fn write_atomic(
 ) -> Result<()> {
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = layout.runtime.join(format!("tmp-{}-{name}", ids.hex8()));
-    let result = (|| {
-        fs.write(&tmp, bytes, 0o600).map_err(Error::io("write", &tmp))?;
-        fs.sync_file(&tmp).map_err(Error::io("fsync", &tmp))?;
-        fs.rename(&tmp, target).map_err(Error::io("rename", &tmp))
-    })();
-    if let Err(e) = result {
-        // Best effort; recovery removes whatever is left.
-        let _ = fs.remove_file(&tmp);
-        return Err(e);
-    }
-    let dir = target.parent().unwrap_or(&layout.root);
-    fs.sync_dir(dir).map_err(Error::io("fsync dir", dir))
+    let durability = scriptorium_workspace_fs::Durability::Durable;
+    Ok(scriptorium_workspace_fs::write_atomic(fs, &tmp, target, bytes, 0o600, durability)?)
 }
 
 /// Which way an install swaps the trees.

@@ -1,21 +1,21 @@
-//! The IO layer: reading a workspace for a rebuild and writing the derived files.
+//! The IO layer: reading a workspace for a rebuild and writing the derived files, every call
+//! through `scriptorium-workspace-fs`.
 //!
-//! Every file is replaced atomically (temporary file in `.scriptorium/`, `sync_data`, rename,
-//! fsync of the directory) and only when its bytes change, so an unchanged view keeps its
+//! Every file is replaced atomically (temporary file in `.scriptorium/`, fsync, rename, fsync
+//! of the directory: `scriptorium_workspace_fs::write_atomic`) and only when its bytes change, so an unchanged view keeps its
 //! mtime and a reader never sees a half-written view. The set of views as a whole is not
 //! atomic: a crash between two renames leaves some views new and some old, which the next
 //! rebuild repairs (views are derived and can always be rebuilt).
 
 use std::collections::BTreeSet;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use scriptorium_topics_format::catalog::{FileLookup, SourceFiles};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{Diagnostic, TopicFile, parse_tree};
+use scriptorium_workspace_fs::read::{FsSources, TopicsError, read_topics};
+use scriptorium_workspace_fs::{Durability, FileKind, Fs, RealFs, write_atomic};
 
 use crate::core::{
     CORE_TOPIC, CoreRender, CoreReport, DEFAULT_CORE_BUDGET, SourceTrust, TrustAll,
@@ -53,6 +53,28 @@ impl Error {
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
     move |source| Error::Io { path: path.to_path_buf(), source }
 }
+
+impl From<scriptorium_workspace_fs::Error> for Error {
+    fn from(e: scriptorium_workspace_fs::Error) -> Error {
+        Error::Io { path: e.path, source: e.source }
+    }
+}
+
+impl From<TopicsError> for Error {
+    fn from(e: TopicsError) -> Error {
+        match e {
+            TopicsError::NotUtf8 { path } => Error::NotUtf8 { path },
+            TopicsError::Io(e) => e.into(),
+            other => {
+                Error::Io { path: PathBuf::new(), source: io::Error::other(other.to_string()) }
+            }
+        }
+    }
+}
+
+/// Every view is written on the real filesystem (views are derived: a fault sweep of the
+/// engine covers the transaction, not the views it rebuilds).
+const FS: &RealFs = &RealFs;
 
 /// What [`write_views`] changed, as workspace-relative `/`-separated paths in sorted order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -138,8 +160,8 @@ fn write_core(
         Some(text) => writer.put(CORE_TOPIC, text.as_bytes(), written)?,
         None if master_was_present => {
             let path = memory_root.join(CORE_TOPIC);
-            if fs::symlink_metadata(&path).is_ok() {
-                fs::remove_file(&path).map_err(io_error(&path))?;
+            if FS.metadata(&path).is_ok() {
+                FS.remove_file(&path).map_err(io_error(&path))?;
                 sync_dir(memory_root)?;
                 written.removed_files.push(CORE_TOPIC.to_owned());
             }
@@ -153,9 +175,9 @@ fn write_core(
 /// `timeline/`).
 fn remove_view(root: &Path, rel: &str, written: &mut WrittenViews) -> Result<(), Error> {
     let path = root.join(rel);
-    match fs::symlink_metadata(&path) {
-        Ok(meta) if !meta.is_dir() => {
-            fs::remove_file(&path).map_err(io_error(&path))?;
+    match FS.metadata(&path) {
+        Ok(meta) if meta.kind != FileKind::Dir => {
+            FS.remove_file(&path).map_err(io_error(&path))?;
             written.removed_files.push(rel.to_owned());
         }
         _ => return Ok(()),
@@ -163,11 +185,11 @@ fn remove_view(root: &Path, rel: &str, written: &mut WrittenViews) -> Result<(),
     let timeline = root.join("timeline");
     let mut dir = path.parent().map(Path::to_path_buf);
     while let Some(current) = dir.filter(|d| d.starts_with(&timeline) && *d != timeline) {
-        if fs::read_dir(&current).map_err(io_error(&current))?.next().is_some() {
+        if !FS.read_dir(&current).map_err(io_error(&current))?.is_empty() {
             sync_dir(&current)?;
             return Ok(());
         }
-        fs::remove_dir(&current).map_err(io_error(&current))?;
+        FS.remove_dir(&current).map_err(io_error(&current))?;
         dir = current.parent().map(Path::to_path_buf);
     }
     sync_dir(&timeline).or(Ok(()))
@@ -195,8 +217,8 @@ impl<'a> Writer<'a> {
 
     fn put(&mut self, rel: &str, bytes: &[u8], written: &mut WrittenViews) -> Result<(), Error> {
         let target = self.root.join(rel);
-        let unchanged = fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_file())
-            && fs::read(&target).is_ok_and(|old| old == bytes);
+        let unchanged = FS.metadata(&target).is_ok_and(|m| m.kind == FileKind::File)
+            && FS.read(&target).is_ok_and(|old| old == bytes);
         if unchanged {
             return Ok(());
         }
@@ -207,49 +229,21 @@ impl<'a> Writer<'a> {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let result = (|| {
-            let mut file = private_options().open(&temp).map_err(io_error(&temp))?;
-            file.write_all(bytes).map_err(io_error(&temp))?;
-            file.sync_data().map_err(io_error(&temp))?;
-            drop(file);
-            fs::rename(&temp, &target).map_err(io_error(&target))
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&temp);
-        }
-        result?;
-        sync_dir(parent)?;
+        write_atomic(FS, &temp, &target, bytes, 0o600, Durability::Durable)?;
         written.changed_files.push(rel.to_owned());
         Ok(())
     }
 }
 
-fn private_options() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    options
-}
-
 /// Creates a directory (and its parents) owner-only, syncing each parent of a new directory.
 fn create_private_dir(dir: &Path) -> Result<(), Error> {
-    if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+    if FS.metadata(dir).is_ok_and(|m| m.kind == FileKind::Dir) {
         return Ok(());
     }
     if let Some(parent) = dir.parent() {
         create_private_dir(parent)?;
     }
-    let mut builder = fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        builder.mode(0o700);
-    }
-    match builder.create(dir) {
+    match FS.create_dir(dir, 0o700) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io_error(dir)(e)),
@@ -261,7 +255,7 @@ fn create_private_dir(dir: &Path) -> Result<(), Error> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), Error> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io_error(dir))
+    FS.sync_dir(dir).map_err(io_error(dir))
 }
 
 /// Removes every entry under `timeline/` that `views` does not hold (symlinks included, never
@@ -272,11 +266,11 @@ fn remove_stale_timeline(
     written: &mut WrittenViews,
 ) -> Result<(), Error> {
     let timeline = root.join("timeline");
-    let Ok(meta) = fs::symlink_metadata(&timeline) else {
+    let Ok(meta) = FS.metadata(&timeline) else {
         return Ok(());
     };
-    if !meta.is_dir() {
-        fs::remove_file(&timeline).map_err(io_error(&timeline))?;
+    if meta.kind != FileKind::Dir {
+        FS.remove_file(&timeline).map_err(io_error(&timeline))?;
         written.removed_files.push("timeline".to_owned());
         return Ok(());
     }
@@ -292,27 +286,25 @@ fn prune_dir(
     keep: &BTreeSet<&str>,
     written: &mut WrittenViews,
 ) -> Result<bool, Error> {
-    let mut entries: Vec<(PathBuf, String)> = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_error(dir))? {
-        let entry = entry.map_err(io_error(dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        entries.push((entry.path(), format!("{rel}/{name}")));
+    let mut entries: Vec<(PathBuf, String, FileKind)> = Vec::new();
+    for (name, kind) in FS.read_dir(dir).map_err(io_error(dir))? {
+        let entry_rel = format!("{rel}/{}", name.to_string_lossy());
+        entries.push((dir.join(name), entry_rel, kind));
     }
     let mut empty = true;
     let mut removed_any = false;
-    for (path, entry_rel) in entries {
-        let meta = fs::symlink_metadata(&path).map_err(io_error(&path))?;
-        if meta.is_dir() {
+    for (path, entry_rel, kind) in entries {
+        if kind == FileKind::Dir {
             if prune_dir(&path, &entry_rel, keep, written)? {
-                fs::remove_dir(&path).map_err(io_error(&path))?;
+                FS.remove_dir(&path).map_err(io_error(&path))?;
                 removed_any = true;
             } else {
                 empty = false;
             }
-        } else if meta.is_file() && keep.contains(entry_rel.as_str()) {
+        } else if kind == FileKind::File && keep.contains(entry_rel.as_str()) {
             empty = false;
         } else {
-            fs::remove_file(&path).map_err(io_error(&path))?;
+            FS.remove_file(&path).map_err(io_error(&path))?;
             written.removed_files.push(entry_rel);
             removed_any = true;
         }
@@ -321,50 +313,6 @@ fn prune_dir(
         sync_dir(dir)?;
     }
     Ok(empty)
-}
-
-/// `sources/` read from disk for a topic parse. Symlinks are refused (reported as
-/// [`FileLookup::NotRegularFile`]), anywhere on the path; so are non-UTF-8 files and paths
-/// outside `sources/`.
-#[derive(Clone, Debug)]
-pub struct FsSources {
-    root: PathBuf,
-}
-
-impl FsSources {
-    /// Sources under `memory_root/sources/`.
-    pub fn new(memory_root: impl Into<PathBuf>) -> Self {
-        FsSources { root: memory_root.into() }
-    }
-}
-
-impl SourceFiles for FsSources {
-    fn lookup(&self, rel: &str) -> FileLookup {
-        let parts: Vec<&str> = rel.split('/').collect();
-        if parts.first() != Some(&"sources")
-            || parts.len() < 2
-            || parts.iter().any(|p| matches!(*p, "" | "." | ".."))
-        {
-            return FileLookup::NotRegularFile;
-        }
-        let mut path = self.root.clone();
-        for (i, part) in parts.iter().enumerate() {
-            path.push(part);
-            match fs::symlink_metadata(&path) {
-                Err(_) => return FileLookup::Missing,
-                Ok(meta) if meta.file_type().is_symlink() => return FileLookup::NotRegularFile,
-                Ok(meta) if i + 1 == parts.len() && !meta.is_file() => {
-                    return FileLookup::NotRegularFile;
-                }
-                Ok(_) => {}
-            }
-        }
-        match fs::read(&path).map(String::from_utf8) {
-            Ok(Ok(text)) => FileLookup::Text(Arc::from(text)),
-            Ok(Err(_)) => FileLookup::NotRegularFile,
-            Err(_) => FileLookup::Missing,
-        }
-    }
 }
 
 /// How [`rebuild_workspace`] renders.
@@ -427,9 +375,11 @@ pub fn rebuild_workspace(
     let root_core = memory_root.join(CORE_TOPIC);
     if !has_master
         && options.promote_legacy_core
-        && fs::symlink_metadata(&root_core).is_ok_and(|m| m.is_file())
+        && FS.metadata(&root_core).is_ok_and(|m| m.kind == FileKind::File)
     {
-        let legacy = fs::read_to_string(&root_core).map_err(io_error(&root_core))?;
+        let legacy = FS.read(&root_core).map_err(io_error(&root_core))?;
+        let legacy = String::from_utf8(legacy)
+            .map_err(|_| io_error(&root_core)(io::ErrorKind::InvalidData.into()))?;
         if let Some(master) = promote_legacy_core(&legacy, &files, &resolver) {
             let mut writer = Writer::new(memory_root)?;
             let mut ignored = WrittenViews::default();
@@ -448,39 +398,4 @@ pub fn rebuild_workspace(
     report.diagnostics = parse.diagnostics;
     report.core = core.report;
     Ok(report)
-}
-
-/// Every regular `*.md` file under `topics/` (symlinks skipped), paths relative to `topics/`.
-pub fn read_topics(memory_root: &Path) -> Result<Vec<TopicFile>, Error> {
-    let mut files = Vec::new();
-    let topics = memory_root.join("topics");
-    if fs::symlink_metadata(&topics).is_ok_and(|m| m.is_dir()) {
-        walk_topics(&topics, "", &mut files)?;
-    }
-    Ok(files)
-}
-
-fn walk_topics(dir: &Path, rel: &str, files: &mut Vec<TopicFile>) -> Result<(), Error> {
-    let mut entries = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_error(dir))? {
-        entries.push(entry.map_err(io_error(dir))?);
-    }
-    entries.sort_by_key(fs::DirEntry::file_name);
-    for entry in entries {
-        let path = entry.path();
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            continue;
-        };
-        let entry_rel = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
-        let meta = fs::symlink_metadata(&path).map_err(io_error(&path))?;
-        if meta.is_dir() {
-            walk_topics(&path, &entry_rel, files)?;
-        } else if meta.is_file() && name.ends_with(".md") {
-            let bytes = fs::read(&path).map_err(io_error(&path))?;
-            let text =
-                String::from_utf8(bytes).map_err(|_| Error::NotUtf8 { path: path.clone() })?;
-            files.push(TopicFile::new(entry_rel, text));
-        }
-    }
-    Ok(())
 }

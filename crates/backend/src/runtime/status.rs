@@ -16,6 +16,8 @@
 //! ```
 
 use std::fs::{File, OpenOptions};
+
+use scriptorium_workspace_fs::{Fs as _, RealFs};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -100,7 +102,9 @@ impl WriterStatus {
 
     /// Reads the status of the memory at `memory_root`; anything unreadable reads as nulls.
     pub fn load(memory_root: &Path) -> WriterStatus {
-        std::fs::read(Self::path(memory_root))
+        // `O_NOFOLLOW`: a symlink planted at the status path reads as no status.
+        RealFs
+            .read(&Self::path(memory_root))
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
             .map(|value| Self::from_json(&value))

@@ -1,6 +1,11 @@
 //! Data-driven suites over third-party data (`SCRIPTORIUM_TEST_DATA`): reported as not run when
 //! the data is absent, never as passed.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benches build and inspect their workspaces with std::fs"
+)]
+
 #[path = "../recall/harness.rs"]
 mod harness;
 

@@ -2,7 +2,7 @@
 //! work on the blocking pool ([`AppState::blocking`]) and answers JSON.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -23,6 +23,8 @@ use scriptorium_backend::wire::Code;
 use scriptorium_search::{HitKind, MAX_TOP_K};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{parse_tree, tokens};
+use scriptorium_workspace_fs::read::{ReadError, read_with_meta, resolve_in};
+use scriptorium_workspace_fs::{FileKind, Fs as _, Meta, RealFs, walk};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -83,42 +85,32 @@ fn txn(err: TxnError) -> ApiError {
 }
 
 /// Seconds since the epoch of a file's mtime.
-fn mtime(meta: &std::fs::Metadata) -> f64 {
-    meta.modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0.0, |d| d.as_secs_f64())
+#[expect(clippy::cast_precision_loss, reason = "an mtime in seconds as a JSON float")]
+fn mtime(meta: &Meta) -> f64 {
+    meta.mtime_ns as f64 / 1e9
 }
 
-/// The full path of a workspace-relative path whose every existing component is a real
-/// directory or file (never a symlink); `None` when one is a symlink.
+/// The full path of a workspace-relative path none of whose existing components is a symlink
+/// (see `scriptorium_workspace_fs::read::resolve_in`); `None` when one is.
 fn no_symlinks(root: &Path, rel: &str) -> Option<PathBuf> {
-    let mut path = root.to_path_buf();
-    for part in rel.split('/').filter(|p| !p.is_empty()) {
-        path.push(part);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => return None,
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    Some(root.join(rel))
+    resolve_in(&RealFs, root, rel).ok().map(|resolved| resolved.path)
 }
 
 /// Reads a regular file (`Ok(None)` when it does not exist); a symlink on the way is 403.
-fn read_regular(root: &Path, rel: &str) -> ApiResult<Option<(String, std::fs::Metadata)>> {
-    let path = no_symlinks(root, rel)
-        .ok_or_else(|| ApiError::forbidden(rel, format!("symlinks are not followed: {rel}")))?;
-    let meta = match std::fs::symlink_metadata(&path) {
-        Ok(meta) => meta,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+fn read_regular(root: &Path, rel: &str) -> ApiResult<Option<(String, Meta)>> {
+    let (bytes, meta) = match read_with_meta(&RealFs, root, rel) {
+        Ok(found) => found,
+        Err(ReadError::NotFound { .. }) => return Ok(None),
+        Err(ReadError::Symlink { .. } | ReadError::BadPath { .. }) => {
+            return Err(ApiError::forbidden(rel, format!("symlinks are not followed: {rel}")));
+        }
+        Err(ReadError::NotAFile { .. }) => {
+            return Err(ApiError::forbidden(rel, format!("not a regular file: {rel}")));
+        }
         Err(err) => return Err(ApiError::internal(format!("{rel}: {err}"))),
     };
-    if !meta.is_file() {
-        return Err(ApiError::forbidden(rel, format!("not a regular file: {rel}")));
-    }
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| ApiError::internal(format!("{rel}: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ApiError::internal(format!("{rel}: stream did not contain valid UTF-8")))?;
     Ok(Some((text, meta)))
 }
 
@@ -329,15 +321,15 @@ async fn list_topics(State(state): State<AppState>) -> ApiResult {
     state
         .blocking(|_, backend| {
             let topics = backend.memory().workspace().root().join("topics");
-            let mut files = Vec::new();
-            walk(&topics, &topics, &mut files);
-            files.sort_by(|a, b| a.0.cmp(&b.0));
-            let rows: Vec<Value> = files
+            let rows: Vec<Value> = md_files(&topics)
                 .into_iter()
-                .filter(|(rel, _)| rel != "core.md")
-                .map(|(rel, path)| {
-                    let meta = std::fs::symlink_metadata(&path).ok();
-                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                .filter(|(rel, _, _)| rel != "core.md")
+                .map(|(rel, path, meta)| {
+                    let text = RealFs
+                        .read(&path)
+                        .ok()
+                        .and_then(|b| String::from_utf8(b).ok())
+                        .unwrap_or_default();
                     let title = text
                         .lines()
                         .find_map(|l| l.strip_prefix("# ").map(|t| t.trim().to_owned()))
@@ -352,8 +344,8 @@ async fn list_topics(State(state): State<AppState>) -> ApiResult {
                         "path": rel,
                         "title": title,
                         "type": kind,
-                        "size": meta.as_ref().map_or(0, std::fs::Metadata::len),
-                        "mtime": meta.as_ref().map_or(0.0, mtime),
+                        "size": meta.len,
+                        "mtime": mtime(&meta),
                     })
                 })
                 .collect();
@@ -362,21 +354,19 @@ async fn list_topics(State(state): State<AppState>) -> ApiResult {
         .await
 }
 
-/// Every regular `*.md` file under `dir` (symlinks skipped), relative to `base`.
-fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else { continue };
-        let path = entry.path();
-        if kind.is_dir() {
-            walk(base, &path, out);
-        } else if kind.is_file()
-            && path.extension().is_some_and(|e| e == "md")
-            && let Ok(rel) = path.strip_prefix(base)
-        {
-            out.push((rel.to_string_lossy().replace('\\', "/"), path.clone()));
-        }
-    }
+/// Every regular `*.md` file under `dir` (symlinks skipped, never followed), relative to
+/// `dir`, sorted, with its path and `lstat`.
+fn md_files(dir: &Path) -> Vec<(String, PathBuf, Meta)> {
+    let Ok(entries) = walk(&RealFs, dir) else { return Vec::new() };
+    entries
+        .into_iter()
+        .filter(|e| e.kind == FileKind::File && e.utf8 && e.rel.ends_with(".md"))
+        .filter_map(|e| {
+            let path = dir.join(&e.raw);
+            let meta = RealFs.metadata(&path).ok()?;
+            Some((e.rel, path, meta))
+        })
+        .collect()
 }
 
 /// Reads `rel` and the revision it belongs to: the revision is taken before and after the
@@ -533,15 +523,12 @@ async fn list_timeline(State(state): State<AppState>) -> ApiResult {
     state
         .blocking(|_, backend| {
             let dir = backend.memory().workspace().root().join("timeline");
-            let mut files = Vec::new();
-            walk(&dir, &dir, &mut files);
-            let mut rows: Vec<(String, Value)> = files
+            let mut rows: Vec<(String, Value)> = md_files(&dir)
                 .into_iter()
-                .filter_map(|(rel, path)| {
+                .filter_map(|(rel, _, meta)| {
                     let date = rel.strip_suffix(".md")?.replace('/', "-");
                     timeline_file(&date)?;
-                    let meta = std::fs::symlink_metadata(&path).ok()?;
-                    let row = json!({ "date": date, "size": meta.len(), "mtime": mtime(&meta) });
+                    let row = json!({ "date": date, "size": meta.len, "mtime": mtime(&meta) });
                     Some((date, row))
                 })
                 .collect();
@@ -592,9 +579,9 @@ async fn get_core(State(state): State<AppState>) -> ApiResult {
 /// What the core answer is made of, read together under the write lock.
 struct CoreFiles {
     /// `topics/core.md` and its metadata, if it exists.
-    master: Option<(String, std::fs::Metadata)>,
+    master: Option<(String, Meta)>,
     /// The root `core.md` (the render the system prompt receives), if it exists.
-    rendered: Option<(String, std::fs::Metadata)>,
+    rendered: Option<(String, Meta)>,
     /// The revision both belong to.
     revision: Revision,
 }
@@ -630,11 +617,11 @@ fn core_answer(
 ) -> ApiResult {
     let CoreFiles { master, rendered, revision } = CoreFiles::read(backend.memory().workspace())?;
     let (content, size, modified) = match master.or_else(|| rendered.clone()) {
-        Some((text, meta)) => (text, meta.len(), mtime(&meta)),
+        Some((text, meta)) => (text, meta.len, mtime(&meta)),
         None => (String::new(), 0, 0.0),
     };
     let (rendered_content, rendered_size, rendered_mtime) = match rendered {
-        Some((text, meta)) => (text, meta.len(), mtime(&meta)),
+        Some((text, meta)) => (text, meta.len, mtime(&meta)),
         None => (String::new(), 0, 0.0),
     };
     let inject = inner.config.memory.core.inject;

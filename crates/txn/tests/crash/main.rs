@@ -10,6 +10,11 @@
 //! Iterations: `SCRIPTORIUM_CRASH_ITERATIONS` (default 20; `cargo xtask crash --iterations N`
 //! runs more). The seed of the kill schedule is printed; `SCRIPTORIUM_CRASH_SEED` replays it.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benches build and inspect their workspaces with std::fs"
+)]
+
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -5,6 +5,11 @@
 //! (`.scriptorium/runtime.json`) must survive our transactions number for number, and a
 //! workspace that lost the file must be seeded to the same numbers from parse order.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benches build and inspect their workspaces with std::fs"
+)]
+
 use std::fs;
 use std::path::Path;
 

@@ -4,6 +4,11 @@
 //! The views rebuilt from the topics of `openprogram-workspace/memory/` (written by the Python
 //! implementation) must be byte-identical to the views the Python code wrote there.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests and benches build and inspect their workspaces with std::fs"
+)]
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -11,7 +16,8 @@ use std::path::Path;
 use scriptorium_testkit::{Failed, data_trial, fail, run};
 use scriptorium_topics_format::parse_tree;
 use scriptorium_topics_format::source::ArchiveResolver;
-use scriptorium_views::{FsSources, read_topics, rebuild};
+use scriptorium_views::rebuild;
+use scriptorium_workspace_fs::read::{FsSources, read_topics};
 
 fn main() -> std::process::ExitCode {
     run(vec![data_trial("openprogram_workspace_views_are_byte_identical", python_views_match)])

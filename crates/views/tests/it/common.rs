@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{TreeParse, parse_tree};
-use scriptorium_views::{FsSources, read_topics};
+use scriptorium_workspace_fs::read::{FsSources, read_topics};
 
 /// The valid corpus workspace of `topics-format` (read in place, never copied into this crate).
 pub(crate) fn corpus_workspace() -> PathBuf {

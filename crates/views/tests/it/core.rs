@@ -7,9 +7,8 @@ use scriptorium_topics_format::source::{
     ArchiveRecord, ArchiveResolver, TrustState, anchor_for, render_archive,
 };
 use scriptorium_topics_format::{TopicFile, tokens};
-use scriptorium_views::{
-    CoreRender, FsSources, SourceTrust, TrustAll, promote_legacy_core, read_topics, render_core,
-};
+use scriptorium_views::{CoreRender, SourceTrust, TrustAll, promote_legacy_core, render_core};
+use scriptorium_workspace_fs::read::{FsSources, read_topics};
 
 use crate::common::{corpus_workspace, master_grouped, master_interleaved};
 

@@ -1,5 +1,5 @@
-//! The filesystem seam: every filesystem call of staging, install, recovery and archiving goes
-//! through [`Fs`], so tests can fail any one of them ([`FaultFs`]).
+//! The filesystem seam: every filesystem call on a memory workspace goes through [`Fs`], so
+//! tests can count or fail any one of them ([`FaultFs`]).
 //!
 //! Architecture Invariant: no method follows a symlink. [`Fs::metadata`] is `lstat`; reads and
 //! writes open with `O_NOFOLLOW`; [`Fs::remove_tree`] unlinks a symlink instead of descending.
@@ -57,7 +57,7 @@ pub trait Fs: Send + Sync + fmt::Debug {
     /// The whole content of a regular file (`O_NOFOLLOW`).
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// [`Fs::read`] of a file whose stat alone could not be trusted (its mtime is too close to
-    /// the revision record's: see [`crate::Workspace::revision`]). Whether such a read happens
+    /// the revision record's, so its content must be hashed). Whether such a read happens
     /// depends on timestamps, not on the operation, so [`FaultFs`] does not count it: a fault
     /// sweep must see the same sequence of calls in every run.
     fn read_to_verify(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -84,6 +84,8 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn exchange(&self, a: &Path, b: &Path) -> io::Result<()>;
     /// `unlink` of a file or symlink.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// `rmdir` of an empty directory.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
     /// Removes a directory tree; a symlink inside is unlinked, never followed.
     fn remove_tree(&self, path: &Path) -> io::Result<()>;
     /// `chmod` (`mode & 0o7777`); the caller checks first that `path` is not a symlink.
@@ -183,6 +185,9 @@ impl Fs for RealFs {
         fs::remove_file(path)
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
+    }
     fn remove_tree(&self, path: &Path) -> io::Result<()> {
         // `remove_dir_all` does not follow symlinks (it unlinks them).
         fs::remove_dir_all(path)
@@ -246,6 +251,9 @@ impl Fs for NoSync {
     }
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         RealFs.remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        RealFs.remove_dir(path)
     }
     fn remove_tree(&self, path: &Path) -> io::Result<()> {
         RealFs.remove_tree(path)
@@ -386,6 +394,10 @@ impl Fs for FaultFs {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         self.tick("remove_file", path)?;
         self.inner.remove_file(path)
+    }
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        self.tick("remove_dir", path)?;
+        self.inner.remove_dir(path)
     }
     fn remove_tree(&self, path: &Path) -> io::Result<()> {
         self.tick("remove_tree", path)?;
