@@ -66,5 +66,5 @@ pub mod topic;
 mod workspace_id;
 
 pub use diag::{Code, Diagnostic};
-pub use topic::{TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
+pub use topic::{BlockId, TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
 pub use workspace_id::{InvalidWorkspaceId, WorkspaceId};

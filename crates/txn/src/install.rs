@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use scriptorium_topics_format::BlockId;
 use scriptorium_topics_format::topic::EvidenceAssignment;
 
 use crate::begin::{Begin, BeginOptions, CachedBaseline};
@@ -93,7 +94,7 @@ pub struct Installed {
     /// they are committed, indexed and viewed with it.
     pub adopted: Vec<String>,
     /// Block IDs assigned by normalization, keyed `topics/<file>#<k>`.
-    pub block_ids: BTreeMap<String, String>,
+    pub block_ids: BTreeMap<String, BlockId>,
     /// Evidence IDs minted for local labels, per (file, label).
     pub evidence_ids: Vec<EvidenceAssignment>,
     /// Source refs cited by the installed tree that this transaction's evidence covers: with

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use scriptorium_topics_format::topic::{
     CITE_HINT, EvidenceAssignment, excerpt, normalize_with, rewrite_links_in,
 };
-use scriptorium_topics_format::{Code, TopicFile};
+use scriptorium_topics_format::{BlockId, Code, TopicFile};
 
 use crate::code::ErrorCode;
 use crate::error::{Error, Result};
@@ -30,7 +30,7 @@ pub(crate) struct Prepared {
     pub(crate) runtime: Option<(String, Arc<RuntimeState>)>,
     /// `topics/…` paths whose bytes change, sorted.
     pub(crate) changed_files: Vec<String>,
-    pub(crate) block_ids: BTreeMap<String, String>,
+    pub(crate) block_ids: BTreeMap<String, BlockId>,
     pub(crate) evidence_ids: Vec<EvidenceAssignment>,
     pub(crate) covered: BTreeSet<String>,
 }

@@ -338,7 +338,7 @@ impl Writer {
             source_ids: turns.iter().map(|t| t.source_ref.clone()).collect(),
             tokens: batch_tokens,
             changed_files: topic_files(&installed),
-            block_ids: installed.block_ids.values().cloned().collect(),
+            block_ids: installed.block_ids.values().map(|id| id.as_str().to_owned()).collect(),
             revision: installed.revision.as_str().to_owned(),
             repaired,
             recovered: false,

@@ -1,9 +1,87 @@
 //! The block-ID and evidence-ID formulas (see `docs/format.md#block-id` and
 //! `docs/format.md#evidence-id`), used by normalization steps 2 and 5.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
+use std::fmt;
 
 use sha2::{Digest, Sha256};
+
+/// A block ID: one or more ASCII letters, digits and `-` (see `docs/format.md#block-ids`); the
+/// IDs the runtime mints are 8 lowercase hex digits ([`block_id_candidate`]). It borrows as a
+/// `str`, so maps keyed by it are looked up with a plain `&str`.
+///
+/// ```
+/// use scriptorium_topics_format::BlockId;
+///
+/// let id = BlockId::parse("6dfc15f1").expect("a block ID");
+/// assert_eq!(id, "6dfc15f1");
+/// assert!(BlockId::parse("ab_c").is_none() && BlockId::parse("").is_none());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct BlockId(String);
+
+impl BlockId {
+    /// `text` as a block ID, or `None` when it is empty or holds another character.
+    pub fn parse(text: &str) -> Option<BlockId> {
+        let valid =
+            !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        valid.then(|| BlockId(text.to_owned()))
+    }
+
+    /// The ID as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The ID as an owned `String`.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for BlockId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Borrow<str> for BlockId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for BlockId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for BlockId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for BlockId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for BlockId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl From<BlockId> for String {
+    fn from(id: BlockId) -> String {
+        id.0
+    }
+}
 
 /// The first `n` lowercase hex digits of `sha256(value)`.
 fn sha256_hex(value: &str, n: usize) -> String {
@@ -21,8 +99,8 @@ fn sha256_hex(value: &str, n: usize) -> String {
 /// let body = "Craig is building a budget tracker in Flask, due 2024-04-15.[^e1]";
 /// assert_eq!(block_id_candidate("budget-tracker.md", body, 0), "6dfc15f1");
 /// ```
-pub fn block_id_candidate(basename: &str, collapsed_body: &str, counter: u64) -> String {
-    sha256_hex(&format!("block|{basename}|{collapsed_body}|{counter}"), 8)
+pub fn block_id_candidate(basename: &str, collapsed_body: &str, counter: u64) -> BlockId {
+    BlockId(sha256_hex(&format!("block|{basename}|{collapsed_body}|{counter}"), 8))
 }
 
 /// One evidence-ID candidate: `"e-" + sha256("evidence|<when>|<seed>|<counter>")[:10]`, where
@@ -38,8 +116,8 @@ pub fn evidence_id_candidate(when: &str, seed: &str, counter: u64) -> String {
 }
 
 /// The first block-ID candidate (counter 0, 1, …) not in `used`; it is added to `used`.
-pub fn mint_block_id(basename: &str, collapsed_body: &str, used: &mut HashSet<String>) -> String {
-    mint(used, |counter| block_id_candidate(basename, collapsed_body, counter))
+pub fn mint_block_id(basename: &str, collapsed_body: &str, used: &mut HashSet<String>) -> BlockId {
+    BlockId(mint(used, |counter| block_id_candidate(basename, collapsed_body, counter).0))
 }
 
 /// The first evidence-ID candidate (counter 0, 1, …) not in `used`; it is added to `used`.

@@ -93,7 +93,9 @@ mod segment;
 mod text;
 
 pub use grammar::{is_block_id, is_footnote_id, is_local_label, is_memory_id, is_valid_temporal};
-pub use ids::{block_id_candidate, evidence_id_candidate, mint_block_id, mint_evidence_id};
+pub use ids::{
+    BlockId, block_id_candidate, evidence_id_candidate, mint_block_id, mint_evidence_id,
+};
 pub use links::{
     block_link_ids, check_dangling_links, check_dangling_links_in, check_topic_links,
     check_topic_links_in, check_tree, quote, rewrite_links, rewrite_links_in,

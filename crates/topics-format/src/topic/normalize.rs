@@ -10,6 +10,7 @@ use super::grammar::{
     block_suffix, citation_at, citations, definition_match, heading_match, is_block_char,
     is_footnote_char, is_local_label, is_memory_id, line_has_block_id, links, split_bare_sources,
 };
+use super::ids::BlockId;
 use super::parse::{TopicFile, Unit, compare_topic_paths};
 use super::segment::{LineKind, segment};
 use super::text::{collapse_whitespace, is_py_space, py_rstrip, py_strip, split_lines};
@@ -36,7 +37,7 @@ pub struct Normalized {
     /// Paths (relative to `topics/`) deleted because they hold no record.
     pub deleted: Vec<String>,
     /// Block IDs assigned, keyed `topics/<file>#<k>` with `k` the assignment index in the file.
-    pub block_ids: BTreeMap<String, String>,
+    pub block_ids: BTreeMap<String, BlockId>,
     /// Evidence IDs minted for local labels, in path then line order.
     pub evidence_ids: Vec<EvidenceAssignment>,
     /// Written text that step 9 (prune) would drop, in path then line order: prose, code and
@@ -202,12 +203,15 @@ pub fn normalize_with(
             let id = super::ids::mint_avoiding(
                 &mut used_blocks,
                 &|id| tree.is_committed_block(id) || tree.block_id_elsewhere(id),
-                |counter| super::ids::block_id_candidate(basename, &body, counter),
+                |counter| super::ids::block_id_candidate(basename, &body, counter).into_string(),
             );
             assigned[f].insert(paragraph.lines.end - 1, id);
         }
         for (k, id) in assigned[f].values().enumerate() {
-            block_ids.insert(format!("topics/{}#{k}", paths[f]), id.clone());
+            // Minted by the block-ID formula: 8 hex digits.
+            if let Some(id) = BlockId::parse(id) {
+                block_ids.insert(format!("topics/{}#{k}", paths[f]), id);
+            }
         }
     }
 

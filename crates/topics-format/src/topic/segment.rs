@@ -5,6 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::grammar::{definition_match, heading_match, is_blank, is_fence, is_html};
+use super::ids::BlockId;
 use super::text::{LineSpan, split_lines};
 
 /// What one line of a topic file is.
@@ -200,10 +201,11 @@ impl Document {
     /// The block IDs ending the paragraph (` ^a ^b`), identity last; empty when it has none.
     /// This is only the suffix grammar: whether the paragraph is a valid record is the parser's
     /// business.
-    pub fn block_ids(&self, paragraph: &Paragraph) -> Vec<String> {
+    pub fn block_ids(&self, paragraph: &Paragraph) -> Vec<BlockId> {
         let text = self.paragraph_text(paragraph);
         super::grammar::block_suffix(&text)
-            .map(|(_, ids)| ids.into_iter().map(|r| text[r].to_owned()).collect())
+            // The suffix grammar admits block-ID characters only.
+            .map(|(_, ids)| ids.into_iter().filter_map(|r| BlockId::parse(&text[r])).collect())
             .unwrap_or_default()
     }
 

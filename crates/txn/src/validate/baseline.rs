@@ -90,7 +90,7 @@ impl FileState {
             let doc = Document::parse(&file.text);
             for paragraph in doc.paragraphs() {
                 let line = u32::try_from(paragraph.lines.start + 1).unwrap_or(u32::MAX);
-                for id in doc.block_ids(paragraph) {
+                for id in doc.block_ids(paragraph).into_iter().map(String::from) {
                     if !lines.contains_key(&id) {
                         lines.insert(id.clone(), line);
                         ids.push(id);

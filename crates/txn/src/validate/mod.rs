@@ -635,7 +635,7 @@ fn suffix_ids(files: &[TopicFile], which: &HashSet<&str>) -> HashSet<String> {
         }
         let doc = Document::parse(&file.text);
         for paragraph in doc.paragraphs() {
-            ids.extend(doc.block_ids(paragraph));
+            ids.extend(doc.block_ids(paragraph).into_iter().map(String::from));
         }
     }
     ids

@@ -70,7 +70,7 @@ fn child(root: &Path) -> ExitCode {
             let fact = format!("Crash fact {nanos}-{i} holds.");
             staged.write_file(&path, &add_record(&text, &fact))?;
             let installed = staged.validate()?.install()?;
-            Ok(installed.block_ids.into_values().collect())
+            Ok(installed.block_ids.into_values().map(String::from).collect())
         })();
         match result {
             Ok(ids) => {

@@ -44,12 +44,12 @@ fn reference_stage_normalizes_to_reference_output() {
         text_of(&out.files, "projects/budget-tracker.md"),
         text_of(&valid, "projects/budget-tracker.md").replace("e-cecd4ddc68", &own)
     );
-    let expected_blocks: BTreeMap<String, String> = [
-        ("topics/core.md#0".to_owned(), "18d91425".to_owned()),
-        ("topics/projects/budget-tracker.md#0".to_owned(), "6dfc15f1".to_owned()),
-    ]
-    .into();
-    assert_eq!(out.block_ids, expected_blocks);
+    let found: BTreeMap<&str, &str> =
+        out.block_ids.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let expected_blocks: BTreeMap<&str, &str> =
+        [("topics/core.md#0", "18d91425"), ("topics/projects/budget-tracker.md#0", "6dfc15f1")]
+            .into();
+    assert_eq!(found, expected_blocks);
     assert_eq!(
         out.evidence_ids,
         vec![

@@ -7,7 +7,10 @@ use super::TestResolver;
 
 fn ids(text: &str) -> Vec<Vec<String>> {
     let doc = Document::parse(text);
-    doc.paragraphs().iter().map(|p| doc.block_ids(p)).collect()
+    doc.paragraphs()
+        .iter()
+        .map(|p| doc.block_ids(p).into_iter().map(String::from).collect())
+        .collect()
 }
 
 const DEF: &str = "\n\n[^e-1]: Time: `2024`; Sources: [a](p/t/a)\n";

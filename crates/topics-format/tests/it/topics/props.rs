@@ -110,7 +110,7 @@ proptest! {
             return Ok(());
         }
         let mut ids = committed();
-        ids.extend(once.block_ids.values().cloned());
+        ids.extend(once.block_ids.values().map(|id| id.as_str().to_owned()));
         let twice = normalize(&once.files, &ids, &[], &TestResolver);
         prop_assert_eq!(&twice.files, &once.files);
         prop_assert!(twice.block_ids.is_empty());

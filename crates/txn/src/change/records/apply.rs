@@ -120,7 +120,7 @@ impl Tree {
             |(path, lines)| {
                 let doc = document(lines);
                 doc.paragraphs().iter().find_map(|p| {
-                    let ids = doc.block_ids(p);
+                    let ids: Vec<String> = doc.block_ids(p).into_iter().map(String::from).collect();
                     ids.iter().any(|id| id == memory_id).then(|| Found {
                         path: path.clone(),
                         lines: p.lines.clone(),

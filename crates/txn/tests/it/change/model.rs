@@ -389,7 +389,8 @@ impl Runner<'_> {
                 let model = match (model, planned.created) {
                     (Some(model), _) => model,
                     (None, Some((section, place, content, label))) => {
-                        let ids: Vec<&String> = installed.block_ids.values().collect();
+                        let ids: Vec<String> =
+                            installed.block_ids.values().map(|id| id.as_str().to_owned()).collect();
                         assert_eq!(ids.len(), 1, "one new ID: {ids:?}");
                         let id = ids[0].clone();
                         let mut model = self.model.clone();

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use scriptorium_topics_format::BlockId;
 use scriptorium_txn::{ErrorCode, Workspace};
 use serde_json::{Value, json};
 
@@ -82,8 +83,8 @@ fn create_update_and_new_file_in_one_request() {
     );
     let bike = block_id(root, DANA, "bike");
     let new = block_id(root, "topics/new/thing.md", "Brand new.");
-    let ids: Vec<&String> = installed.block_ids.values().collect();
-    assert_eq!(ids, vec![&new, &bike]);
+    let ids: Vec<&str> = installed.block_ids.values().map(BlockId::as_str).collect();
+    assert_eq!(ids, vec![new.as_str(), bike.as_str()]);
     assert_eq!(
         live(root, DANA),
         format!(

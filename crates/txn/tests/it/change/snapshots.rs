@@ -177,7 +177,7 @@ fn split_as_update_and_create_keeps_the_old_ids() {
                              "anchor_memory_id": plain}},
         ]),
     );
-    let new = installed.block_ids.values().next().expect("new ID").clone();
+    let new = installed.block_ids.values().next().expect("new ID").as_str().to_owned();
     let (blocks, evidence) = ids(root, DANA);
     assert_eq!(blocks, [plain, new, lyon]);
     // The untouched record keeps its evidence ID; both halves cite the first source.
