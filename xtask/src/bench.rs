@@ -38,6 +38,10 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("process/first_command_10k_blocks", Budget::MaxNanos(300.0 * MS)),
     ("process/update_memory_changes_10k_blocks", Budget::MaxNanos(150.0 * MS)),
     ("process/search_cpu_10k_blocks", Budget::MaxNanos(5.0 * MS)),
+    ("process/hook_user_prompt_submit_cpu_10k_blocks", Budget::MaxNanos(10.0 * MS)),
+    ("process/hook_user_prompt_submit_wall_10k_blocks", Budget::MaxNanos(15.0 * MS)),
+    ("process/hook_session_start_10k_blocks", Budget::MaxNanos(25.0 * MS)),
+    ("process/hook_stop_10k_blocks", Budget::MaxNanos(20.0 * MS)),
     // The render reads only `topics/core.md`; the budget applies to a realistic master (the
     // reference measured an 11 883-token one). `views/core_render_10k` (a 10 000-paragraph
     // master) is reported without a budget.

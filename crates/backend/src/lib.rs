@@ -49,4 +49,6 @@ pub mod wire;
 
 pub use config::Config;
 pub use interface::{DisabledBackend, MemoryBackend, WriteOutcome};
-pub use local::{BackendStatus, LocalBackend, OpenError, injected_core};
+pub use local::{
+    BackendStatus, LocalBackend, OpenError, archive_unwritten, injected_core, injected_core_at,
+};

@@ -145,12 +145,7 @@ impl LocalBackend {
         {
             return text.clone();
         }
-        // Never through a symlink: a link named `core.md` injects nothing.
-        let rendered = read_in(&RealFs, ws.root(), "core.md")
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            .unwrap_or_default();
-        let text = injected_core(&rendered);
+        let text = injected_core_at(ws.root());
         *cache = Some((revision, text.clone()));
         text
     }
@@ -243,6 +238,39 @@ impl LocalBackend {
             .collect();
         fence(&cited.join("\n\n"))
     }
+}
+
+/// The fenced core block of the workspace at `root`, as the system prompt receives it: its
+/// rendered `core.md` (never read through a symlink: a link injects nothing) through
+/// [`injected_core`].
+pub fn injected_core_at(root: &Path) -> String {
+    let rendered = read_in(&RealFs, root, "core.md")
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_default();
+    injected_core(&rendered)
+}
+
+/// Archives the records of `session` that are not yet written into memory (those after the
+/// last marked one, from the head), as `extract_before_discard` does before a compaction drops
+/// them from an agent's context. Idempotent: records already archived are not appended again.
+/// Returns how many records were offered.
+///
+/// # Errors
+/// The session store or the archive failed (`archive_sources` waits for the write lock).
+pub fn archive_unwritten(
+    memory: &MemoryWorkspace,
+    store: &dyn SessionStore,
+    session: &SessionId,
+) -> Result<usize, String> {
+    let workspace = memory.workspace();
+    let pending = scriptorium_markers::pending(store, session, None, workspace.workspace_id())
+        .map_err(|e| e.to_string())?;
+    let records: Vec<_> = pending.iter().map(|n| archive_record(session, n)).collect();
+    if !records.is_empty() {
+        workspace.archive_sources(&records, LockTimeout::default()).map_err(|e| e.to_string())?;
+    }
+    Ok(records.len())
 }
 
 /// What the system prompt receives of a rendered core block: the render, fenced once — nothing when

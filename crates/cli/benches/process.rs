@@ -9,7 +9,11 @@
 //!   `update_record` (wall time, views, index and git included; the base revision is read
 //!   untimed);
 //! - `process/search_cpu_10k_blocks`: one `search` (the child's CPU time, user + system, from
-//!   `getrusage(RUSAGE_CHILDREN)`; its wall time is reported as `process/search_wall_10k_blocks`).
+//!   `getrusage(RUSAGE_CHILDREN)`; its wall time is reported as `process/search_wall_10k_blocks`);
+//! - `process/hook_user_prompt_submit_{cpu,wall}_10k_blocks`: one `hook claude-code
+//!   UserPromptSubmit` (the per-turn recall an agent waits for), CPU and wall time;
+//! - `process/hook_session_start_10k_blocks`, `process/hook_stop_10k_blocks`: the wall time of
+//!   a `SessionStart` (the core) and of a `Stop` until it returns (its write is detached).
 //!
 //! Budgets in `xtask/src/bench.rs`.
 
@@ -23,6 +27,28 @@ use criterion::{Criterion, criterion_group, criterion_main};
 mod common;
 
 const FILES: usize = 10_000 / common::BLOCKS_PER_FILE;
+
+/// Runs `scriptorium hook claude-code <event>` with `payload` on stdin; it must print
+/// nothing on stderr.
+fn hook(home: &Path, event: &str, payload: &[u8]) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(["hook", "claude-code", event])
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the scriptorium binary runs");
+    child.stdin.take().expect("stdin").write_all(payload).expect("the payload is sent");
+    let out = child.wait_with_output().expect("the hook ends");
+    assert!(out.status.success() && out.stderr.is_empty(), "hook {event}: {out:?}");
+    out
+}
 
 fn scriptorium(home: &Path, args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
@@ -178,7 +204,62 @@ fn bench_processes(c: &mut Criterion) {
     };
     group.bench_function("search_cpu_10k_blocks", |b| search(b, true));
     group.bench_function("search_wall_10k_blocks", |b| search(b, false));
+
+    let mut prompt = |b: &mut criterion::Bencher<'_>, cpu: bool| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                q += 1;
+                let payload = serde_json::json!({
+                    "session_id": "bench", "hook_event_name": "UserPromptSubmit",
+                    "prompt": queries[q % queries.len()],
+                })
+                .to_string();
+                let (wall, before) = (Instant::now(), children_cpu());
+                let out = hook(&home, "UserPromptSubmit", payload.as_bytes());
+                total += if cpu { children_cpu() - before } else { wall.elapsed() };
+                assert!(!out.stdout.is_empty(), "a recall was injected");
+            }
+            total
+        });
+    };
+    group.bench_function("hook_user_prompt_submit_cpu_10k_blocks", |b| prompt(b, true));
+    group.bench_function("hook_user_prompt_submit_wall_10k_blocks", |b| prompt(b, false));
+    let start =
+        br#"{"session_id": "bench", "hook_event_name": "SessionStart", "source": "startup"}"#;
+    group.bench_function("hook_session_start_10k_blocks", |b| {
+        b.iter(|| hook(&home, "SessionStart", start));
+    });
+    // A turn's end: the transcript is imported, the write started and not waited for.
+    let transcript = dir.path().join("turn.jsonl");
+    std::fs::write(&transcript, claude_turn()).expect("write the transcript");
+    let stop = serde_json::json!({
+        "session_id": "bench-session", "transcript_path": transcript, "hook_event_name": "Stop",
+    })
+    .to_string();
+    group.bench_function("hook_stop_10k_blocks", |b| {
+        b.iter(|| hook(&home, "Stop", stop.as_bytes()));
+    });
     group.finish();
+}
+
+/// A Claude Code transcript of one exchange (the shape `claude` writes).
+fn claude_turn() -> String {
+    let line = |uuid: &str, parent: Option<&str>, role: &str, text: &str| {
+        serde_json::json!({
+            "parentUuid": parent, "isSidechain": false, "type": role, "uuid": uuid,
+            "sessionId": "bench-session", "timestamp": "2026-01-15T17:24:23.974Z",
+            "cwd": "/srv/dana/project", "version": "2.1.7",
+            "message": {"role": role, "content": text},
+        })
+        .to_string()
+    };
+    [
+        line("u1", None, "user", "Remind me what the owner cares about."),
+        line("a1", Some("u1"), "assistant", "Item 17-3, among others."),
+    ]
+    .join("\n")
+        + "\n"
 }
 
 criterion_group!(benches, bench_processes);

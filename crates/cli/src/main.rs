@@ -15,6 +15,7 @@ mod core;
 mod demo;
 mod edit;
 mod home;
+mod hook;
 mod import;
 mod init;
 mod inspect;
@@ -111,6 +112,9 @@ enum Command {
     /// The whole product in one command, offline: import a bundled conversation, write it,
     /// pin the core, recall, and tour (home: ./scriptorium-demo unless --home).
     Demo(demo::Args),
+    /// Run an agent's command hook (Claude Code, Codex): JSON on stdin, context on stdout;
+    /// always exit 0 (failures go to `<home>/logs/hooks.log`).
+    Hook(hook::Args),
 }
 
 impl Command {
@@ -137,7 +141,8 @@ impl Command {
             | Command::Watch(_)
             | Command::Serve(_)
             | Command::Mcp(_)
-            | Command::Demo(_) => false,
+            | Command::Demo(_)
+            | Command::Hook(_) => false,
         }
     }
 }
@@ -192,6 +197,10 @@ fn main() -> ExitCode {
         Command::Demo(_) => demo::home(cli.home),
         _ => home::Home::resolve(cli.home),
     };
+    // A hook fails open: it checks the home itself and never reports an error.
+    if let Command::Hook(args) = &cli.command {
+        return hook::run(&home, args);
+    }
     // Everything but `check` (which reads any directory) uses the home: its configuration
     // must be valid and memory enabled.
     if !matches!(cli.command, Command::Check(_))
@@ -221,6 +230,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&home, &args),
         Command::Mcp(args) => mcp::run(&home, &args),
         Command::Demo(args) => demo::run(&home, &args),
+        Command::Hook(args) => Ok(hook::run(&home, &args)),
     };
     match result {
         Ok(code) => code,

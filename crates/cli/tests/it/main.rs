@@ -2,6 +2,7 @@
 
 mod check;
 mod demo;
+mod hook;
 mod import;
 mod memory;
 mod outside;

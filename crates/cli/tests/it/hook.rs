@@ -1,0 +1,234 @@
+//! `scriptorium hook <agent> <EVENT>` as the agents call it: the payload on stdin, the context
+//! as `hookSpecificOutput.additionalContext` on stdout, and fail-open (exit 0, nothing printed,
+//! one line in `<home>/logs/hooks.log`) for every bad payload.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::support::{home_with_note, scriptorium};
+
+/// Runs the hook with `payload` on stdin.
+fn hook(home: &Path, agent: &str, event: &str, payload: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(["hook", agent, event])
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the scriptorium binary runs");
+    child.stdin.take().expect("stdin").write_all(payload).expect("the payload is sent");
+    child.wait_with_output().expect("the hook ends")
+}
+
+/// The context a successful hook printed for `event` (`None`: it printed nothing).
+fn context(out: &Output, event: &str) -> Option<String> {
+    assert_eq!(out.status.code(), Some(0), "a hook always exits 0");
+    assert!(out.stderr.is_empty(), "nothing on stderr: {}", String::from_utf8_lossy(&out.stderr));
+    if out.stdout.is_empty() {
+        return None;
+    }
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["hookSpecificOutput"]["hookEventName"], event, "{doc}");
+    Some(doc["hookSpecificOutput"]["additionalContext"].as_str().expect("context").to_owned())
+}
+
+fn log_lines(home: &Path) -> Vec<String> {
+    fs::read_to_string(home.join("logs/hooks.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn prompt(text: &str) -> Vec<u8> {
+    json!({
+        "session_id": "3fb74381-1bf4-475e-8c6f-442d872b1bcf",
+        "transcript_path": "/nonexistent/transcript.jsonl",
+        "cwd": "/srv/dana/project",
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": text,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn user_prompt_submit_injects_the_fenced_recall_and_nothing_for_an_unrelated_prompt() {
+    let home = home_with_note();
+    for agent in ["claude-code", "codex"] {
+        let out = hook(home.path(), agent, "UserPromptSubmit", &prompt("What is Dana planning?"));
+        let recall = context(&out, "UserPromptSubmit").expect("a recall");
+        assert!(recall.starts_with("<memory-context>"), "{recall}");
+        assert!(recall.contains("Dana is planning a vegetable garden."), "{recall}");
+        let unrelated = hook(home.path(), agent, "UserPromptSubmit", &prompt("quantum lattice"));
+        assert_eq!(context(&unrelated, "UserPromptSubmit"), None);
+    }
+    assert!(log_lines(home.path()).is_empty(), "nothing failed: {:?}", log_lines(home.path()));
+}
+
+#[test]
+fn session_start_injects_the_core_only_when_there_is_one() {
+    let home = home_with_note();
+    let start = json!({
+        "session_id": "s-1", "transcript_path": home.path().join("not-yet.jsonl"),
+        "cwd": "/srv/dana/project", "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    // No core master yet: nothing at all on stdout (a sentence would be injected).
+    assert_eq!(
+        context(
+            &hook(home.path(), "claude-code", "SessionStart", start.as_bytes()),
+            "SessionStart"
+        ),
+        None
+    );
+
+    let core = home.path().join("core.md");
+    fs::write(
+        &core,
+        "# Core\n\nDana keeps a vegetable garden.[^e1]\n\n\
+         [^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n",
+    )
+    .expect("write the core");
+    let edit = scriptorium(
+        home.path(),
+        &["edit", "topics/core.md", "--from", core.to_str().expect("utf-8")],
+    );
+    assert_eq!(edit.status.code(), Some(0), "{}", String::from_utf8_lossy(&edit.stderr));
+    let injected =
+        context(&hook(home.path(), "codex", "SessionStart", start.as_bytes()), "SessionStart")
+            .expect("the core");
+    assert!(injected.starts_with("<memory-context>"), "{injected}");
+    assert!(injected.contains("Dana keeps a vegetable garden."), "{injected}");
+    assert!(log_lines(home.path()).is_empty(), "{:?}", log_lines(home.path()));
+}
+
+#[test]
+fn bad_payloads_and_arguments_fail_open_with_one_log_line_each() {
+    let home = home_with_note();
+    let transcript = home.path().join("elsewhere.jsonl");
+    fs::write(&transcript, "{}\n").expect("write");
+    let link = home.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&transcript, &link).expect("symlink");
+    let stop = |path: &Path| {
+        json!({"session_id": "s-1", "transcript_path": path, "hook_event_name": "Stop"})
+            .to_string()
+            .into_bytes()
+    };
+    let cases: Vec<(&str, &str, Vec<u8>, &str)> = vec![
+        ("claude-code", "UserPromptSubmit", b"not json".to_vec(), "HOOK_BAD_PAYLOAD"),
+        ("claude-code", "UserPromptSubmit", b"[1, 2]".to_vec(), "HOOK_BAD_PAYLOAD"),
+        ("claude-code", "UserPromptSubmit", br#"{"session_id": "s"}"#.to_vec(), "HOOK_BAD_PAYLOAD"),
+        ("claude-code", "Stop", br#"{"transcript_path": "/x"}"#.to_vec(), "HOOK_BAD_PAYLOAD"),
+        ("claude-code", "Stop", stop(&home.path().join("missing.jsonl")), "HOOK_TRANSCRIPT"),
+        ("claude-code", "Stop", stop(&link), "HOOK_TRANSCRIPT"),
+        ("claude-code", "Stop", stop(home.path()), "HOOK_TRANSCRIPT"),
+        ("claude-code", "NoSuchEvent", prompt("x"), "HOOK_UNKNOWN_EVENT"),
+        ("gemini", "UserPromptSubmit", prompt("x"), "HOOK_UNKNOWN_AGENT"),
+    ];
+    for (i, (agent, event, payload, code)) in cases.iter().enumerate() {
+        let out = hook(home.path(), agent, event, payload);
+        assert_eq!(context(&out, event), None, "case {i}: nothing printed");
+        let lines = log_lines(home.path());
+        assert_eq!(lines.len(), i + 1, "case {i}: one line per failure: {lines:?}");
+        assert!(lines[i].contains(code), "case {i}: {}", lines[i]);
+    }
+    // Nothing was imported from the refused transcripts.
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(0), "{listed}");
+}
+
+#[test]
+fn a_home_without_memory_fails_open() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let out =
+        hook(home.path(), "claude-code", "UserPromptSubmit", &prompt("What is Dana planning?"));
+    assert_eq!(context(&out, "UserPromptSubmit"), None);
+    let lines = log_lines(home.path());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("HOOK_NO_MEMORY"), "{}", lines[0]);
+    assert!(!home.path().join("memory").exists(), "a hook creates no workspace");
+}
+
+#[test]
+fn pre_compact_imports_the_transcript_and_archives_every_unwritten_turn() {
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return;
+    };
+    let source = data.join("codemie-code/claude/incremental-simple/turn-2.jsonl");
+    let home = home_with_note();
+    let transcript = home.path().join("3fb74381.jsonl");
+    fs::copy(&source, &transcript).expect("copy the transcript");
+    let payload = json!({
+        "session_id": "3fb74381-1bf4-475e-8c6f-442d872b1bcf", "transcript_path": transcript,
+        "cwd": "/srv/dana/project", "hook_event_name": "PreCompact", "trigger": "auto",
+        "custom_instructions": "",
+    })
+    .to_string();
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "PreCompact", payload.as_bytes()), "PreCompact"),
+        None
+    );
+    assert!(log_lines(home.path()).is_empty(), "{:?}", log_lines(home.path()));
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    assert!(listed.to_string().contains("3fb74381-1bf4-475e-8c6f-442d872b1bcf"), "{listed}");
+    let archive =
+        home.path().join("memory/sources/openprogram/_v2/3fb74381-1bf4-475e-8c6f-442d872b1bcf.md");
+    let text = fs::read_to_string(&archive).expect("the session's archive");
+    assert!(text.contains("show tools"), "the first prompt is archived before it is dropped");
+    // A second compaction archives nothing twice.
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "PreCompact", payload.as_bytes()), "PreCompact"),
+        None
+    );
+    assert_eq!(fs::read_to_string(&archive).expect("the archive"), text);
+}
+
+#[test]
+fn stop_imports_the_turn_and_its_detached_write_is_never_done_twice() {
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return;
+    };
+    let home = home_with_note();
+    let transcript = home.path().join("3fb74381.jsonl");
+    fs::copy(data.join("codemie-code/claude/incremental-simple/turn-2.jsonl"), &transcript)
+        .expect("copy the transcript");
+    let session = "3fb74381-1bf4-475e-8c6f-442d872b1bcf";
+    let payload = json!({
+        "session_id": session, "transcript_path": transcript, "cwd": "/srv/dana/project",
+        "hook_event_name": "SessionEnd", "reason": "prompt_input_exit",
+    })
+    .to_string();
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "SessionEnd", payload.as_bytes()), "SessionEnd"),
+        None
+    );
+    assert!(log_lines(home.path()).is_empty(), "{:?}", log_lines(home.path()));
+    // The import happened before the hook returned.
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    assert!(String::from_utf8_lossy(&sessions.stdout).contains(session));
+    // Whichever of the detached write and this one runs first writes the session; the other
+    // finds it written (the workspace lock orders them): one set of blocks, nothing pending.
+    let out = scriptorium(home.path(), &["write", "--session", session, "--force", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let journal = home.path().join("memory/topics/journal/2026/01-15.md");
+    let text = fs::read_to_string(&journal).expect("the journal");
+    let prompts = text.matches("show tools").count();
+    assert_eq!(prompts, 1, "the session was written once: {text}");
+    let status = scriptorium(home.path(), &["status", "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).expect("json");
+    assert_eq!(status["pending_turns"], 0, "{status}");
+}
