@@ -218,6 +218,21 @@ fn browser_deps(root: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// The real agent CLIs of the end-to-end hook tests (`@anthropic-ai/claude-code`, pinned by its
+/// lock file), installed with `npm ci` when missing. Returns the `claude` binary.
+fn agent_deps(root: &Path) -> anyhow::Result<PathBuf> {
+    let dir = root.join("crates/cli/tests/agents");
+    let claude = dir.join("node_modules/.bin/claude");
+    if claude.exists() {
+        return Ok(claude);
+    }
+    let mut npm = Command::new("npm");
+    npm.arg("ci").arg("--prefix").arg(&dir).arg("--no-audit").arg("--no-fund");
+    run_step("npm ci (the real Claude Code CLI of the hook tests)", npm)
+        .context("the hook tests drive the real Claude Code CLI from the npm registry")?;
+    Ok(claude)
+}
+
 fn ci() -> anyhow::Result<()> {
     let root = repo_root();
     let data = data_dir()?;
@@ -232,6 +247,7 @@ fn ci() -> anyhow::Result<()> {
 
     let python = mcp_python(&root)?;
     let browser = browser_deps(&root)?;
+    let claude = agent_deps(&root)?;
     let mut test = cargo();
     test.args(["test", "--workspace", "--locked"])
         .env("SCRIPTORIUM_TEST_DATA", &data)
@@ -239,6 +255,8 @@ fn ci() -> anyhow::Result<()> {
         .env("SCRIPTORIUM_MCP_PYTHON", &python)
         .env("SCRIPTORIUM_REQUIRE_MCP", "1")
         .env("SCRIPTORIUM_REQUIRE_BROWSER", if browser { "1" } else { "0" })
+        .env("SCRIPTORIUM_CLAUDE", &claude)
+        .env("SCRIPTORIUM_REQUIRE_AGENTS", "1")
         .env("INSTA_UPDATE", "no")
         .env("CI", "true");
     run_step("cargo test", test)?;

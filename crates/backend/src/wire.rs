@@ -43,6 +43,10 @@ pub enum Code {
     WrongFormat,
     /// A transcript whose format no importer recognises.
     UnrecognisedFormat,
+    /// An agent's configuration file that `scriptorium setup` would edit does not parse.
+    SetupUnparsable,
+    /// A batch of session records was already installed by another write.
+    BatchInstalled,
     /// A file that is not JSON lines.
     NotJsonl,
     /// A path that must be a regular file is a FIFO, socket, device or directory.
@@ -149,6 +153,8 @@ impl Code {
             Code::SessionNotFound => "SESSION_NOT_FOUND",
             Code::WrongFormat => "WRONG_FORMAT",
             Code::UnrecognisedFormat => "UNRECOGNISED_FORMAT",
+            Code::SetupUnparsable => "SETUP_UNPARSABLE",
+            Code::BatchInstalled => "BATCH_INSTALLED",
             Code::NotJsonl => "NOT_JSONL",
             Code::NotRegularFile => "NOT_A_REGULAR_FILE",
             Code::SymlinkRefused => "SYMLINK_REFUSED",
@@ -219,6 +225,7 @@ impl From<scriptorium_txn::ErrorCode> for Code {
             E::InvalidArgument => Code::InvalidArgument,
             E::Busy => Code::Busy,
             E::ConcurrentUpdate => Code::ConcurrentUpdate,
+            E::BatchInstalled => Code::BatchInstalled,
             E::MemoryNotFound => Code::MemoryNotFound,
             E::PatchConflict => Code::PatchConflict,
             E::MissingSource => Code::MissingSource,

@@ -188,21 +188,24 @@ fn log(home: &Home, args: &Args, failure: &Failure) {
 }
 
 fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> {
+    // The payload is read first, whatever happens next: an agent writing it must never meet a
+    // closed pipe.
+    let mut bytes = Vec::new();
+    let read = std::io::stdin().take(MAX_PAYLOAD + 1).read_to_end(&mut bytes);
+    if bytes.len() as u64 > MAX_PAYLOAD {
+        let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    }
     let agent = Agent::parse(&args.agent).ok_or_else(|| {
         Failure::new("HOOK_UNKNOWN_AGENT", format!("unknown agent {:?}", args.agent))
     })?;
     let event = Event::parse(&args.event).ok_or_else(|| {
         Failure::new("HOOK_UNKNOWN_EVENT", format!("unknown event {:?}", args.event))
     })?;
-    let config = crate::config(home).map_err(|e| Failure::new("HOOK_NO_MEMORY", e.to_string()))?;
-    let mut bytes = Vec::new();
-    std::io::stdin()
-        .take(MAX_PAYLOAD + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Failure::new("HOOK_BAD_PAYLOAD", format!("reading stdin: {e}")))?;
+    read.map_err(|e| Failure::new("HOOK_BAD_PAYLOAD", format!("reading stdin: {e}")))?;
     if bytes.len() as u64 > MAX_PAYLOAD {
         return Err(Failure::new("HOOK_BAD_PAYLOAD", "the payload is over 8 MiB"));
     }
+    let config = crate::config(home).map_err(|e| Failure::new("HOOK_NO_MEMORY", e.to_string()))?;
     let payload = Payload::parse(&bytes)?;
     match event {
         Event::SessionStart => {

@@ -28,6 +28,7 @@ mod repair;
 mod search;
 mod serve;
 mod sessions;
+mod setup;
 mod status;
 mod update;
 mod watch;
@@ -115,6 +116,8 @@ enum Command {
     /// Run an agent's command hook (Claude Code, Codex): JSON on stdin, context on stdout;
     /// always exit 0 (failures go to `<home>/logs/hooks.log`).
     Hook(hook::Args),
+    /// Install the hooks and the MCP server into Claude Code's or Codex's configuration.
+    Setup(setup::Args),
 }
 
 impl Command {
@@ -142,7 +145,8 @@ impl Command {
             | Command::Serve(_)
             | Command::Mcp(_)
             | Command::Demo(_)
-            | Command::Hook(_) => false,
+            | Command::Hook(_)
+            | Command::Setup(_) => false,
         }
     }
 }
@@ -231,6 +235,7 @@ fn main() -> ExitCode {
         Command::Mcp(args) => mcp::run(&home, &args),
         Command::Demo(args) => demo::run(&home, &args),
         Command::Hook(args) => Ok(hook::run(&home, &args)),
+        Command::Setup(args) => setup::run(&home, &args),
     };
     match result {
         Ok(code) => code,

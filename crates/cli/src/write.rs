@@ -252,14 +252,29 @@ fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
             outln!("{session}: nothing due (nothing owed, or below the threshold)");
         }
         Ok(report) => {
-            outln!("{session}: wrote {} batch(es)", report.batches.len());
+            let recovered = report.batches.iter().filter(|b| b.recovered).count();
+            let written = report.batches.len() - recovered;
+            if written > 0 {
+                outln!("{session}: wrote {written} batch(es)");
+            }
+            if recovered > 0 {
+                outln!(
+                    "{session}: {recovered} batch(es) already written by another write (or one \
+                     interrupted after installing), marked as written"
+                );
+            }
             for batch in &report.batches {
                 outln!(
-                    "  batch of {} turn(s), {} tokens{} → revision {}",
+                    "  batch of {} turn(s), {} tokens{} → revision {}{}",
                     batch.source_ids.len(),
                     batch.tokens,
                     if batch.repaired { " (after one repair)" } else { "" },
-                    batch.revision
+                    batch.revision,
+                    if batch.recovered {
+                        format!(" (transaction {})", batch.txn_id)
+                    } else {
+                        String::new()
+                    }
                 );
                 for file in &batch.changed_files {
                     outln!("    {file}");

@@ -67,6 +67,9 @@ pub enum ErrorCode {
     UncitedParagraph,
     /// A filesystem operation failed for lack of space (retryable once space is freed).
     NoSpace,
+    /// The transaction writes a batch of session records that an earlier transaction already
+    /// installed (see [`crate::BeginOptions::batch`]): installing it again would write it twice.
+    BatchInstalled,
 }
 
 impl ErrorCode {
@@ -98,6 +101,7 @@ impl ErrorCode {
             ErrorCode::WorkspaceIdMissing => "WORKSPACE_ID_MISSING",
             ErrorCode::UncitedParagraph => "UNCITED_PARAGRAPH",
             ErrorCode::NoSpace => "NO_SPACE",
+            ErrorCode::BatchInstalled => "BATCH_INSTALLED",
         }
     }
 

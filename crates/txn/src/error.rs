@@ -22,6 +22,13 @@ pub enum Error {
         /// How long this caller waited.
         waited: Duration,
     },
+    /// The batch this transaction writes was installed by an earlier transaction (two writers
+    /// of one session raced; the install happens under the write lock, so only one wins).
+    #[error("the batch was already installed by transaction {txn_id}")]
+    BatchInstalled {
+        /// The transaction that installed it.
+        txn_id: String,
+    },
     /// The workspace moved since the caller's base revision (retryable after a re-read).
     #[error("workspace changed since base_revision was read: {base_revision} != {revision}")]
     ConcurrentUpdate {
@@ -135,6 +142,7 @@ impl Error {
         match self {
             Error::Busy { .. } => ErrorCode::Busy,
             Error::ConcurrentUpdate { .. } => ErrorCode::ConcurrentUpdate,
+            Error::BatchInstalled { .. } => ErrorCode::BatchInstalled,
             Error::Rejected { violations } => {
                 violations.first().map_or(ErrorCode::InvalidTopicFormat, |v| v.code)
             }

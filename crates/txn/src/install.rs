@@ -139,6 +139,13 @@ fn install(validated: Validated) -> Result<Installed> {
     if current.revision != begin.revision {
         return Err(stale(&current));
     }
+    // Under the lock: a batch that another writer of the same session installed since this
+    // one read what is owed is not installed twice.
+    if let Some(batch) = &opts.batch
+        && let Some(done) = current.record.batches.iter().find(|stamp| stamp.batch == *batch)
+    {
+        return Err(Error::BatchInstalled { txn_id: done.txn_id.clone() });
+    }
     // Archive files another program changed since the last install or append: the record
     // takes in their bytes and observers hear of them, like outside edits of `topics/`.
     let sources_outside = sources_changed_outside(&current);

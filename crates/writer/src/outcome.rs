@@ -50,6 +50,8 @@ pub enum FailureCode {
     CommitRejected,
     /// The workspace lock was held or the workspace moved.
     ConcurrentUpdate,
+    /// Another write of the same session installed the batch first.
+    BatchInstalled,
     /// Embeddings were unavailable (reserved; this implementation has none).
     EmbeddingUnavailable,
     /// The git commit failed.
@@ -94,6 +96,7 @@ impl FailureCode {
             FailureCode::AppendOnlyRequired => "APPEND_ONLY_REQUIRED",
             FailureCode::CommitRejected => "COMMIT_REJECTED",
             FailureCode::ConcurrentUpdate => "CONCURRENT_UPDATE",
+            FailureCode::BatchInstalled => "BATCH_INSTALLED",
             FailureCode::EmbeddingUnavailable => "EMBEDDING_UNAVAILABLE",
             FailureCode::GitCommitFailed => "GIT_COMMIT_FAILED",
             FailureCode::InvalidArgument => "INVALID_ARGUMENT",
@@ -163,6 +166,7 @@ impl From<TxnError> for WriteFailure {
     fn from(error: TxnError) -> Self {
         let code = match error.code() {
             ErrorCode::Busy | ErrorCode::ConcurrentUpdate => FailureCode::ConcurrentUpdate,
+            ErrorCode::BatchInstalled => FailureCode::BatchInstalled,
             ErrorCode::AppendOnlyRequired => FailureCode::AppendOnlyRequired,
             ErrorCode::InvalidArgument => FailureCode::InvalidArgument,
             ErrorCode::MissingSource => FailureCode::MissingSource,

@@ -323,8 +323,24 @@ impl Writer {
         counters.local_batches += 1;
         counters.local_tokens += batch_tokens as u64;
         counters.write_commits_since_global += 1;
-        let Some((installed, repaired)) = self.run_and_install(staged, task, counters)? else {
-            return Ok(Pass::NoChange);
+        let (installed, repaired) = match self.run_and_install(staged, task, counters) {
+            Ok(Some(done)) => done,
+            Ok(None) => return Ok(Pass::NoChange),
+            // Another write of this session installed the batch meanwhile (the install
+            // refused it under the lock, or found the workspace moved by that install): mark it
+            // as that write would, write nothing. A move by anything else stays retryable.
+            Err(failure)
+                if matches!(
+                    failure.code,
+                    FailureCode::BatchInstalled | FailureCode::ConcurrentUpdate
+                ) =>
+            {
+                return match self.finish_installed(session, tip, owed)? {
+                    Some(report) => Ok(Pass::Written(report)),
+                    None => Err(failure),
+                };
+            }
+            Err(failure) => return Err(failure),
         };
         mark(self.store()?, session, batch, &self.workspace_id()?).map_err(|e| {
             WriteFailure::permanent(

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{home_with_note, scriptorium};
+use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium};
 
 /// Runs the hook with `payload` on stdin.
 fn hook(home: &Path, agent: &str, event: &str, payload: &[u8]) -> Output {
@@ -92,23 +92,12 @@ fn session_start_injects_the_core_only_when_there_is_one() {
         None
     );
 
-    let core = home.path().join("core.md");
-    fs::write(
-        &core,
-        "# Core\n\nDana keeps a vegetable garden.[^e1]\n\n\
-         [^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n",
-    )
-    .expect("write the core");
-    let edit = scriptorium(
-        home.path(),
-        &["edit", "topics/core.md", "--from", core.to_str().expect("utf-8")],
-    );
-    assert_eq!(edit.status.code(), Some(0), "{}", String::from_utf8_lossy(&edit.stderr));
+    add_core(home.path());
     let injected =
         context(&hook(home.path(), "codex", "SessionStart", start.as_bytes()), "SessionStart")
             .expect("the core");
     assert!(injected.starts_with("<memory-context>"), "{injected}");
-    assert!(injected.contains("Dana keeps a vegetable garden."), "{injected}");
+    assert!(injected.contains(CORE_FACT), "{injected}");
     assert!(log_lines(home.path()).is_empty(), "{:?}", log_lines(home.path()));
 }
 
@@ -228,6 +217,47 @@ fn stop_imports_the_turn_and_its_detached_write_is_never_done_twice() {
     let text = fs::read_to_string(&journal).expect("the journal");
     let prompts = text.matches("show tools").count();
     assert_eq!(prompts, 1, "the session was written once: {text}");
+    let status = scriptorium(home.path(), &["status", "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).expect("json");
+    assert_eq!(status["pending_turns"], 0, "{status}");
+}
+
+#[test]
+fn parallel_writes_of_one_session_write_it_once() {
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return;
+    };
+    let home = home_with_note();
+    let transcript = data.join("codemie-code/claude/incremental-simple/turn-2.jsonl");
+    let out =
+        scriptorium(home.path(), &["import", "claude-code", transcript.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let session = "3fb74381-1bf4-475e-8c6f-442d872b1bcf";
+    // Four writes of the same session at once (parallel Stop hooks): whatever the interleaving,
+    // each turn is written once.
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+                .arg("--home")
+                .arg(home.path())
+                .args(["write", "--session", session, "--force"])
+                .env_remove("SCRIPTORIUM_HOME")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("a write starts")
+        })
+        .collect();
+    for writer in writers {
+        let out = writer.wait_with_output().expect("the write ends");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let text = fs::read_to_string(home.path().join("memory/topics/journal/2026/01-15.md"))
+        .expect("the journal");
+    for prompt in ["show tools", "tell me more about agent module"] {
+        assert_eq!(text.matches(&format!("Owner said: {prompt}")).count(), 1, "{prompt}: {text}");
+    }
     let status = scriptorium(home.path(), &["status", "--json"]);
     let status: Value = serde_json::from_slice(&status.stdout).expect("json");
     assert_eq!(status["pending_turns"], 0, "{status}");

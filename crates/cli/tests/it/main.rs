@@ -1,5 +1,6 @@
 //! Integration tests of the `scriptorium` binary (one binary, one module per command).
 
+mod agents;
 mod check;
 mod demo;
 mod hook;
@@ -8,6 +9,7 @@ mod memory;
 mod outside;
 mod recall;
 mod sessions;
+mod setup;
 mod support;
 mod truth;
 mod update;

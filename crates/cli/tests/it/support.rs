@@ -35,6 +35,23 @@ pub(crate) fn home_with_note() -> tempfile::TempDir {
     home
 }
 
+/// The paragraph of the core master [`add_core`] installs.
+pub(crate) const CORE_FACT: &str = "Dana keeps a vegetable garden.";
+
+/// Installs a core master (`topics/core.md`, one paragraph: [`CORE_FACT`]) with `scriptorium
+/// edit`, in a home made by [`home_with_sources`].
+pub(crate) fn add_core(home: &Path) {
+    let core = home.join("core.md");
+    let text = format!(
+        "# Core\n\n{CORE_FACT}[^e1]\n\n\
+         [^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n"
+    );
+    std::fs::write(&core, text).expect("write the core");
+    let out =
+        scriptorium(home, &["edit", "topics/core.md", "--from", core.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// Runs the real `git` CLI in `dir`; panics unless it succeeds.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");

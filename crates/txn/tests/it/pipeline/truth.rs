@@ -238,3 +238,29 @@ fn a_path_no_filesystem_can_hold_is_a_bad_request() {
     let fine = format!("topics/{}.md", "n".repeat(252));
     assert!(scriptorium_txn::writable_path(&fine).is_ok());
 }
+
+#[test]
+fn a_batch_another_writer_installed_meanwhile_is_refused_not_written_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let batch = || BeginOptions {
+        batch: Some(scriptorium_txn::Batch::new(&["openprogram/s/u3"])),
+        ..BeginOptions::default()
+    };
+    // Two writers of one session read the same owed batch; the first installs it.
+    let first = super::add_fact(&ws, "first", 3, batch()).expect("the first write installs");
+    let after_first = tree_state(dir.path(), false);
+    // The second began after that install (so no revision conflict warns it) and writes the
+    // same batch again: the install refuses it under the lock and changes nothing.
+    let error = super::add_fact(&ws, "second", 3, batch()).expect_err("the batch was installed");
+    assert_eq!(error.code(), ErrorCode::BatchInstalled, "{error}");
+    assert!(error.to_string().contains(first.txn_id.as_str()), "{error}");
+    assert_eq!(tree_state(dir.path(), false), after_first, "nothing installed twice");
+    assert!(!dir.path().join("topics/facts/second.md").exists());
+    // Another batch installs as usual.
+    let other = BeginOptions {
+        batch: Some(scriptorium_txn::Batch::new(&["openprogram/s/u4"])),
+        ..BeginOptions::default()
+    };
+    super::add_fact(&ws, "third", 4, other).expect("a new batch installs");
+}

@@ -1,0 +1,261 @@
+//! End to end with the real Claude Code CLI (from the npm registry, pinned in
+//! `crates/cli/tests/agents/package.json`): hooks installed by `scriptorium setup claude-code`,
+//! the model replaced by a loopback mock of the Anthropic Messages API (streaming SSE and plain
+//! JSON). `claude -p` must send the mock the fenced recall and the fenced core, and its session
+//! must end up in the session store and, after the write, in the topics.
+//!
+//! The CLI is `$SCRIPTORIUM_CLAUDE` (set by `cargo xtask ci`, which installs it) or the one
+//! `npm ci --prefix crates/cli/tests/agents` installs; without it the test reports itself as not
+//! run, unless `SCRIPTORIUM_REQUIRE_AGENTS=1` (CI), where that is a failure.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium};
+
+/// What the model answers.
+const ANSWER: &str = "Dana is planning a vegetable garden.";
+
+fn claude() -> Option<PathBuf> {
+    let configured = std::env::var_os("SCRIPTORIUM_CLAUDE").filter(|p| !p.is_empty());
+    let default =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules/.bin/claude");
+    let found = configured.map(PathBuf::from).into_iter().chain([default]).find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var("SCRIPTORIUM_REQUIRE_AGENTS").as_deref() != Ok("1"),
+            "the Claude Code CLI is required (npm ci --prefix crates/cli/tests/agents)"
+        );
+        eprintln!("not run: no Claude Code CLI (npm ci --prefix crates/cli/tests/agents)");
+    }
+    found
+}
+
+/// A loopback mock of the Messages API: every request's path and body is kept; `/v1/messages`
+/// answers [`ANSWER`] (as SSE when the request streams), anything else an empty JSON object.
+struct MockModel {
+    url: String,
+    requests: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl MockModel {
+    fn start() -> MockModel {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let seen = Arc::clone(&seen);
+                std::thread::spawn(move || serve(stream, &seen));
+            }
+        });
+        MockModel { url, requests }
+    }
+
+    fn bodies(&self) -> Vec<(String, String)> {
+        self.requests.lock().expect("unpoisoned").clone()
+    }
+}
+
+/// Answers the requests of one connection (keep-alive), until the client closes it.
+fn serve(stream: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("a clone of the stream"));
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+        let mut length = 0usize;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            let header = header.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let body = String::from_utf8_lossy(&body).into_owned();
+        seen.lock().expect("unpoisoned").push((path.clone(), body.clone()));
+        let (content_type, payload) = answer(&path, &body);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+            payload.len()
+        );
+        if writer
+            .write_all(head.as_bytes())
+            .and_then(|()| writer.write_all(payload.as_bytes()))
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The Messages API's answer to a request: the message, as SSE events when it streams.
+fn answer(path: &str, body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return ("application/json", json!({ "input_tokens": 10 }).to_string());
+    }
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let model = request["model"].as_str().unwrap_or("claude-mock").to_owned();
+    let usage = json!({ "input_tokens": 10, "output_tokens": 8 });
+    if request["stream"] != true {
+        let message = json!({
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+            "content": [{ "type": "text", "text": ANSWER }],
+            "stop_reason": "end_turn", "stop_sequence": null, "usage": usage,
+        });
+        return ("application/json", message.to_string());
+    }
+    let events = [
+        (
+            "message_start",
+            json!({ "type": "message_start", "message": {
+            "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": { "input_tokens": 10, "output_tokens": 1 } } }),
+        ),
+        (
+            "content_block_start",
+            json!({ "type": "content_block_start", "index": 0,
+            "content_block": { "type": "text", "text": "" } }),
+        ),
+        (
+            "content_block_delta",
+            json!({ "type": "content_block_delta", "index": 0,
+            "delta": { "type": "text_delta", "text": ANSWER } }),
+        ),
+        ("content_block_stop", json!({ "type": "content_block_stop", "index": 0 })),
+        (
+            "message_delta",
+            json!({ "type": "message_delta",
+            "delta": { "stop_reason": "end_turn", "stop_sequence": null },
+            "usage": { "output_tokens": 8 } }),
+        ),
+        ("message_stop", json!({ "type": "message_stop" })),
+    ];
+    let sse =
+        events.iter().map(|(name, data)| format!("event: {name}\ndata: {data}\n\n")).collect();
+    ("text/event-stream", sse)
+}
+
+/// Runs `command`, killing it if it has not ended after `limit` (a hung CLI must fail the test,
+/// not hang the suite; the limit is far above any normal run).
+fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the CLI starts");
+    let start = Instant::now();
+    while child.try_wait().expect("waits").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("the CLI ends")
+}
+
+#[test]
+fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_written() {
+    let Some(claude) = claude() else { return };
+    let home = home_with_note();
+    add_core(home.path());
+
+    // The user's own home, where setup writes Claude Code's configuration.
+    let user = tempfile::tempdir().expect("a user home");
+    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["setup", "claude-code"])
+        .env("HOME", user.path())
+        .output()
+        .expect("setup runs");
+    assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
+
+    let model = MockModel::start();
+    let project = user.path().join("garden-project");
+    std::fs::create_dir(&project).expect("a project directory");
+    let mut command = Command::new(&claude);
+    command
+        .args(["-p", "What is Dana planning for the garden?"])
+        .current_dir(&project)
+        .env("HOME", user.path())
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR");
+    let out = run_bounded(command, Duration::from_secs(300));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "claude: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(ANSWER), "the mock's answer is printed: {stdout}");
+
+    let bodies = model.bodies();
+    let asked = bodies
+        .iter()
+        .find(|(path, body)| {
+            path.starts_with("/v1/messages") && body.contains("What is Dana planning")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the prompt reached the model: {:?}",
+                bodies.iter().map(|b| &b.0).collect::<Vec<_>>()
+            )
+        });
+    assert!(asked.1.contains("<memory-context>"), "fenced context reached the model");
+    assert!(
+        asked.1.contains("Dana is planning a vegetable garden."),
+        "the recall reached the model"
+    );
+    assert!(asked.1.contains(CORE_FACT), "the core reached the model");
+    let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
+    assert!(log.is_empty(), "no hook failed: {log}");
+
+    // The Stop and SessionEnd hooks imported the session before claude exited.
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 1, "the new session is in the store: {listed}");
+    // Written (by the detached write of SessionEnd or by this one, whichever runs first).
+    let write = scriptorium(home.path(), &["write", "--all", "--force"]);
+    assert_eq!(write.status.code(), Some(0), "{}", String::from_utf8_lossy(&write.stderr));
+    let found = scriptorium(home.path(), &["grep", "What is Dana planning for the garden"]);
+    let found = String::from_utf8_lossy(&found.stdout);
+    assert!(found.contains("topics/journal/"), "the turn is in the topics: {found}");
+}
