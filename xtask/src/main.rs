@@ -218,19 +218,21 @@ fn browser_deps(root: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// The real agent CLIs of the end-to-end hook tests (`@anthropic-ai/claude-code`, pinned by its
-/// lock file), installed with `npm ci` when missing. Returns the `claude` binary.
-fn agent_deps(root: &Path) -> anyhow::Result<PathBuf> {
+/// The real agent CLIs of the end-to-end hook tests (`@anthropic-ai/claude-code` and
+/// `@openai/codex`, pinned by their lock file), installed with `npm ci` when missing. Returns
+/// the `claude` and `codex` binaries.
+fn agent_deps(root: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     let dir = root.join("crates/cli/tests/agents");
-    let claude = dir.join("node_modules/.bin/claude");
-    if claude.exists() {
-        return Ok(claude);
+    let bin = dir.join("node_modules/.bin");
+    let (claude, codex) = (bin.join("claude"), bin.join("codex"));
+    if claude.exists() && codex.exists() {
+        return Ok((claude, codex));
     }
     let mut npm = Command::new("npm");
     npm.arg("ci").arg("--prefix").arg(&dir).arg("--no-audit").arg("--no-fund");
-    run_step("npm ci (the real Claude Code CLI of the hook tests)", npm)
-        .context("the hook tests drive the real Claude Code CLI from the npm registry")?;
-    Ok(claude)
+    run_step("npm ci (the real Claude Code and Codex CLIs of the hook tests)", npm)
+        .context("the hook tests drive the real agent CLIs from the npm registry")?;
+    Ok((claude, codex))
 }
 
 fn ci() -> anyhow::Result<()> {
@@ -247,7 +249,7 @@ fn ci() -> anyhow::Result<()> {
 
     let python = mcp_python(&root)?;
     let browser = browser_deps(&root)?;
-    let claude = agent_deps(&root)?;
+    let (claude, codex) = agent_deps(&root)?;
     let mut test = cargo();
     test.args(["test", "--workspace", "--locked"])
         .env("SCRIPTORIUM_TEST_DATA", &data)
@@ -256,6 +258,7 @@ fn ci() -> anyhow::Result<()> {
         .env("SCRIPTORIUM_REQUIRE_MCP", "1")
         .env("SCRIPTORIUM_REQUIRE_BROWSER", if browser { "1" } else { "0" })
         .env("SCRIPTORIUM_CLAUDE", &claude)
+        .env("SCRIPTORIUM_CODEX", &codex)
         .env("SCRIPTORIUM_REQUIRE_AGENTS", "1")
         .env("INSTA_UPDATE", "no")
         .env("CI", "true");

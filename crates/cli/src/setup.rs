@@ -43,6 +43,9 @@ pub(crate) struct Args {
     /// Print the changes as a diff and write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// The `codex` binary that trusts the installed hooks (default: `codex` on `PATH`).
+    #[arg(long, value_name = "PATH")]
+    codex: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -114,6 +117,9 @@ struct Record {
     /// Setup turned Codex's `[features] hooks` on (it was not on before).
     #[serde(default)]
     codex_hooks_feature: bool,
+    /// The `[hooks.state."<key>"]` entries setup wrote to trust its hooks in Codex.
+    #[serde(default)]
+    codex_trusted: Vec<String>,
 }
 
 /// One file setup edits: where, its bytes now, and its bytes after the edit (`None`: the file
@@ -220,6 +226,25 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             args.agent.name(),
             if args.uninstall { "not set up" } else { "already set up" }
         );
+    }
+    if args.agent == AgentArg::Codex && !args.uninstall {
+        let config = edits.last().map(|e| e.path.clone()).unwrap_or_default();
+        match args.codex.clone().or_else(|| on_path("codex")) {
+            Some(codex) => {
+                let trusted = trust_codex_hooks(&codex, &base, &config, &commands)
+                    .context("trusting the hooks in Codex (what was set up stays)")?;
+                for key in trusted {
+                    outln!("trusted the Codex hook {key}");
+                    if !record.codex_trusted.contains(&key) {
+                        record.codex_trusted.push(key);
+                    }
+                }
+            }
+            None => outln!(
+                "note: no `codex` on PATH to trust the hooks with; Codex asks you to review them \
+                 once (/hooks), or run setup again with --codex PATH"
+            ),
+        }
     }
     save_record(&record_path, &record, args.uninstall)?;
     Ok(ExitCode::SUCCESS)
@@ -418,6 +443,17 @@ fn edit_toml(
             }
             record.codex_hooks_feature = false;
         }
+        if let Some(state) = doc
+            .get_mut("hooks")
+            .and_then(|h| h.as_table_like_mut())
+            .and_then(|h| h.get_mut("state"))
+            .and_then(|s| s.as_table_like_mut())
+        {
+            for key in record.codex_trusted.drain(..) {
+                state.remove(&key);
+            }
+        }
+        prune_empty(&mut doc, "hooks", "state");
     } else {
         let features = doc.entry("features").or_insert_with(toml_edit::table);
         let on = features.get("hooks").and_then(toml_edit::Item::as_bool) == Some(true);
@@ -438,6 +474,124 @@ fn edit_toml(
     let after = doc.to_string();
     let empty = after.trim().is_empty();
     Ok(Edit::new(path, before, after, empty))
+}
+
+/// Removes `doc[outer][inner]` when it is an empty table, then `doc[outer]` when that leaves it
+/// empty.
+fn prune_empty(doc: &mut toml_edit::DocumentMut, outer: &str, inner: &str) {
+    let Some(table) = doc.get_mut(outer).and_then(|t| t.as_table_like_mut()) else { return };
+    if table.get(inner).and_then(toml_edit::Item::as_table_like).is_some_and(|t| t.is_empty()) {
+        table.remove(inner);
+    }
+    if table.is_empty() {
+        doc.remove(outer);
+    }
+}
+
+/// Trusts the hooks setup installed, the way Codex records a person's review: it asks Codex's
+/// own app server (`codex app-server`, JSON-RPC on stdio: `initialize`, then `hooks/list` for
+/// `cwd`) for each hook's key and current hash, and writes `[hooks.state."<key>"] trusted_hash`
+/// for the hooks that run `scriptorium hook codex …` into `config`. Returns the keys it
+/// trusted, or why it could not.
+fn trust_codex_hooks(
+    codex: &Path,
+    cwd: &Path,
+    config: &Path,
+    commands: &Commands<'_>,
+) -> anyhow::Result<Vec<String>> {
+    use std::io::{BufRead as _, Write as _};
+    let mut child = std::process::Command::new(codex)
+        .arg("app-server")
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {} app-server", codex.display()))?;
+    let mut stdin = child.stdin.take().context("the app server's stdin")?;
+    let stdout = child.stdout.take().context("the app server's stdout")?;
+    let (sender, answers) = std::sync::mpsc::channel::<serde_json::Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line)
+                && sender.send(message).is_err()
+            {
+                return;
+            }
+        }
+    });
+    let mut call = |id: u64,
+                    method: &str,
+                    params: serde_json::Value|
+     -> anyhow::Result<serde_json::Value> {
+        let request =
+            serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        writeln!(stdin, "{request}").context("writing to the app server")?;
+        stdin.flush()?;
+        loop {
+            let message = answers
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .with_context(|| format!("no answer to {method} from the Codex app server"))?;
+            if message["id"] == id {
+                if let Some(error) = message.get("error") {
+                    anyhow::bail!("the Codex app server refused {method}: {error}");
+                }
+                return Ok(message["result"].clone());
+            }
+        }
+    };
+    let client = serde_json::json!({ "clientInfo": {
+        "name": "scriptorium", "title": "Scriptorium", "version": env!("CARGO_PKG_VERSION") } });
+    let listed = call(1, "initialize", client)
+        .and_then(|_| call(2, "hooks/list", serde_json::json!({ "cwds": [cwd] })));
+    let _ = child.kill();
+    let _ = child.wait();
+    let listed = listed?;
+    let mut trusted = Vec::new();
+    let text = read(config)?.unwrap_or_default();
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| unparsable(config, e))?;
+    let hooks = listed["data"].as_array().into_iter().flatten();
+    for hook in hooks.flat_map(|entry| entry["hooks"].as_array().into_iter().flatten()) {
+        let (Some(key), Some(hash), Some(command)) =
+            (hook["key"].as_str(), hook["currentHash"].as_str(), hook["command"].as_str())
+        else {
+            continue;
+        };
+        if !commands.agent.events().iter().any(|event| commands.is_ours(command, event)) {
+            continue;
+        }
+        let hooks_table = doc.entry("hooks").or_insert_with(toml_edit::table);
+        if let Some(table) = hooks_table.as_table_mut() {
+            table.set_implicit(true);
+        }
+        let state = hooks_table
+            .as_table_like_mut()
+            .context("[hooks] in config.toml is not a table")?
+            .entry("state")
+            .or_insert_with(toml_edit::table);
+        if let Some(table) = state.as_table_mut() {
+            table.set_implicit(true);
+        }
+        let mut entry = toml_edit::Table::new();
+        entry["trusted_hash"] = toml_edit::value(hash);
+        state[key] = toml_edit::Item::Table(entry);
+        trusted.push(key.to_owned());
+    }
+    if !trusted.is_empty() {
+        let edit =
+            Edit { path: config.to_path_buf(), before: Some(text), after: Some(doc.to_string()) };
+        write_file(&edit, false)?;
+    }
+    Ok(trusted)
+}
+
+/// `name` on `PATH`, if it is there.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 /// Writes an edit atomically (temporary beside the file, then a rename), keeping the file's
@@ -469,7 +623,7 @@ fn write_file(edit: &Edit, uninstall: bool) -> anyhow::Result<()> {
 }
 
 fn save_record(path: &Path, record: &Record, uninstall: bool) -> anyhow::Result<()> {
-    if uninstall && !record.codex_hooks_feature {
+    if uninstall && !record.codex_hooks_feature && record.codex_trusted.is_empty() {
         match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
             _ => return Ok(()),

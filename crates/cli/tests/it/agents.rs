@@ -1,12 +1,14 @@
-//! End to end with the real Claude Code CLI (from the npm registry, pinned in
-//! `crates/cli/tests/agents/package.json`): hooks installed by `scriptorium setup claude-code`,
-//! the model replaced by a loopback mock of the Anthropic Messages API (streaming SSE and plain
-//! JSON). `claude -p` must send the mock the fenced recall and the fenced core, and its session
-//! must end up in the session store and, after the write, in the topics.
+//! End to end with the real agent CLIs (from the npm registry, pinned in
+//! `crates/cli/tests/agents/package.json`), hooks installed by `scriptorium setup`, the model
+//! replaced by a loopback mock of its API: the Anthropic Messages API for Claude Code (streaming
+//! SSE and plain JSON), the OpenAI Responses API for Codex (streaming SSE, `wire_api =
+//! "responses"`). The agent must send the mock the fenced recall and the fenced core, and its
+//! session must end up in the session store (and, for Claude Code, after the write in the topics).
 //!
-//! The CLI is `$SCRIPTORIUM_CLAUDE` (set by `cargo xtask ci`, which installs it) or the one
-//! `npm ci --prefix crates/cli/tests/agents` installs; without it the test reports itself as not
-//! run, unless `SCRIPTORIUM_REQUIRE_AGENTS=1` (CI), where that is a failure.
+//! The CLIs are `$SCRIPTORIUM_CLAUDE` and `$SCRIPTORIUM_CODEX` (set by `cargo xtask ci`, which
+//! installs them) or the ones `npm ci --prefix crates/cli/tests/agents` installs; without them a
+//! test reports itself as not run, unless `SCRIPTORIUM_REQUIRE_AGENTS=1` (CI), where that is a
+//! failure.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -22,17 +24,18 @@ use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium};
 /// What the model answers.
 const ANSWER: &str = "Dana is planning a vegetable garden.";
 
-fn claude() -> Option<PathBuf> {
-    let configured = std::env::var_os("SCRIPTORIUM_CLAUDE").filter(|p| !p.is_empty());
+/// The agent CLI `name` (`claude`, `codex`): `$<variable>`, else the one npm installed.
+fn agent_cli(variable: &str, name: &str) -> Option<PathBuf> {
+    let configured = std::env::var_os(variable).filter(|p| !p.is_empty());
     let default =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules/.bin/claude");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules/.bin").join(name);
     let found = configured.map(PathBuf::from).into_iter().chain([default]).find(|p| p.exists());
     if found.is_none() {
         assert!(
             std::env::var("SCRIPTORIUM_REQUIRE_AGENTS").as_deref() != Ok("1"),
-            "the Claude Code CLI is required (npm ci --prefix crates/cli/tests/agents)"
+            "the {name} CLI is required (npm ci --prefix crates/cli/tests/agents)"
         );
-        eprintln!("not run: no Claude Code CLI (npm ci --prefix crates/cli/tests/agents)");
+        eprintln!("not run: no {name} CLI (npm ci --prefix crates/cli/tests/agents)");
     }
     found
 }
@@ -111,8 +114,12 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
     }
 }
 
-/// The Messages API's answer to a request: the message, as SSE events when it streams.
+/// The answer to a request: a Responses API stream for `/v1/responses`, a Messages API message
+/// (as SSE events when the request streams) for `/v1/messages`.
 fn answer(path: &str, body: &str) -> (&'static str, String) {
+    if path.starts_with("/v1/responses") {
+        return ("text/event-stream", responses_stream());
+    }
     if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
         return ("application/json", json!({ "input_tokens": 10 }).to_string());
     }
@@ -159,6 +166,38 @@ fn answer(path: &str, body: &str) -> (&'static str, String) {
     ("text/event-stream", sse)
 }
 
+/// The OpenAI Responses API's stream of one assistant message saying [`ANSWER`].
+fn responses_stream() -> String {
+    let item = json!({
+        "id": "msg_mock", "type": "message", "role": "assistant", "status": "completed",
+        "content": [{ "type": "output_text", "text": ANSWER, "annotations": [] }],
+    });
+    let response = |status: &str, output: Value| {
+        json!({
+            "id": "resp_mock", "object": "response", "created_at": 0, "status": status,
+            "model": "gpt-mock", "output": output,
+            "usage": { "input_tokens": 10, "output_tokens": 8, "total_tokens": 18,
+                "input_tokens_details": { "cached_tokens": 0 },
+                "output_tokens_details": { "reasoning_tokens": 0 } },
+        })
+    };
+    let mut started = item.clone();
+    started["status"] = json!("in_progress");
+    started["content"] = json!([]);
+    let events = [
+        json!({ "type": "response.created", "response": response("in_progress", json!([])) }),
+        json!({ "type": "response.output_item.added", "output_index": 0, "item": started }),
+        json!({ "type": "response.output_text.delta", "output_index": 0, "content_index": 0,
+            "item_id": "msg_mock", "delta": ANSWER }),
+        json!({ "type": "response.output_item.done", "output_index": 0, "item": item }),
+        json!({ "type": "response.completed", "response": response("completed", json!([item])) }),
+    ];
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect()
+}
+
 /// Runs `command`, killing it if it has not ended after `limit` (a hung CLI must fail the test,
 /// not hang the suite; the limit is far above any normal run).
 fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
@@ -181,7 +220,7 @@ fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
 
 #[test]
 fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_written() {
-    let Some(claude) = claude() else { return };
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
     let home = home_with_note();
     add_core(home.path());
 
@@ -258,4 +297,92 @@ fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_
     let found = scriptorium(home.path(), &["grep", "What is Dana planning for the garden"]);
     let found = String::from_utf8_lossy(&found.stdout);
     assert!(found.contains("topics/journal/"), "the turn is in the topics: {found}");
+}
+
+#[test]
+fn codex_receives_the_core_and_the_recall_from_trusted_hooks_and_its_session_is_captured() {
+    let Some(codex) = agent_cli("SCRIPTORIUM_CODEX", "codex") else { return };
+    let home = home_with_note();
+    add_core(home.path());
+    let model = MockModel::start();
+    // The user's Codex configuration: a model provider at the mock.
+    let user = tempfile::tempdir().expect("a user home");
+    std::fs::create_dir(user.path().join(".codex")).expect("mkdir");
+    let config = format!(
+        "model = \"gpt-mock\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\n\
+         name = \"mock\"\nbase_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+        model.url
+    );
+    std::fs::write(user.path().join(".codex/config.toml"), &config).expect("the Codex config");
+    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["setup", "codex", "--codex"])
+        .arg(&codex)
+        .env("HOME", user.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .expect("setup runs");
+    let said = String::from_utf8_lossy(&setup.stdout);
+    assert_eq!(setup.status.code(), Some(0), "{said}{}", String::from_utf8_lossy(&setup.stderr));
+    assert_eq!(said.matches("trusted the Codex hook").count(), 3, "every hook is trusted: {said}");
+
+    let project = user.path().join("garden-project");
+    std::fs::create_dir(&project).expect("a project directory");
+    let mut command = Command::new(&codex);
+    command
+        .args(["exec", "--skip-git-repo-check", "What is Dana planning for the garden?"])
+        .current_dir(&project)
+        .env("HOME", user.path())
+        .env("MOCK_API_KEY", "test-key")
+        .env_remove("CODEX_HOME")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("SCRIPTORIUM_HOME");
+    let out = run_bounded(command, Duration::from_secs(300));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "codex: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(ANSWER), "the mock's answer is printed: {stdout}");
+
+    let bodies = model.bodies();
+    let asked = bodies
+        .iter()
+        .find(|(path, body)| {
+            path.starts_with("/v1/responses") && body.contains("What is Dana planning")
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the prompt reached the model: {:?}",
+                bodies.iter().map(|b| &b.0).collect::<Vec<_>>()
+            )
+        });
+    assert!(asked.1.contains("<memory-context>"), "fenced context reached the model");
+    assert!(
+        asked.1.contains("Dana is planning a vegetable garden."),
+        "the recall reached the model"
+    );
+    assert!(asked.1.contains(CORE_FACT), "the core reached the model");
+    let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
+    assert!(log.is_empty(), "no hook failed: {log}");
+    // The Stop hook imported the rollout before codex exited.
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(1), "{listed}");
+
+    // Uninstalled, the trust entries go with the hooks: the user's file is as it was.
+    let uninstall = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["setup", "codex", "--uninstall"])
+        .env("HOME", user.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .expect("setup runs");
+    assert_eq!(uninstall.status.code(), Some(0), "{}", String::from_utf8_lossy(&uninstall.stderr));
+    let after = std::fs::read_to_string(user.path().join(".codex/config.toml")).expect("read");
+    assert_eq!(after, config, "byte for byte");
 }
