@@ -218,6 +218,28 @@ fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
     child.wait_with_output().expect("the CLI ends")
 }
 
+/// Runs the agent's `command` and checks what a memory-equipped turn must show: the agent
+/// printed the mock's answer, the request it sent to `api` held the fenced recall and the fenced
+/// core, and no hook failed.
+fn answered_with_memory(command: Command, model: &MockModel, home: &Path, api: &str) {
+    let out = run_bounded(command, Duration::from_secs(300));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "the agent: {stdout}\n{stderr}");
+    assert!(stdout.contains(ANSWER), "the mock's answer is printed: {stdout}");
+    let bodies = model.bodies();
+    let paths: Vec<&String> = bodies.iter().map(|b| &b.0).collect();
+    let (_, asked) = bodies
+        .iter()
+        .find(|(path, body)| path.starts_with(api) && body.contains("What is Dana planning"))
+        .unwrap_or_else(|| panic!("the prompt reached the model: {paths:?}"));
+    assert!(asked.contains("<memory-context>"), "fenced context reached the model");
+    assert!(asked.contains("Dana is planning a vegetable garden."), "the recall reached the model");
+    assert!(asked.contains(CORE_FACT), "the core reached the model");
+    let log = std::fs::read_to_string(home.join("logs/hooks.log")).unwrap_or_default();
+    assert!(log.is_empty(), "no hook failed: {log}");
+}
+
 #[test]
 fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_written() {
     let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
@@ -250,36 +272,7 @@ fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env_remove("SCRIPTORIUM_HOME")
         .env_remove("CLAUDE_CONFIG_DIR");
-    let out = run_bounded(command, Duration::from_secs(300));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "claude: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains(ANSWER), "the mock's answer is printed: {stdout}");
-
-    let bodies = model.bodies();
-    let asked = bodies
-        .iter()
-        .find(|(path, body)| {
-            path.starts_with("/v1/messages") && body.contains("What is Dana planning")
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "the prompt reached the model: {:?}",
-                bodies.iter().map(|b| &b.0).collect::<Vec<_>>()
-            )
-        });
-    assert!(asked.1.contains("<memory-context>"), "fenced context reached the model");
-    assert!(
-        asked.1.contains("Dana is planning a vegetable garden."),
-        "the recall reached the model"
-    );
-    assert!(asked.1.contains(CORE_FACT), "the core reached the model");
-    let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
-    assert!(log.is_empty(), "no hook failed: {log}");
+    answered_with_memory(command, &model, home.path(), "/v1/messages");
 
     // The Stop and SessionEnd hooks imported the session before claude exited.
     let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
@@ -338,36 +331,7 @@ fn codex_receives_the_core_and_the_recall_from_trusted_hooks_and_its_session_is_
         .env_remove("CODEX_HOME")
         .env_remove("OPENAI_API_KEY")
         .env_remove("SCRIPTORIUM_HOME");
-    let out = run_bounded(command, Duration::from_secs(300));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "codex: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains(ANSWER), "the mock's answer is printed: {stdout}");
-
-    let bodies = model.bodies();
-    let asked = bodies
-        .iter()
-        .find(|(path, body)| {
-            path.starts_with("/v1/responses") && body.contains("What is Dana planning")
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "the prompt reached the model: {:?}",
-                bodies.iter().map(|b| &b.0).collect::<Vec<_>>()
-            )
-        });
-    assert!(asked.1.contains("<memory-context>"), "fenced context reached the model");
-    assert!(
-        asked.1.contains("Dana is planning a vegetable garden."),
-        "the recall reached the model"
-    );
-    assert!(asked.1.contains(CORE_FACT), "the core reached the model");
-    let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
-    assert!(log.is_empty(), "no hook failed: {log}");
+    answered_with_memory(command, &model, home.path(), "/v1/responses");
     // The Stop hook imported the rollout before codex exited.
     let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
     let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
