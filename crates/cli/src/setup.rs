@@ -62,14 +62,9 @@ impl AgentArg {
         }
     }
 
-    /// The events hooked (Codex documents fewer than Claude Code).
+    /// The events hooked (both agents have the same five).
     fn events(self) -> &'static [&'static str] {
-        match self {
-            AgentArg::ClaudeCode => {
-                &["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
-            }
-            AgentArg::Codex => &["SessionStart", "UserPromptSubmit", "Stop"],
-        }
+        &["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
     }
 }
 

@@ -318,7 +318,7 @@ fn codex_receives_the_core_and_the_recall_from_trusted_hooks_and_its_session_is_
         .expect("setup runs");
     let said = String::from_utf8_lossy(&setup.stdout);
     assert_eq!(setup.status.code(), Some(0), "{said}{}", String::from_utf8_lossy(&setup.stderr));
-    assert_eq!(said.matches("trusted the Codex hook").count(), 3, "every hook is trusted: {said}");
+    assert_eq!(said.matches("trusted the Codex hook").count(), 5, "every hook is trusted: {said}");
 
     let project = user.path().join("garden-project");
     std::fs::create_dir(&project).expect("a project directory");

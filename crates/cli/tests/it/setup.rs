@@ -122,7 +122,7 @@ fn codex_setup_keeps_toml_comments_and_uninstall_restores_the_file_byte_for_byte
     assert_eq!(parsed["features"]["web_search"].as_bool(), Some(true), "{text}");
     assert_eq!(parsed["mcp_servers"]["scriptorium"]["args"][2].as_str(), Some("mcp"), "{text}");
     let hooks = json(&user.path().join(".codex/hooks.json"));
-    for event in ["SessionStart", "UserPromptSubmit", "Stop"] {
+    for event in ["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"] {
         assert_eq!(commands(&hooks, event).len(), 1, "{event}: {hooks}");
     }
     assert!(ok(&setup(home.path(), user.path(), &["codex"])).contains("already set up"));
