@@ -28,7 +28,14 @@ pub(crate) struct Args {
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     let root = memory.workspace().root();
-    let canonical = std::fs::read_to_string(root.join("topics/core.md")).ok();
+    // Never through a symlink (as the injected core is read).
+    let canonical = scriptorium_workspace_fs::read::read_in(
+        &scriptorium_workspace_fs::RealFs,
+        root,
+        "topics/core.md",
+    )
+    .ok()
+    .and_then(|bytes| String::from_utf8(bytes).ok());
     let render =
         render_core(canonical.as_deref(), &ArchiveResolver::new(FsSources::new(root)), args.budget);
     let rendered = render.text.clone().unwrap_or_default();

@@ -5,7 +5,7 @@
 //! - [`fs`]: the [`Fs`] seam (`lstat`, `O_NOFOLLOW` reads and writes, fsyncs, `renameat2`) with
 //!   the real filesystem ([`RealFs`]), one without flushes for fault sweeps ([`NoSync`]) and a
 //!   fault-injecting one ([`FaultFs`]);
-//! - [`walk`]: the one tree walk (sorted, never through a symlink);
+//! - [`walk()`] and [`walk_where`]: the one tree walk (sorted, never through a symlink);
 //! - [`read`]: the one reader of a workspace-relative path that refuses a symlink anywhere on
 //!   the way, and [`read::FsSources`] / [`read::read_topics`], how a parse gets `sources/` and
 //!   `topics/`;

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{Error, FileKind, Fs};
 
-/// One entry found by [`walk`].
+/// One entry found by [`walk()`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     /// `/`-separated path relative to the walked directory (lossy when a name is not UTF-8).
@@ -26,11 +26,11 @@ pub fn walk(fs: &dyn Fs, base: &Path) -> Result<Vec<Entry>, Error> {
     walk_where(fs, base, &|_, _| true)
 }
 
-/// [`walk`] of the entries `keep` accepts (given `rel` and the kind); a directory it refuses
+/// [`walk()`] of the entries `keep` accepts (given `rel` and the kind); a directory it refuses
 /// is not descended into.
 ///
 /// # Errors
-/// See [`walk`].
+/// See [`walk()`].
 pub fn walk_where(
     fs: &dyn Fs,
     base: &Path,
