@@ -130,6 +130,7 @@ fn session_json(session: &Session) -> Value {
     json!({
         "id": session.id.as_str(),
         "title": session.title,
+        "project": session.project,
         "updated_at": time(session.updated_at),
         "updated_at_ms": session.updated_at.0,
         "head": session.head.as_ref().map(|h| h.as_str()),
@@ -162,19 +163,26 @@ fn list(store: Option<&EmbeddedStore>, page: Page, as_json: bool) -> anyhow::Res
         outln!("no sessions");
         return Ok(ExitCode::SUCCESS);
     }
-    let rows: Vec<[String; 5]> = summaries
+    let rows: Vec<[String; 6]> = summaries
         .iter()
         .map(|s| {
+            // The project's directory name (the whole path is in `--json`).
+            let project = s.session.project.as_deref().map(|p| {
+                std::path::Path::new(p)
+                    .file_name()
+                    .map_or_else(|| p.to_owned(), |n| n.to_string_lossy().into_owned())
+            });
             [
                 s.session.id.to_string(),
                 time(s.session.updated_at),
                 s.nodes.to_string(),
                 s.session.head.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
+                project.unwrap_or_else(|| "-".to_owned()),
                 s.session.title.clone().unwrap_or_else(|| "-".to_owned()),
             ]
         })
         .collect();
-    print_table(["ID", "UPDATED", "NODES", "HEAD", "TITLE"], &rows);
+    print_table(["ID", "UPDATED", "NODES", "HEAD", "PROJECT", "TITLE"], &rows);
     Ok(ExitCode::SUCCESS)
 }
 

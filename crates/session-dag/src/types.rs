@@ -134,6 +134,9 @@ pub struct Session {
     pub updated_at: Timestamp,
     /// A human title, if known.
     pub title: Option<String>,
+    /// The project the session worked in: the git root of its working directory (else the
+    /// directory), when the transcript names one (see [`crate::import::project_of`]).
+    pub project: Option<String>,
 }
 
 /// One page of [`SessionStore::list_sessions`].
@@ -226,5 +229,17 @@ pub trait SessionStore {
     fn set_title(&self, session: &SessionId, title: Option<String>) -> Result<(), crate::Error> {
         let _ = (session, title);
         Err(crate::Error::Unsupported { operation: "set_title" })
+    }
+
+    /// Sets (or clears) the project of an existing session. Does not change `updated_at`.
+    ///
+    /// The default implementation reports [`crate::Error::Unsupported`].
+    fn set_project(
+        &self,
+        session: &SessionId,
+        project: Option<String>,
+    ) -> Result<(), crate::Error> {
+        let _ = (session, project);
+        Err(crate::Error::Unsupported { operation: "set_project" })
     }
 }

@@ -94,6 +94,7 @@ fn list_shows_sessions_newest_first() {
         serde_json::json!({ "ok": true, "sessions": [{
             "id": "forked",
             "title": "Budget tracker",
+            "project": null,
             "updated_at": "2024-03-15T09:36:00.000Z",
             "updated_at_ms": T0 + 6 * 60_000,
             "head": "e2",

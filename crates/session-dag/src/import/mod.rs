@@ -492,6 +492,20 @@ fn each(
     Ok(out)
 }
 
+/// The project of a working directory: the nearest directory at or above `cwd` that holds a
+/// `.git` (a repository's root; `.git` may be a file, as in a worktree), else `cwd` itself (also
+/// when the directory is not on this machine, as for a transcript from elsewhere). The path as
+/// the transcript wrote it, without a trailing `/`.
+pub fn project_of(cwd: &Path) -> String {
+    let root = cwd
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+        .unwrap_or(cwd);
+    let text = root.to_string_lossy();
+    let trimmed = text.trim_end_matches('/');
+    if trimmed.is_empty() { text.into_owned() } else { trimmed.to_owned() }
+}
+
 /// Writes parsed sessions to `store`: per session one [`SessionStore::append_batch`] (only the
 /// nodes whose ID is new are appended, with one fsync; existing nodes and their metadata are
 /// untouched), then, if that appended at least one node and the parse chose a head, one
@@ -509,6 +523,11 @@ pub fn import_into<S: SessionStore + ?Sized>(
     let store_err = |source| Error::Store { path: path.to_path_buf(), source };
     let mut summary = Summary { sessions: Vec::new(), report: parsed.report };
     for session in parsed.sessions {
+        let project = session
+            .nodes
+            .iter()
+            .find_map(|n| n.metadata.get("cwd"))
+            .map(|cwd| project_of(Path::new(cwd)));
         let nodes = session.nodes.len();
         let new_nodes = if nodes == 0 {
             0
@@ -528,6 +547,14 @@ pub fn import_into<S: SessionStore + ?Sized>(
             match store.set_title(&session.id, Some(t.clone())) {
                 Ok(()) => title = Some(t),
                 Err(crate::Error::Unsupported { .. }) => {}
+                Err(e) => return Err(store_err(e)),
+            }
+        }
+        if nodes > 0
+            && let Some(project) = project
+        {
+            match store.set_project(&session.id, Some(project)) {
+                Ok(()) | Err(crate::Error::Unsupported { .. }) => {}
                 Err(e) => return Err(store_err(e)),
             }
         }

@@ -11,6 +11,7 @@
 //! | `rewind` | `node`, `at` | the node was rewound at `at` (ms) |
 //! | `meta` | `patch` (`{node: {key: value}}`) | metadata merged into nodes |
 //! | `title` | `title` (string or null) | the session title changed |
+//! | `project` | `project` (string or null) | the session's project changed |
 //!
 //! Unknown fields are ignored, so later versions may add some.
 
@@ -72,6 +73,11 @@ pub(crate) enum Record {
     Title {
         /// The new title.
         title: Option<String>,
+    },
+    /// A project change.
+    Project {
+        /// The new project.
+        project: Option<String>,
     },
 }
 

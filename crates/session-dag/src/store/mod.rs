@@ -172,6 +172,22 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl EmbeddedStore {
+    /// Appends `record` (a session-level field) unless `unchanged` holds for the session.
+    fn set_field(
+        &self,
+        session: &SessionId,
+        unchanged: impl FnOnce(&SessionState) -> bool,
+        record: Record,
+    ) -> Result<(), Error> {
+        self.mutate(session, false, |state| {
+            if unchanged(state) {
+                return Ok(Plan::Nothing(()));
+            }
+            let mut bytes = Vec::new();
+            log::write_line(&mut bytes, &record);
+            Ok(Plan::Write { bytes, records: vec![record], result: () })
+        })
+    }
     /// Opens (creating it if needed) the store in `dir`, with the system clock. Reads no log.
     ///
     /// Disk effect: creates `dir` and its missing parents with mode 0700 (not fsynced), or sets
@@ -290,7 +306,7 @@ impl EmbeddedStore {
             .skip(page.offset)
             .take(page.limit)
             .map(|e| SessionSummary {
-                session: Session { id: e.s, head: e.h, updated_at: e.u, title: e.t },
+                session: Session { id: e.s, head: e.h, updated_at: e.u, title: e.t, project: e.p },
                 nodes: e.n,
             })
             .collect())
@@ -530,6 +546,7 @@ fn registry_entry(state: &SessionState) -> registry::Entry {
         u: state.updated_at,
         h: state.head.clone(),
         t: state.title.clone(),
+        p: state.project.clone(),
         n: state.nodes.len(),
         len: state.seen_len,
     }
@@ -736,16 +753,15 @@ impl SessionStore for EmbeddedStore {
         Ok(self.list_summaries(page)?.into_iter().map(|s| s.session).collect())
     }
 
+    /// Atomicity: one `project` line, fsynced; setting the current project writes nothing.
+    fn set_project(&self, session: &SessionId, project: Option<String>) -> Result<(), Error> {
+        let unchanged = |state: &SessionState| state.project == project;
+        self.set_field(session, unchanged, Record::Project { project: project.clone() })
+    }
+
     /// Atomicity: one `title` line, fsynced; setting the current title writes nothing.
     fn set_title(&self, session: &SessionId, title: Option<String>) -> Result<(), Error> {
-        self.mutate(session, false, |state| {
-            if state.title == title {
-                return Ok(Plan::Nothing(()));
-            }
-            let record = Record::Title { title };
-            let mut bytes = Vec::new();
-            log::write_line(&mut bytes, &record);
-            Ok(Plan::Write { bytes, records: vec![record], result: () })
-        })
+        let unchanged = |state: &SessionState| state.title == title;
+        self.set_field(session, unchanged, Record::Title { title: title.clone() })
     }
 }

@@ -2,7 +2,7 @@
 //! reading their logs.
 //!
 //! `registry.jsonl` holds one line per change of a session:
-//! `{"s": <session id>, "u": <updated_at ms>, "h": <head or null>, "t": <title or null>,
+//! `{"s": <session id>, "u": <updated_at ms>, "h": <head or null>, "t": <title or null>, "p"?: <project>,
 //! "n": <node count>, "len": <log length in bytes after the change>}`. Lines are appended (not
 //! fsynced) after the session log itself was fsynced, under the `registry.lock` file lock. For a
 //! session the line with the largest `len` wins (logs only grow).
@@ -42,6 +42,9 @@ pub(crate) struct Entry {
     pub(crate) h: Option<NodeId>,
     /// Its title.
     pub(crate) t: Option<String>,
+    /// Its project (absent in entries written before projects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) p: Option<String>,
     /// Its node count.
     pub(crate) n: usize,
     /// The log length this entry describes.

@@ -25,6 +25,7 @@ pub(crate) struct SessionState {
     pub(crate) head: Option<NodeId>,
     pub(crate) updated_at: Timestamp,
     pub(crate) title: Option<String>,
+    pub(crate) project: Option<String>,
     /// Bytes of the log applied (complete, settled lines only).
     pub(crate) loaded_len: u64,
     /// Lines in `loaded_len`.
@@ -45,6 +46,7 @@ impl SessionState {
             head: None,
             updated_at: Timestamp(0),
             title: None,
+            project: None,
             loaded_len: 0,
             loaded_lines: 0,
             seen_len: 0,
@@ -63,6 +65,7 @@ impl SessionState {
             head: self.head.clone(),
             updated_at: self.updated_at,
             title: self.title.clone(),
+            project: self.project.clone(),
         }
     }
 
@@ -146,6 +149,7 @@ impl SessionState {
                 }
             }
             Record::Title { title } => self.title = title,
+            Record::Project { project } => self.project = project,
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use scriptorium_session_dag::import::{self, Error, Format, Input, Parsed, ParsedSession};
 use scriptorium_session_dag::{
-    EmbeddedStore, MetadataBatch, Node, NodeId, NodeKind, Role, SessionId, SessionStore,
+    EmbeddedStore, MetadataBatch, Node, NodeId, NodeKind, Page, Role, SessionId, SessionStore,
 };
 use serde_json::{Value, json};
 
@@ -908,4 +908,47 @@ proptest! {
         prop_assert_eq!(store_state(&many), store_state(&once));
         prop_assert_eq!(import(&many, &full).new_nodes(), 0);
     }
+}
+
+// ---- projects ------------------------------------------------------------------------------
+
+#[test]
+fn a_project_is_the_git_root_of_the_working_directory_else_the_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path().join("budget");
+    std::fs::create_dir_all(repo.join(".git")).expect("a repository");
+    std::fs::create_dir_all(repo.join("src/app")).expect("a subdirectory");
+    assert_eq!(import::project_of(&repo.join("src/app")), repo.to_string_lossy());
+    assert_eq!(import::project_of(&repo), repo.to_string_lossy());
+    let plain = dir.path().join("notes");
+    std::fs::create_dir(&plain).expect("a plain directory");
+    assert_eq!(import::project_of(&plain), plain.to_string_lossy());
+    // A directory of another machine is its own project.
+    assert_eq!(import::project_of(Path::new("/nowhere/here/x/")), "/nowhere/here/x");
+}
+
+#[test]
+fn an_import_records_the_sessions_project_once() {
+    let (dir, store) = store();
+    let bytes = jsonl(&[cc("user", "u1", None, json!("Hello"))]);
+    import::import_into(&store, parse(Format::ClaudeCode, &bytes), Path::new("t.jsonl"))
+        .expect("imports");
+    let session = store.session(&SessionId("s1".into())).expect("reads").expect("exists");
+    assert_eq!(session.project.as_deref(), Some("/w"));
+    let listed = store.list_sessions(Page { offset: 0, limit: 10 }).expect("lists");
+    assert_eq!(listed[0].project.as_deref(), Some("/w"), "the registry carries it");
+    // Importing again writes no second `project` line.
+    let log = || {
+        std::fs::read_dir(dir.path().join("sessions"))
+            .expect("the store")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+            .map(|e| std::fs::read_to_string(e.path()).expect("the log"))
+            .collect::<String>()
+    };
+    let before = log();
+    assert_eq!(before.matches(r#""op":"project""#).count(), 1, "{before}");
+    import::import_into(&store, parse(Format::ClaudeCode, &bytes), Path::new("t.jsonl"))
+        .expect("imports");
+    assert_eq!(log(), before);
 }
