@@ -233,7 +233,10 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
         Event::Stop | Event::SessionEnd => {
             let session = payload.session()?;
             import_transcript(home, agent, event, &payload)?;
-            spawn_write(home, &session, event == Event::SessionEnd)?;
+            // `memory.writer.enabled = false`: turns are captured, never written automatically.
+            if config.memory.writer.enabled {
+                spawn_write(home, &session, event == Event::SessionEnd)?;
+            }
             Ok(None)
         }
         Event::PreCompact => {

@@ -167,6 +167,8 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     let commands = Commands { exe: &exe, home: home.root(), agent: args.agent };
+    // Codex's `config.toml`, where its hooks are trusted after the edits.
+    let mut codex_config = None;
     let edits = match args.agent {
         AgentArg::ClaudeCode => {
             let (settings, mcp) = match args.scope {
@@ -185,12 +187,15 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
                     .map_or_else(|| base.join(".codex"), PathBuf::from),
                 Scope::Project => base.join(".codex"),
             };
-            vec![
+            let config = dir.join("config.toml");
+            let edits = vec![
                 edit_json(&dir.join("hooks.json"), |doc| {
                     hooks_json(doc, &commands, args.uninstall);
                 })?,
-                edit_toml(&dir.join("config.toml"), &commands, args.uninstall, &mut record)?,
-            ]
+                edit_toml(&config, &commands, args.uninstall, &mut record)?,
+            ];
+            codex_config = Some(config);
+            edits
         }
     };
     let changed: Vec<&Edit> = edits.iter().filter(|e| e.changes()).collect();
@@ -222,11 +227,10 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             if args.uninstall { "not set up" } else { "already set up" }
         );
     }
-    if args.agent == AgentArg::Codex && !args.uninstall {
-        let config = edits.last().map(|e| e.path.clone()).unwrap_or_default();
+    if let Some(config) = codex_config.as_deref().filter(|_| !args.uninstall) {
         match args.codex.clone().or_else(|| on_path("codex")) {
             Some(codex) => {
-                let trusted = trust_codex_hooks(&codex, &base, &config, &commands)
+                let trusted = trust_codex_hooks(&codex, &base, config, &commands)
                     .context("trusting the hooks in Codex (what was set up stays)")?;
                 for key in trusted {
                     outln!("trusted the Codex hook {key}");
@@ -552,7 +556,9 @@ fn trust_codex_hooks(
         else {
             continue;
         };
-        if !commands.agent.events().iter().any(|event| commands.is_ours(command, event)) {
+        let ours = commands.agent.events().iter().any(|event| commands.is_ours(command, event));
+        // Already trusted at this very hash (a second run): nothing to write, nothing to say.
+        if !ours || hook["trustStatus"] == "trusted" {
             continue;
         }
         let hooks_table = doc.entry("hooks").or_insert_with(toml_edit::table);

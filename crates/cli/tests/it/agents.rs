@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium};
+use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium, write_until_done};
 
 /// What the model answers.
 const ANSWER: &str = "Dana is planning a vegetable garden.";
@@ -285,8 +285,7 @@ fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_
         .collect();
     assert_eq!(ids.len(), 1, "the new session is in the store: {listed}");
     // Written (by the detached write of SessionEnd or by this one, whichever runs first).
-    let write = scriptorium(home.path(), &["write", "--all", "--force"]);
-    assert_eq!(write.status.code(), Some(0), "{}", String::from_utf8_lossy(&write.stderr));
+    write_until_done(home.path(), &["--all", "--force"]);
     let found = scriptorium(home.path(), &["grep", "What is Dana planning for the garden"]);
     let found = String::from_utf8_lossy(&found.stdout);
     assert!(found.contains("topics/journal/"), "the turn is in the topics: {found}");
@@ -307,18 +306,27 @@ fn codex_receives_the_core_and_the_recall_from_trusted_hooks_and_its_session_is_
         model.url
     );
     std::fs::write(user.path().join(".codex/config.toml"), &config).expect("the Codex config");
-    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
-        .arg("--home")
-        .arg(home.path())
-        .args(["setup", "codex", "--codex"])
-        .arg(&codex)
-        .env("HOME", user.path())
-        .env_remove("CODEX_HOME")
-        .output()
-        .expect("setup runs");
+    let setup_codex = || {
+        Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+            .arg("--home")
+            .arg(home.path())
+            .args(["setup", "codex", "--codex"])
+            .arg(&codex)
+            .env("HOME", user.path())
+            .env_remove("CODEX_HOME")
+            .output()
+            .expect("setup runs")
+    };
+    let setup = setup_codex();
     let said = String::from_utf8_lossy(&setup.stdout);
     assert_eq!(setup.status.code(), Some(0), "{said}{}", String::from_utf8_lossy(&setup.stderr));
     assert_eq!(said.matches("trusted the Codex hook").count(), 5, "every hook is trusted: {said}");
+    let installed = std::fs::read_to_string(user.path().join(".codex/config.toml")).expect("read");
+    let again = setup_codex();
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(said.contains("already set up") && !said.contains("trusted"), "{said}");
+    let unchanged = std::fs::read_to_string(user.path().join(".codex/config.toml")).expect("read");
+    assert_eq!(unchanged, installed, "a second run changes nothing");
 
     let project = user.path().join("garden-project");
     std::fs::create_dir(&project).expect("a project directory");

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium};
+use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium, write_until_done};
 
 /// Runs the hook with `payload` on stdin.
 fn hook(home: &Path, agent: &str, event: &str, payload: &[u8]) -> Output {
@@ -211,8 +211,7 @@ fn stop_imports_the_turn_and_its_detached_write_is_never_done_twice() {
     assert!(String::from_utf8_lossy(&sessions.stdout).contains(session));
     // Whichever of the detached write and this one runs first writes the session; the other
     // finds it written (the workspace lock orders them): one set of blocks, nothing pending.
-    let out = scriptorium(home.path(), &["write", "--session", session, "--force", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    write_until_done(home.path(), &["--session", session, "--force"]);
     let journal = home.path().join("memory/topics/journal/2026/01-15.md");
     let text = fs::read_to_string(&journal).expect("the journal");
     let prompts = text.matches("show tools").count();
@@ -251,8 +250,11 @@ fn parallel_writes_of_one_session_write_it_once() {
         .collect();
     for writer in writers {
         let out = writer.wait_with_output().expect("the write ends");
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        // 75: the lock stayed busy longer than the writer waits (a loaded machine); retryable.
+        let code = out.status.code();
+        assert!(matches!(code, Some(0 | 75)), "{code:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
+    write_until_done(home.path(), &["--session", session, "--force"]);
     let text = fs::read_to_string(home.path().join("memory/topics/journal/2026/01-15.md"))
         .expect("the journal");
     for prompt in ["show tools", "tell me more about agent module"] {
@@ -261,4 +263,31 @@ fn parallel_writes_of_one_session_write_it_once() {
     let status = scriptorium(home.path(), &["status", "--json"]);
     let status: Value = serde_json::from_slice(&status.stdout).expect("json");
     assert_eq!(status["pending_turns"], 0, "{status}");
+}
+
+#[test]
+fn with_the_writer_disabled_stop_captures_the_turn_and_starts_no_write() {
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return;
+    };
+    let home = home_with_note();
+    fs::write(home.path().join("scriptorium.toml"), "[memory.writer]\nenabled = false\n")
+        .expect("the config");
+    let transcript = home.path().join("3fb74381.jsonl");
+    fs::copy(data.join("codemie-code/claude/incremental-simple/turn-2.jsonl"), &transcript)
+        .expect("copy the transcript");
+    let session = "3fb74381-1bf4-475e-8c6f-442d872b1bcf";
+    let payload = json!({ "session_id": session, "transcript_path": transcript,
+        "hook_event_name": "Stop" })
+    .to_string();
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "Stop", payload.as_bytes()), "Stop"),
+        None
+    );
+    assert!(log_lines(home.path()).is_empty(), "{:?}", log_lines(home.path()));
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    assert!(String::from_utf8_lossy(&sessions.stdout).contains(session), "captured");
+    // The hook returned after deciding; a write it started would have created its log first.
+    assert!(!home.path().join("logs/hook-writes.log").exists(), "no write was started");
 }

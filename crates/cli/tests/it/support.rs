@@ -52,6 +52,21 @@ pub(crate) fn add_core(home: &Path) {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// `scriptorium write <args>` until it succeeds: a write that finds the workspace lock busy
+/// (another write, such as a hook's detached one, holds it) exits 75, retryable, having
+/// written nothing. The bound only keeps a broken build from hanging the suite.
+pub(crate) fn write_until_done(home: &Path, args: &[&str]) {
+    for _ in 0..600 {
+        let out = scriptorium(home, &[&["write"][..], args].concat());
+        match out.status.code() {
+            Some(0) => return,
+            Some(75) => {}
+            code => panic!("{code:?}: {}", String::from_utf8_lossy(&out.stderr)),
+        }
+    }
+    panic!("the workspace lock never came free");
+}
+
 /// Runs the real `git` CLI in `dir`; panics unless it succeeds.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git").arg("-C").arg(dir).args(args).output().expect("git runs");
