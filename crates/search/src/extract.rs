@@ -11,7 +11,7 @@ use scriptorium_topics_format::{TopicFile, parse_tree};
 use tantivy::TantivyDocument;
 
 use crate::model::{DateEncoding, parse_temporal};
-use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, index_text};
+use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, Key, index_text};
 
 /// Marks a citation whose target names no archived record (yet): the rest is the
 /// `sources/…#anchor` key, so the block is found again when that archive appears.
@@ -208,9 +208,9 @@ fn add_dates(doc: &mut TantivyDocument, fields: &Fields, dates: &[String]) {
     for date in dates {
         doc.add_text(fields.dates, date);
         match parse_temporal(date).map(|t| t.encoding()) {
-            Some(DateEncoding::Day(v)) => doc.add_u64(fields.day, v),
-            Some(DateEncoding::Month(v)) => doc.add_u64(fields.month, v),
-            Some(DateEncoding::Year(v)) => doc.add_u64(fields.year, v),
+            Some(DateEncoding::Day(v)) => doc.add_text(fields.keys, Key::Day.number(v)),
+            Some(DateEncoding::Month(v)) => doc.add_text(fields.keys, Key::Month.number(v)),
+            Some(DateEncoding::Year(v)) => doc.add_text(fields.keys, Key::Year.number(v)),
             None => {}
         }
     }
@@ -236,9 +236,12 @@ pub(crate) fn block_docs(
         let trusted = !unit.refs.is_empty() && unit.refs.iter().all(|r| resolver.trusted(r));
         let mut doc = TantivyDocument::new();
         doc.add_text(fields.kind, KIND_BLOCK);
+        doc.add_text(fields.keys, Key::Kind.text(KIND_BLOCK));
         doc.add_text(fields.id, &unit.identity);
+        doc.add_text(fields.keys, Key::Id.text(&unit.identity));
         doc.add_text(fields.file, rel);
-        doc.add_text(fields.paths, rel);
+        doc.add_text(fields.keys, Key::File.text(rel));
+        doc.add_text(fields.keys, Key::Path.text(rel));
         doc.add_text(fields.anchor, format!("^{}", unit.identity));
         doc.add_text(fields.text, index_text(&content, rel, &headings, &dates, None));
         doc.add_text(fields.content, &content);
@@ -247,8 +250,11 @@ pub(crate) fn block_docs(
         }
         add_dates(&mut doc, fields, &unit.whens);
         doc.add_u64(fields.trusted, u64::from(trusted));
+        doc.add_text(fields.keys, Key::Trusted.text(if trusted { "1" } else { "0" }));
         for reference in &unit.refs {
-            doc.add_text(fields.refs, reference.strip_prefix(UNRESOLVED).unwrap_or(reference));
+            let reference = reference.strip_prefix(UNRESOLVED).unwrap_or(reference);
+            doc.add_text(fields.refs, reference);
+            doc.add_text(fields.keys, Key::Ref.text(reference));
         }
         doc.add_u64(fields.line, u64::from(unit.line));
         docs.push(doc);
@@ -287,15 +293,18 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
         let speaker_text = display.as_deref().or(label);
         let mut doc = TantivyDocument::new();
         doc.add_text(fields.kind, KIND_SOURCE);
+        doc.add_text(fields.keys, Key::Kind.text(KIND_SOURCE));
         doc.add_text(fields.id, frame.source_id);
+        doc.add_text(fields.keys, Key::Id.text(frame.source_id));
         doc.add_text(fields.file, rel);
-        doc.add_text(fields.paths, rel);
+        doc.add_text(fields.keys, Key::File.text(rel));
+        doc.add_text(fields.keys, Key::Path.text(rel));
         if logical != rel {
-            doc.add_text(fields.paths, &logical);
+            doc.add_text(fields.keys, Key::Path.text(&logical));
         }
         doc.add_text(fields.anchor, frame.anchor);
         let akey = format!("{rel}#{}", frame.anchor);
-        doc.add_text(fields.akey, &akey);
+        doc.add_text(fields.keys, Key::Anchor.text(&akey));
         doc.add_text(fields.text, index_text(&clean_text(body), "", &[], &dates, speaker_text));
         doc.add_text(fields.content, frame.record);
         add_dates(&mut doc, fields, &date);
@@ -307,7 +316,7 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
             }
         }
         for value in &speakers {
-            doc.add_text(fields.speaker, value);
+            doc.add_text(fields.keys, Key::Speaker.text(value));
         }
         if let Some(id) = &speaker_id {
             doc.add_text(fields.speaker_id, id);
@@ -319,6 +328,7 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
             doc.add_text(fields.speaker_label, label);
         }
         doc.add_u64(fields.trusted, u64::from(trusted));
+        doc.add_text(fields.keys, Key::Trusted.text(if trusted { "1" } else { "0" }));
         doc.add_u64(fields.line, u64::from(frame.line));
         records.push(SourceRecord { id: frame.source_id.to_owned(), akey, trusted, doc });
     }

@@ -14,16 +14,20 @@ use tantivy::query::{
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
-    DocAddress, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+    DocAddress, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
+    Term,
 };
 
+use crate::directory::IndexDirectory;
 use crate::error::{Error, Result};
 use crate::extract::{IndexResolver, Overrides, SourceLookup, block_docs, source_docs};
 use scriptorium_workspace_fs::{Fs as _, RealFs as WorkspaceFs};
 
 use crate::fs::{FileAccess, RealFs, Stat};
 use crate::model::{Changes, Hit, HitKind, Plan, Query};
-use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, SCHEMA_VERSION, build_schema, index_text};
+use crate::schema::{
+    Fields, KIND_BLOCK, KIND_SOURCE, Key, SCHEMA_VERSION, build_schema, index_text,
+};
 use crate::tokenize::{ScriptoriumTokenizer, TOKENIZER_NAME, for_each_token, query_terms};
 
 /// The manifest file, beside tantivy's own files in the index directory.
@@ -256,7 +260,7 @@ impl Index {
         let mut report = SyncReport { full_walk, ..SyncReport::default() };
         for (rel, text) in changed.iter().filter(|(rel, _)| rel.starts_with("sources/")) {
             let old = if fresh { Vec::new() } else { lookup.records_in(rel) };
-            writer.delete_term(Term::from_field_text(self.fields.file, rel));
+            writer.delete_term(Key::File.term(&self.fields, rel));
             overrides.archives.insert(rel.clone());
             let mut seen = HashSet::new();
             for record in
@@ -304,7 +308,7 @@ impl Index {
         }
         let resolver = IndexResolver { overrides: &overrides, lookup: &lookup };
         for (rel, text) in &topics {
-            writer.delete_term(Term::from_field_text(self.fields.file, rel));
+            writer.delete_term(Key::File.term(&self.fields, rel));
             match text {
                 Some(text) => {
                     for doc in block_docs(&self.fields, rel, text, &resolver) {
@@ -433,48 +437,45 @@ fn search_plan(searcher: &tantivy::Searcher, fields: &Fields, plan: &Plan) -> Re
             (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
         };
         must.push(filter(Box::new(TermQuery::new(
-            Term::from_field_u64(fields.trusted, 1),
+            Key::Trusted.term(fields, "1"),
             IndexRecordOption::Basic,
         ))));
         if !plan.include_sources {
             must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_text(fields.kind, KIND_BLOCK),
+                Key::Kind.term(fields, KIND_BLOCK),
                 IndexRecordOption::Basic,
             ))));
         }
         if let Some(speaker) = &plan.speaker {
             must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_text(fields.kind, KIND_SOURCE),
+                Key::Kind.term(fields, KIND_SOURCE),
                 IndexRecordOption::Basic,
             ))));
             must.push(filter(Box::new(TermQuery::new(
-                Term::from_field_text(fields.speaker, speaker),
+                Key::Speaker.term(fields, speaker),
                 IndexRecordOption::Basic,
             ))));
         }
         if let Some(prefix) = &plan.prefix {
             must.push(filter(Box::new(RangeQuery::new(
-                Bound::Included(Term::from_field_text(fields.paths, prefix)),
-                Bound::Excluded(Term::from_field_text(
-                    fields.paths,
-                    &format!("{prefix}\u{10FFFF}"),
-                )),
+                Bound::Included(Key::Path.term(fields, prefix)),
+                Bound::Excluded(Key::Path.term(fields, &format!("{prefix}\u{10FFFF}"))),
             ))));
         }
         if let Some(window) = plan.window {
-            let range = |field, (lo, hi): (u64, u64)| -> (Occur, Box<dyn TantivyQuery>) {
+            let range = |key: Key, (lo, hi): (u64, u64)| -> (Occur, Box<dyn TantivyQuery>) {
                 (
                     Occur::Should,
                     Box::new(RangeQuery::new(
-                        Bound::Included(Term::from_field_u64(field, lo)),
-                        Bound::Included(Term::from_field_u64(field, hi)),
+                        Bound::Included(key.number_term(fields, lo)),
+                        Bound::Included(key.number_term(fields, hi)),
                     )),
                 )
             };
             must.push(filter(Box::new(BooleanQuery::new(vec![
-                range(fields.day, window.days),
-                range(fields.month, window.months),
-                range(fields.year, window.years),
+                range(Key::Day, window.days),
+                range(Key::Month, window.months),
+                range(Key::Year, window.years),
             ]))));
         }
         let query = BooleanQuery::new(must);
@@ -619,7 +620,7 @@ fn open_existing(
     dir: &Path,
     schema: &tantivy::schema::Schema,
 ) -> Option<(tantivy::Index, IndexReader, Option<String>)> {
-    let index = tantivy::Index::open_in_dir(dir).ok()?;
+    let index = tantivy::Index::open(IndexDirectory::open(dir).ok()?).ok()?;
     let payload = read_payload(&index)?;
     if payload.version != SCHEMA_VERSION || index.schema() != *schema {
         return None;
@@ -641,7 +642,8 @@ fn create_fresh(
     }
     scriptorium_workspace_fs::create_dir_all(&WorkspaceFs, dir, 0o700)
         .map_err(|e| Error::io(dir, e.source))?;
-    let index = tantivy::Index::create_in_dir(dir, schema)?;
+    let index =
+        tantivy::Index::create(IndexDirectory::open(dir)?, schema, IndexSettings::default())?;
     register(&index);
     let mut writer: IndexWriter<TantivyDocument> =
         index.writer_with_num_threads(1, WRITER_ARENA)?;
@@ -663,8 +665,8 @@ struct CommittedLookup<'a> {
 }
 
 impl CommittedLookup<'_> {
-    fn docs(&self, field: tantivy::schema::Field, value: &str) -> Vec<TantivyDocument> {
-        let query = TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic);
+    fn docs(&self, key: Key, value: &str) -> Vec<TantivyDocument> {
+        let query = TermQuery::new(key.term(self.fields, value), IndexRecordOption::Basic);
         let Ok(addresses) = self.searcher.search(&query, &DocSetCollector) else {
             return Vec::new();
         };
@@ -679,7 +681,7 @@ impl CommittedLookup<'_> {
 
     /// (source id, trusted) of every record indexed from `rel`.
     fn records_in(&self, rel: &str) -> Vec<(String, bool)> {
-        self.docs(self.fields.file, rel)
+        self.docs(Key::File, rel)
             .iter()
             .filter_map(|doc| {
                 let id = self.first_str(doc, self.fields.id)?;
@@ -693,7 +695,7 @@ impl CommittedLookup<'_> {
     fn files_citing(&self, keys: &[String]) -> BTreeSet<String> {
         let mut files = BTreeSet::new();
         for key in keys {
-            for doc in self.docs(self.fields.refs, key) {
+            for doc in self.docs(Key::Ref, key) {
                 if let Some(file) = self.first_str(&doc, self.fields.file) {
                     files.insert(file);
                 }
@@ -705,13 +707,11 @@ impl CommittedLookup<'_> {
 
 impl SourceLookup for CommittedLookup<'_> {
     fn id_for_anchor(&self, akey: &str) -> Option<String> {
-        self.docs(self.fields.akey, akey)
-            .first()
-            .and_then(|doc| self.first_str(doc, self.fields.id))
+        self.docs(Key::Anchor, akey).first().and_then(|doc| self.first_str(doc, self.fields.id))
     }
 
     fn trusted(&self, id: &str) -> Option<bool> {
-        self.docs(self.fields.id, id)
+        self.docs(Key::Id, id)
             .iter()
             .find(|doc| self.first_str(doc, self.fields.kind).as_deref() == Some(KIND_SOURCE))
             .and_then(|doc| doc.get_first(self.fields.trusted).and_then(|v| v.as_u64()))

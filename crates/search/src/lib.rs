@@ -56,6 +56,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod directory;
 mod error;
 mod extract;
 mod fence;

@@ -1,34 +1,107 @@
 //! The index schema and the text each document is indexed under.
 
+use tantivy::Term;
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 
 use crate::tokenize::TOKENIZER_NAME;
 
 /// Bumped whenever the schema or what is indexed changes: an index of another version is
 /// rebuilt.
-pub(crate) const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 
 /// `kind` values.
 pub(crate) const KIND_BLOCK: &str = "block";
 pub(crate) const KIND_SOURCE: &str = "source";
 
-/// The fields of the one schema.
+/// What a document is filtered and looked up by: one indexed `keys` field holds them all, each
+/// term `<tag>\u{1f}<value>`. One keyword field rather than one per key because tantivy's
+/// per-segment cost grows with the number of indexed fields (each gets its own term
+/// dictionary, built and written on every commit): an install commits one small segment, so
+/// two indexed fields instead of twelve is what keeps that commit cheap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Key {
+    /// `block` or `source`.
+    Kind,
+    /// Block identity or source id.
+    Id,
+    /// Workspace-relative file: the unit of re-indexing (delete by this term).
+    File,
+    /// The file path and, for archives, the logical path without `/_v2` (prefix filter).
+    Path,
+    /// `<archive path>#<anchor>` of a source record: resolves citations.
+    Anchor,
+    /// Lower-cased speaker id, display and label (filter).
+    Speaker,
+    /// `1` when trusted, `0` when pending.
+    Trusted,
+    /// A block's source references.
+    Ref,
+    /// Day-precision dates as day numbers ([`Key::number`]).
+    Day,
+    /// Month-precision dates as month indexes ([`Key::number`]).
+    Month,
+    /// Year-precision dates ([`Key::number`]).
+    Year,
+}
+
+impl Key {
+    fn tag(self) -> char {
+        match self {
+            Key::Kind => 'k',
+            Key::Id => 'i',
+            Key::File => 'f',
+            Key::Path => 'p',
+            Key::Anchor => 'a',
+            Key::Speaker => 's',
+            Key::Trusted => 't',
+            Key::Ref => 'r',
+            Key::Day => 'd',
+            Key::Month => 'm',
+            Key::Year => 'y',
+        }
+    }
+
+    /// The indexed text of `value` under this key.
+    pub(crate) fn text(self, value: &str) -> String {
+        let mut out = String::with_capacity(value.len() + 2);
+        out.push(self.tag());
+        out.push('\u{1f}');
+        out.push_str(value);
+        out
+    }
+
+    /// A number under this key, zero-padded so that the order of terms is the order of
+    /// numbers (range filters are term ranges).
+    pub(crate) fn number(self, value: u64) -> String {
+        self.text(&format!("{value:020}"))
+    }
+
+    /// The term of `value` under this key.
+    pub(crate) fn term(self, fields: &Fields, value: &str) -> Term {
+        Term::from_field_text(fields.keys, &self.text(value))
+    }
+
+    /// The term of a number under this key.
+    pub(crate) fn number_term(self, fields: &Fields, value: u64) -> Term {
+        Term::from_field_text(fields.keys, &self.number(value))
+    }
+}
+
+/// The fields of the one schema: two indexed (`text`, `keys`), the rest stored.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Fields {
+    /// Every [`Key`] of the document (indexed, not stored).
+    pub(crate) keys: Field,
     /// `block` or `source`.
     pub(crate) kind: Field,
     /// Block identity or source id.
     pub(crate) id: Field,
-    /// Workspace-relative file: the unit of re-indexing (delete by this term).
+    /// Workspace-relative file.
     pub(crate) file: Field,
-    /// The file path and, for archives, the logical path without `/_v2` (prefix filter).
-    pub(crate) paths: Field,
-    /// `^<block id>` or `source-…` (stored), without `#`.
+    /// `^<block id>` or `source-…`, without `#`.
     pub(crate) anchor: Field,
-    /// `<archive path>#<anchor>` of a source record: resolves citations.
-    pub(crate) akey: Field,
     /// The searched text.
     pub(crate) text: Field,
     /// The display text.
@@ -37,14 +110,6 @@ pub(crate) struct Fields {
     pub(crate) headings: Field,
     /// Dates as written (`YYYY[-MM[-DD]]`).
     pub(crate) dates: Field,
-    /// Day-precision dates as day numbers.
-    pub(crate) day: Field,
-    /// Month-precision dates as month indexes.
-    pub(crate) month: Field,
-    /// Year-precision dates.
-    pub(crate) year: Field,
-    /// Lower-cased speaker id, display and label (filter).
-    pub(crate) speaker: Field,
     /// Speaker id as archived.
     pub(crate) speaker_id: Field,
     /// Speaker display.
@@ -67,25 +132,20 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
             .set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
-        kind: builder.add_text_field("kind", STRING | STORED),
-        id: builder.add_text_field("id", STRING | STORED),
-        file: builder.add_text_field("file", STRING | STORED),
-        paths: builder.add_text_field("paths", STRING),
+        keys: builder.add_text_field("keys", STRING),
+        kind: builder.add_text_field("kind", STORED),
+        id: builder.add_text_field("id", STORED),
+        file: builder.add_text_field("file", STORED),
         anchor: builder.add_text_field("anchor", STORED),
-        akey: builder.add_text_field("akey", STRING),
         text: builder.add_text_field("text", text_options),
         content: builder.add_text_field("content", STORED),
         headings: builder.add_text_field("headings", STORED),
         dates: builder.add_text_field("dates", STORED),
-        day: builder.add_u64_field("day", INDEXED),
-        month: builder.add_u64_field("month", INDEXED),
-        year: builder.add_u64_field("year", INDEXED),
-        speaker: builder.add_text_field("speaker", STRING),
         speaker_id: builder.add_text_field("speaker_id", STORED),
         speaker_display: builder.add_text_field("speaker_display", STORED),
         speaker_label: builder.add_text_field("speaker_label", STORED),
-        trusted: builder.add_u64_field("trusted", INDEXED | STORED),
-        refs: builder.add_text_field("refs", STRING | STORED),
+        trusted: builder.add_u64_field("trusted", STORED),
+        refs: builder.add_text_field("refs", STORED),
         line: builder.add_u64_field("line", STORED),
     };
     (builder.build(), fields)

@@ -1,0 +1,250 @@
+//! The index's tantivy directory: tantivy's memory-mapped directory, except for the two small
+//! files tantivy replaces as a whole (`meta.json` on every commit, `.managed.json` each time it
+//! creates a file, six or seven times per commit).
+//!
+//! tantivy replaces those with a new temporary file and a rename. On a one-paragraph install
+//! that is eight new inodes and eight freed ones per commit, and creating an inode among
+//! recently freed ones is what ext4 spends most of such a commit on. Here each of the two files
+//! lives in two fixed *slots* (`meta.json.slot0`, `meta.json.slot1`), written in place,
+//! alternately: a write overwrites the slot that does not hold the newest version. A slot is
+//!
+//! ```text
+//! "SCRSLOT1" | seq: u64 LE | len: u64 LE | check: u64 LE | len bytes of content
+//! ```
+//!
+//! where `check` is FNV-1a over `seq`, `len` and the content. A read takes the valid slot with
+//! the highest `seq`; a slot torn by a crash, or being overwritten while another process reads
+//! it, fails its check and the other slot (the previous version) is read instead, so a reader
+//! sees the old or the new content, never a mix, as with a rename. Writers are serialized by
+//! tantivy's writer lock (the index is written under the workspace write lock as well).
+//!
+//! Every write is `fsync`ed, as tantivy's own: `meta.json` is the commit point, and a lost
+//! `.managed.json` version would leave a file tantivy created unknown to its garbage
+//! collection, and a later commit that names a file the same (delete files are named by
+//! segment and opstamp) would then fail.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use scriptorium_workspace_fs::{Fs as _, RealFs};
+use tantivy::Directory;
+use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
+use tantivy::directory::{
+    DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr,
+};
+
+/// The files kept in slots (tantivy's names).
+const SLOTTED: [&str; 2] = ["meta.json", ".managed.json"];
+const MAGIC: &[u8; 8] = b"SCRSLOT1";
+const HEADER: usize = 32;
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexDirectory {
+    inner: MmapDirectory,
+    root: PathBuf,
+}
+
+impl IndexDirectory {
+    pub(crate) fn open(root: &Path) -> tantivy::Result<IndexDirectory> {
+        Ok(IndexDirectory { inner: MmapDirectory::open(root)?, root: root.to_path_buf() })
+    }
+
+    fn slotted(path: &Path) -> bool {
+        SLOTTED.iter().any(|name| path == Path::new(name))
+    }
+
+    fn slot_path(&self, path: &Path, slot: usize) -> PathBuf {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".slot{slot}"));
+        self.root.join(name)
+    }
+
+    /// The newest valid version of a slotted file: (slot, seq, content).
+    fn newest(&self, path: &Path) -> io::Result<Option<(usize, u64, Vec<u8>)>> {
+        let mut best: Option<(usize, u64, Vec<u8>)> = None;
+        for slot in 0..2 {
+            let Some((seq, content)) = read_slot(&self.slot_path(path, slot))? else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|(_, best_seq, _)| seq > *best_seq) {
+                best = Some((slot, seq, content));
+            }
+        }
+        Ok(best)
+    }
+
+    fn write_slotted(&self, path: &Path, content: &[u8]) -> io::Result<()> {
+        let (slot, seq) = match self.newest(path)? {
+            Some((newest, seq, _)) => (1 - newest, seq + 1),
+            None => (0, 1),
+        };
+        let target = self.slot_path(path, slot);
+        let created = match RealFs.metadata(&target) {
+            Ok(_) => false,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+            Err(e) => return Err(e),
+        };
+        let len = content.len() as u64;
+        let mut bytes = Vec::with_capacity(HEADER + content.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&seq.to_le_bytes());
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&check(seq, len, content).to_le_bytes());
+        bytes.extend_from_slice(content);
+        // In place (the same inode): a crash mid-write tears this slot only.
+        RealFs.write(&target, &bytes, 0o600)?;
+        RealFs.sync_file(&target)?;
+        if created {
+            // A new slot's directory entry must be durable before the slot counts.
+            self.inner.sync_directory()?;
+        }
+        Ok(())
+    }
+}
+
+/// A slot's (seq, content), or `None` when it is missing or fails its check.
+fn read_slot(path: &Path) -> io::Result<Option<(u64, Vec<u8>)>> {
+    let bytes = match RealFs.read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    };
+    if bytes.get(..8) != Some(MAGIC.as_slice()) {
+        return Ok(None);
+    }
+    let (Some(seq), Some(len), Some(stored)) = (word(8), word(16), word(24)) else {
+        return Ok(None);
+    };
+    let Some(content) =
+        usize::try_from(len).ok().and_then(|len| bytes.get(HEADER..HEADER.checked_add(len)?))
+    else {
+        return Ok(None);
+    };
+    Ok((check(seq, len, content) == stored).then(|| (seq, content.to_vec())))
+}
+
+fn check(seq: u64, len: u64, content: &[u8]) -> u64 {
+    seq.to_le_bytes()
+        .iter()
+        .chain(len.to_le_bytes().iter())
+        .chain(content)
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+impl Directory for IndexDirectory {
+    fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        self.inner.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        self.inner.delete(path)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
+        if Self::slotted(path) {
+            return self
+                .newest(path)
+                .map(|found| found.is_some())
+                .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()));
+        }
+        self.inner.exists(path)
+    }
+
+    fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        self.inner.open_write(path)
+    }
+
+    fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        if Self::slotted(path) {
+            return match self.newest(path) {
+                Ok(Some((_, _, content))) => Ok(content),
+                Ok(None) => Err(OpenReadError::FileDoesNotExist(path.to_path_buf())),
+                Err(e) => Err(OpenReadError::wrap_io_error(e, path.to_path_buf())),
+            };
+        }
+        self.inner.atomic_read(path)
+    }
+
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        if Self::slotted(path) {
+            return self.write_slotted(path, data);
+        }
+        self.inner.atomic_write(path, data)
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        self.inner.sync_directory()
+    }
+
+    fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
+        self.inner.acquire_lock(lock)
+    }
+
+    fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.inner.watch(watch_callback)
+    }
+}
+
+#[cfg(test)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the tests tear slot files directly, as a crash would"
+)]
+mod tests {
+    use super::*;
+
+    fn dir() -> (tempfile::TempDir, IndexDirectory) {
+        let tmp = tempfile::tempdir().expect("a temp dir");
+        let dir = IndexDirectory::open(tmp.path()).expect("open");
+        (tmp, dir)
+    }
+
+    #[test]
+    fn the_newest_write_is_read_and_slots_alternate() {
+        let (tmp, dir) = dir();
+        let meta = Path::new("meta.json");
+        assert!(!dir.exists(meta).expect("exists"));
+        assert!(matches!(dir.atomic_read(meta), Err(OpenReadError::FileDoesNotExist(_))));
+        for round in 0..5u8 {
+            let content = vec![b'a' + round; 10 + usize::from(round)];
+            dir.atomic_write(meta, &content).expect("write");
+            assert_eq!(dir.atomic_read(meta).expect("read"), content);
+        }
+        assert!(dir.exists(meta).expect("exists"));
+        assert!(tmp.path().join("meta.json.slot0").exists());
+        assert!(tmp.path().join("meta.json.slot1").exists());
+        assert!(!tmp.path().join("meta.json").exists(), "no plain file is written");
+    }
+
+    #[test]
+    fn a_torn_newest_slot_falls_back_to_the_previous_version() {
+        let (tmp, dir) = dir();
+        let meta = Path::new("meta.json");
+        dir.atomic_write(meta, b"first version").expect("write");
+        dir.atomic_write(meta, b"second version").expect("write");
+        // The second write went to slot 1; tear it as a crash mid-write would.
+        let slot = tmp.path().join("meta.json.slot1");
+        let mut bytes = std::fs::read(&slot).expect("read slot");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&slot, &bytes).expect("tear");
+        assert_eq!(dir.atomic_read(meta).expect("read"), b"first version");
+        // The next write overwrites the torn slot, not the good one.
+        dir.atomic_write(meta, b"third").expect("write");
+        assert_eq!(dir.atomic_read(meta).expect("read"), b"third");
+        std::fs::write(&slot, b"SCRSLOT1 short").expect("truncate");
+        assert_eq!(dir.atomic_read(meta).expect("read"), b"first version");
+    }
+
+    #[test]
+    fn other_files_are_tantivys_own() {
+        let (tmp, dir) = dir();
+        dir.atomic_write(Path::new("other.json"), b"x").expect("write");
+        assert_eq!(std::fs::read(tmp.path().join("other.json")).expect("read"), b"x");
+    }
+}
