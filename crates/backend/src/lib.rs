@@ -43,6 +43,7 @@ pub mod interface;
 pub mod local;
 pub mod memory;
 pub mod models;
+pub mod project;
 pub mod runtime;
 pub mod summary;
 pub mod wire;

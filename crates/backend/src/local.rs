@@ -150,6 +150,17 @@ impl LocalBackend {
         text
     }
 
+    /// The search scope of `project` over this backend's sessions (see
+    /// [`crate::project::project_scope`]).
+    pub fn project_scope(
+        &self,
+        project: &str,
+        with_sources: bool,
+    ) -> Result<scriptorium_search::ProjectScope, scriptorium_session_dag::Error> {
+        let store: &dyn SessionStore = self.store().as_ref();
+        crate::project::project_scope(Some(store), project, with_sources)
+    }
+
     /// Recall for one turn, fenced (topic blocks only; empty when nothing is relevant).
     pub fn recall(&self, query: &str) -> String {
         let mut q = Query::new(query);

@@ -4,7 +4,7 @@
 //! | Event | What it does | Output |
 //! |---|---|---|
 //! | `SessionStart` | imports the session's transcript | the fenced core block |
-//! | `UserPromptSubmit` | recalls for the prompt | the fenced recall |
+//! | `UserPromptSubmit` | recalls for the prompt, scoped to the project of the payload's `cwd` | the fenced recall |
 //! | `Stop` | imports the transcript, starts `write --session` detached (its output goes to `<home>/logs/hook-writes.log`) | nothing |
 //! | `PreCompact` | imports the transcript, archives every turn not yet written | nothing |
 //! | `SessionEnd` | imports the transcript, starts `write --session --force` detached | nothing |
@@ -119,6 +119,8 @@ struct Payload {
     session_id: Option<String>,
     transcript_path: Option<PathBuf>,
     prompt: Option<String>,
+    /// The session's working directory (both agents send it): its project scopes recall.
+    cwd: Option<PathBuf>,
 }
 
 impl Payload {
@@ -136,6 +138,7 @@ impl Payload {
             session_id: text("session_id"),
             transcript_path: text("transcript_path").map(PathBuf::from),
             prompt: text("prompt"),
+            cwd: text("cwd").map(PathBuf::from),
         })
     }
 
@@ -225,6 +228,12 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
             let mut query = Query::new(prompt);
             query.top_k = config.memory.recall.top_k;
             query.include_sources = false;
+            // Scoped to the session's project: its topics and those of no project, never
+            // another project's (topics only, so no session is read).
+            if let Some(cwd) = payload.cwd.as_deref() {
+                let project = scriptorium_session_dag::import::project_of(cwd);
+                query.project = Some(scriptorium_search::ProjectScope::new(&project, Vec::new()));
+            }
             let hits =
                 memory.search(&query).map_err(|e| Failure::new("HOOK_SEARCH", e.to_string()))?;
             let recall = recall_text(&hits);

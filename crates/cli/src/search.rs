@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use scriptorium_backend::project::project_scope_in;
 use scriptorium_search::{Query, fence, recall_text};
 
 use crate::home::Home;
@@ -31,6 +32,11 @@ pub(crate) struct Args {
     /// Topic blocks only (no source records).
     #[arg(long)]
     topics_only: bool,
+    /// Scope to one project: a directory path (`.`, `../app`, `/srv/app`: the repository it is
+    /// in) or a project's name (`app`). The project's topics (`topics/projects/<name>/`), the topics of no
+    /// project, and the records of the project's sessions; other projects are left out.
+    #[arg(long, value_name = "DIR|NAME")]
+    project: Option<String>,
     /// Print the fenced recall block exactly as it is injected before a turn.
     #[arg(long)]
     fenced: bool,
@@ -50,6 +56,10 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     query.date_to = args.to;
     query.speaker = args.speaker;
     query.include_sources = !args.topics_only;
+    if let Some(project) = args.project.as_deref() {
+        let sessions = home.sessions();
+        query.project = Some(project_scope_in(&sessions, project, query.include_sources)?);
+    }
     let (hits, adoption) = memory.search_reporting(&query)?;
     if args.json {
         let mut doc = serde_json::json!({ "hits": hits });

@@ -10,6 +10,7 @@ use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::query::{
     BooleanQuery, ConstScoreQuery, Occur, Query as TantivyQuery, RangeQuery, TermQuery,
+    TermSetQuery,
 };
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::TextAnalyzer;
@@ -24,7 +25,7 @@ use crate::extract::{IndexResolver, Overrides, SourceLookup, block_docs, source_
 use scriptorium_workspace_fs::{Fs as _, RealFs as WorkspaceFs};
 
 use crate::fs::{FileAccess, RealFs, Stat};
-use crate::model::{Changes, Hit, HitKind, Plan, Query};
+use crate::model::{Changes, Hit, HitKind, Plan, ProjectScope, Query};
 use crate::schema::{
     Fields, KIND_BLOCK, KIND_SOURCE, Key, SCHEMA_VERSION, build_schema, index_text,
 };
@@ -462,6 +463,9 @@ fn search_plan(searcher: &tantivy::Searcher, fields: &Fields, plan: &Plan) -> Re
                 Bound::Excluded(Key::Path.term(fields, &format!("{prefix}\u{10FFFF}"))),
             ))));
         }
+        if let Some(scope) = &plan.project {
+            must.push(filter(project_filter(fields, scope)));
+        }
         if let Some(window) = plan.window {
             let range = |key: Key, (lo, hi): (u64, u64)| -> (Occur, Box<dyn TantivyQuery>) {
                 (
@@ -717,6 +721,31 @@ impl SourceLookup for CommittedLookup<'_> {
             .and_then(|doc| doc.get_first(self.fields.trusted).and_then(|v| v.as_u64()))
             .map(|v| v == 1)
     }
+}
+
+/// Documents in `scope`: blocks outside `topics/projects/` or inside the project's directory,
+/// and records of the project's archives.
+fn project_filter(fields: &Fields, scope: &ProjectScope) -> Box<dyn TantivyQuery> {
+    let under = |prefix: &str| -> Box<dyn TantivyQuery> {
+        Box::new(RangeQuery::new(
+            Bound::Included(Key::Path.term(fields, prefix)),
+            Bound::Excluded(Key::Path.term(fields, &format!("{prefix}\u{10FFFF}"))),
+        ))
+    };
+    let projects = format!("topics/{}/", scriptorium_topics_format::project::PROJECTS_DIR);
+    let shared: Box<dyn TantivyQuery> = Box::new(BooleanQuery::new(vec![
+        (
+            Occur::Must,
+            Box::new(TermQuery::new(Key::Kind.term(fields, KIND_BLOCK), IndexRecordOption::Basic)),
+        ),
+        (Occur::MustNot, under(&projects)),
+    ]));
+    let archives = TermSetQuery::new(scope.archives.iter().map(|a| Key::File.term(fields, a)));
+    Box::new(BooleanQuery::new(vec![
+        (Occur::Should, shared),
+        (Occur::Should, under(&scope.topics)),
+        (Occur::Should, Box::new(archives)),
+    ]))
 }
 
 /// The stored fields of one hit.

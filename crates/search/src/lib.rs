@@ -71,5 +71,6 @@ pub use fence::{SYSTEM_NOTE, fence, is_fenced, sanitize};
 pub use fs::{FileAccess, RealFs, Stat};
 pub use index::{Index, Snapshot, SyncReport};
 pub use model::{
-    Changes, DEFAULT_MIN_COVERAGE, DEFAULT_TOP_K, Hit, HitKind, MAX_TOP_K, Query, recall_text,
+    Changes, DEFAULT_MIN_COVERAGE, DEFAULT_TOP_K, Hit, HitKind, MAX_TOP_K, ProjectScope, Query,
+    recall_text,
 };

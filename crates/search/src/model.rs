@@ -36,6 +36,27 @@ pub struct Query {
     /// The relevance floor: the share of the query's weight (the IDF of its non-stopword terms)
     /// that a hit must match. `0.0` keeps only the "one non-stopword term" rule.
     pub min_coverage: f32,
+    /// Recall scoped to one project (see [`ProjectScope`]).
+    pub project: Option<ProjectScope>,
+}
+
+/// What a search scoped to one project sees: the project's topics, every topic that belongs to
+/// no project, and the source records of the project's sessions. Other projects' topics
+/// (`topics/projects/<other>/…`) and sessions are left out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectScope {
+    /// The project's topic directory, workspace-relative with a trailing `/`
+    /// (`scriptorium_topics_format::project::topics_dir`).
+    pub topics: String,
+    /// The archives (workspace-relative, `sources/…/_v2/….md`) of the project's sessions.
+    pub archives: Vec<String>,
+}
+
+impl ProjectScope {
+    /// The scope of `project` (a session's project path), with the archives of its sessions.
+    pub fn new(project: &str, archives: Vec<String>) -> Self {
+        ProjectScope { topics: scriptorium_topics_format::project::topics_dir(project), archives }
+    }
 }
 
 impl Query {
@@ -50,6 +71,7 @@ impl Query {
             speaker: None,
             include_sources: true,
             min_coverage: DEFAULT_MIN_COVERAGE,
+            project: None,
         }
     }
 }
@@ -145,6 +167,7 @@ pub(crate) struct Plan {
     pub(crate) speaker: Option<String>,
     pub(crate) include_sources: bool,
     pub(crate) min_coverage: f32,
+    pub(crate) project: Option<ProjectScope>,
 }
 
 impl Plan {
@@ -171,6 +194,7 @@ impl Plan {
             speaker,
             include_sources: query.include_sources,
             min_coverage: query.min_coverage,
+            project: query.project.clone(),
         })
     }
 }

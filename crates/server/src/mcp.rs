@@ -46,9 +46,10 @@ use schemars::JsonSchema;
 use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
+use scriptorium_backend::project::project_scope_in;
 use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_backend::wire::{Code, WireError};
-use scriptorium_search::{Hit, HitKind, MAX_TOP_K, Query, fence};
+use scriptorium_search::{Hit, HitKind, MAX_TOP_K, ProjectScope, Query, fence};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -129,6 +130,19 @@ struct SearchArgs {
     /// Only source records of this speaker (id, display name or label); searches sources only.
     #[serde(default)]
     speaker: Option<String>,
+    /// Only results dated on or after `YYYY[-MM[-DD]]`.
+    #[serde(default)]
+    from: Option<String>,
+    /// Only results dated on or before `YYYY[-MM[-DD]]`.
+    #[serde(default)]
+    to: Option<String>,
+    /// Topic blocks only, no source records (default false).
+    #[serde(default)]
+    topics_only: Option<bool>,
+    /// Scope to one project (its directory or name): its topics, the topics of no project, and
+    /// its sessions' records; other projects are left out.
+    #[serde(default)]
+    project: Option<String>,
 }
 
 /// Arguments of `memory_grep`.
@@ -255,6 +269,18 @@ impl Inner {
         query.top_k = args.top_k.unwrap_or(DEFAULT_SEARCH_TOP_K).clamp(1, MAX_TOP_K);
         query.path_prefix = given(args.path_prefix);
         query.speaker = given(args.speaker);
+        query.date_from = given(args.from);
+        query.date_to = given(args.to);
+        query.include_sources = !args.topics_only.unwrap_or(false);
+        if let Some(project) = given(args.project) {
+            // The home's session store beside its `memory/` (the CLI's layout).
+            let sessions = self.root.parent().map(|home| home.join("sessions"));
+            let scope = sessions
+                .map(|dir| project_scope_in(&dir, &project, query.include_sources))
+                .transpose()
+                .map_err(|e| WireError::new(Code::Io, e.to_string()))?;
+            query.project = Some(scope.unwrap_or_else(|| ProjectScope::new(&project, Vec::new())));
+        }
         let (hits, adoption) = memory.search_reporting(&query).map_err(|e| search_error(&e))?;
         let mut text =
             if hits.is_empty() { NO_MEMORY_MATCHED.to_owned() } else { fence(&render_hits(&hits)) };

@@ -59,6 +59,7 @@
 
 pub mod catalog;
 pub mod diag;
+pub mod project;
 pub mod python;
 pub mod source;
 pub mod tokens;

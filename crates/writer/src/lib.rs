@@ -15,6 +15,6 @@ pub mod writer;
 pub use agent::{ChatModel, Model, RunReport, Task, TaskKind, TaskTurn};
 pub use outcome::{FailureCode, WriteFailure};
 pub use writer::{
-    BatchReport, OrganizeReport, PROVIDER, WriteReport, Writer, WriterConfig, archive_record,
-    source_id,
+    BatchReport, OrganizeReport, PROVIDER, WriteReport, Writer, WriterConfig, archive_path,
+    archive_record, source_id,
 };

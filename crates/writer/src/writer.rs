@@ -667,6 +667,12 @@ pub fn source_id(session: &SessionId, node: &NodeId) -> String {
     format!("{PROVIDER}/{}/{}", part(&session.0, false), part(&node.0, true))
 }
 
+/// The archive (workspace-relative) that holds the records of `session`: the v2 archive of
+/// [`PROVIDER`] and the session's part of [`source_id`].
+pub fn archive_path(session: &SessionId) -> String {
+    scriptorium_topics_format::source::id::v2_path_of(PROVIDER, &part(&session.0, false))
+}
+
 fn task_turn(node: &Node, source_ref: &str) -> TaskTurn {
     let role = if node.role == Role::User { "user" } else { "assistant" };
     let fallback = if node.role == Role::User { "User" } else { "Assistant" };

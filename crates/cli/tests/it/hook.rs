@@ -9,7 +9,10 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium, write_until_done};
+use crate::support::{
+    ALPHA_FACT, BETA_FACT, CORE_FACT, add_core, home_with_note, home_with_projects, scriptorium,
+    write_until_done,
+};
 
 /// Runs the hook with `payload` on stdin.
 fn hook(home: &Path, agent: &str, event: &str, payload: &[u8]) -> Output {
@@ -72,6 +75,30 @@ fn user_prompt_submit_injects_the_fenced_recall_and_nothing_for_an_unrelated_pro
         let unrelated = hook(home.path(), agent, "UserPromptSubmit", &prompt("quantum lattice"));
         assert_eq!(context(&unrelated, "UserPromptSubmit"), None);
     }
+    assert!(log_lines(home.path()).is_empty(), "nothing failed: {:?}", log_lines(home.path()));
+}
+
+#[test]
+fn user_prompt_submit_recalls_the_sessions_project_and_the_shared_topics_only() {
+    let home = home_with_projects();
+    let projects = tempfile::tempdir().expect("a temp dir");
+    // The session works in a subdirectory of the `alpha` repository.
+    let repo = projects.path().join("Alpha");
+    fs::create_dir_all(repo.join(".git")).expect("a repository");
+    fs::create_dir_all(repo.join("src/app")).expect("a subdirectory");
+    let mut payload: Value = serde_json::from_slice(&prompt("vegetable garden")).expect("json");
+    payload["cwd"] = json!(repo.join("src/app"));
+    let out = hook(home.path(), "claude-code", "UserPromptSubmit", payload.to_string().as_bytes());
+    let recall = context(&out, "UserPromptSubmit").expect("a recall");
+    assert!(recall.contains(ALPHA_FACT), "the project's topic: {recall}");
+    assert!(recall.contains("Dana is planning a vegetable garden."), "a shared topic: {recall}");
+    assert!(!recall.contains(BETA_FACT), "never another project's: {recall}");
+    // A session in no known project sees the shared topics only.
+    payload["cwd"] = json!(projects.path().join("gamma"));
+    let out = hook(home.path(), "codex", "UserPromptSubmit", payload.to_string().as_bytes());
+    let recall = context(&out, "UserPromptSubmit").expect("a recall");
+    assert!(recall.contains("Dana is planning a vegetable garden."), "{recall}");
+    assert!(!recall.contains(ALPHA_FACT) && !recall.contains(BETA_FACT), "{recall}");
     assert!(log_lines(home.path()).is_empty(), "nothing failed: {:?}", log_lines(home.path()));
 }
 

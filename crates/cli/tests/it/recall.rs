@@ -69,6 +69,41 @@ fn unrelated_queries_recall_nothing_and_bad_filters_are_refused() {
 }
 
 #[test]
+fn search_project_scopes_to_the_project_and_the_shared_topics() {
+    let home = crate::support::home_with_projects();
+    let paths = |args: &[&str]| -> Vec<String> {
+        let doc = json(&scriptorium(
+            home.path(),
+            &[&["search", "vegetable garden", "--json"], args].concat(),
+        ));
+        let mut paths: Vec<String> = doc["hits"]
+            .as_array()
+            .expect("hits")
+            .iter()
+            .map(|h| h["path"].as_str().expect("a path").to_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    };
+    let all = paths(&["--topics-only"]);
+    assert!(all.contains(&"topics/projects/beta/garden.md".to_owned()), "{all:?}");
+    let alpha = ["topics/garden.md", "topics/projects/alpha/garden.md"];
+    assert_eq!(paths(&["--topics-only", "--project", "alpha"]), alpha);
+    // A directory stands for its project: the repository it is in.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let repo = dir.path().join("alpha");
+    std::fs::create_dir_all(repo.join(".git")).expect("a repository");
+    std::fs::create_dir_all(repo.join("docs")).expect("a subdirectory");
+    let docs = repo.join("docs");
+    assert_eq!(paths(&["--topics-only", "--project", docs.to_str().expect("utf-8")]), alpha);
+    // With sources: the project has no session, so only its topics and the shared ones.
+    let with_sources = paths(&["--project", "alpha"]);
+    assert!(!with_sources.iter().any(|p| p.contains("beta")), "{with_sources:?}");
+    assert!(with_sources.iter().all(|p| p.starts_with("topics/")), "{with_sources:?}");
+}
+
+#[test]
 fn the_fenced_recall_is_fenced_exactly_once() {
     let home = example_home();
     let out = scriptorium(home.path(), &["search", "garden app deadline", "--fenced"]);

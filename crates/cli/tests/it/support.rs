@@ -52,6 +52,34 @@ pub(crate) fn add_core(home: &Path) {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// Installs `topics/<path>` with one paragraph, `text`, citing the example archive's `u2`
+/// (`scriptorium edit`), in a home made by [`home_with_sources`].
+pub(crate) fn add_topic(home: &Path, path: &str, text: &str) {
+    let file = home.join("topic.md");
+    let text = format!(
+        "# Topic\n\n{text}[^e1]\n\n\
+         [^e1]: Time: `2024-04-02`; Sources: [garden](openprogram/garden-2024/u2)\n"
+    );
+    std::fs::write(&file, text).expect("write the topic");
+    let target = format!("topics/{path}");
+    let out = scriptorium(home, &["edit", &target, "--from", file.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// [`home_with_note`] plus one topic in each of two projects, `alpha` and `beta`, all three
+/// about the vegetable garden ([`ALPHA_FACT`], [`BETA_FACT`]).
+pub(crate) fn home_with_projects() -> tempfile::TempDir {
+    let home = home_with_note();
+    add_topic(home.path(), "projects/alpha/garden.md", ALPHA_FACT);
+    add_topic(home.path(), "projects/beta/garden.md", BETA_FACT);
+    home
+}
+
+/// The paragraph of project `alpha`'s topic in [`home_with_projects`].
+pub(crate) const ALPHA_FACT: &str = "The alpha app plans the vegetable garden by season.";
+/// The paragraph of project `beta`'s topic in [`home_with_projects`].
+pub(crate) const BETA_FACT: &str = "The beta sensor logs the vegetable garden soil.";
+
 /// `scriptorium write <args>` until it succeeds: a write that finds the workspace lock busy
 /// (another write, such as a hook's detached one, holds it) exits 75, retryable, having
 /// written nothing. The bound only keeps a broken build from hanging the suite.

@@ -609,3 +609,82 @@ fn a_200_kb_bracket_message_is_indexed_and_found() {
         assert_eq!(hits[0].kind, HitKind::Source);
     }
 }
+
+/// A project scope: the project's topics and the shared ones, never another project's, and
+/// only the records of the project's archives.
+#[test]
+fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
+    let dir = tempfile::tempdir().expect("test step");
+    let root = dir.path();
+    let alpha_archive = archive(
+        root,
+        &[record(
+            "alpha-1",
+            "u1",
+            "Ana",
+            "The deploy key rotates monthly.",
+            "2024-03-01T00:00:00Z",
+        )],
+    );
+    let beta_archive = archive(
+        root,
+        &[record("beta-1", "u1", "Ana", "The deploy key lives in vault.", "2024-03-02T00:00:00Z")],
+    );
+    let cite =
+        |topic: &str, label: &str, source: &str| definition(root, topic, label, "2024-03", source);
+    let topic = |path: &str, text: &str, id: &str, source: &str| {
+        let def = cite(path, "e-aaaaaaaaaa", source);
+        write_topic(root, path, &format!("# T\n\n{text}[^e-aaaaaaaaaa] ^{id}\n\n{def}\n"));
+    };
+    topic(
+        "projects/alpha/deploy.md",
+        "Alpha's deploy key rotates monthly.",
+        "a1a1a1a1",
+        "openprogram/alpha-1/u1",
+    );
+    topic(
+        "projects/beta/deploy.md",
+        "Beta's deploy key lives in vault.",
+        "b2b2b2b2",
+        "openprogram/beta-1/u1",
+    );
+    topic(
+        "owner.md",
+        "Ana wants every deploy key in a password manager.",
+        "c3c3c3c3",
+        "openprogram/alpha-1/u1",
+    );
+    let mut index = Index::open(root).expect("test step");
+    let mut query = Query::new("deploy key");
+    query.top_k = 10;
+    query.min_coverage = 0.0;
+    let everything = index.search("r1", &query).expect("test step");
+    let paths = |hits: &[scriptorium_search::Hit]| {
+        let mut paths: Vec<String> = hits.iter().map(|h| h.path.clone()).collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    };
+    assert_eq!(paths(&everything).len(), 5, "unscoped: every topic and archive: {everything:?}");
+
+    query.project =
+        Some(scriptorium_search::ProjectScope::new("/srv/ana/code/Alpha", alpha_archive.clone()));
+    let scoped = index.search("r1", &query).expect("test step");
+    let mut expected = vec![
+        alpha_archive[0].clone(),
+        "topics/owner.md".to_owned(),
+        "topics/projects/alpha/deploy.md".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(paths(&scoped), expected);
+    assert!(!paths(&scoped).contains(&beta_archive[0]));
+
+    // Topics only (as per-turn recall asks): the project's and the shared topics.
+    query.include_sources = false;
+    let topics = index.search("r1", &query).expect("test step");
+    assert_eq!(paths(&topics), ["topics/owner.md", "topics/projects/alpha/deploy.md"]);
+
+    // A project with no topics and no sessions still sees the shared topics.
+    query.project = Some(scriptorium_search::ProjectScope::new("/srv/gamma", Vec::new()));
+    assert_eq!(paths(&index.search("r1", &query).expect("test step")), ["topics/owner.md"]);
+}

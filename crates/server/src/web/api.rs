@@ -262,6 +262,15 @@ struct SearchQuery {
     q: String,
     top_k: Option<usize>,
     prefix: Option<String>,
+    /// `YYYY[-MM[-DD]]`: only results dated on or after.
+    from: Option<String>,
+    /// `YYYY[-MM[-DD]]`: only results dated on or before.
+    to: Option<String>,
+    /// `true`: topic blocks only.
+    #[serde(default)]
+    topics_only: bool,
+    /// A project's directory or name (see `docs/format.md#projects`).
+    project: Option<String>,
 }
 
 async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>) -> ApiResult {
@@ -273,6 +282,15 @@ async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>)
             let mut q = scriptorium_search::Query::new(query.q);
             q.top_k = query.top_k.unwrap_or(DEFAULT_TOP_K).clamp(1, MAX_TOP_K);
             q.path_prefix = query.prefix.filter(|p| !p.trim().is_empty());
+            q.date_from = query.from.filter(|d| !d.trim().is_empty());
+            q.date_to = query.to.filter(|d| !d.trim().is_empty());
+            q.include_sources = !query.topics_only;
+            if let Some(project) = query.project.filter(|p| !p.trim().is_empty()) {
+                let scope = backend.project_scope(&project, q.include_sources).map_err(|e| {
+                    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, Code::Io, e.to_string())
+                })?;
+                q.project = Some(scope);
+            }
             let (hits, adoption) = backend
                 .memory()
                 .search_reporting(&q)
