@@ -18,16 +18,22 @@
 //! sees the old or the new content, never a mix, as with a rename. Writers are serialized by
 //! tantivy's writer lock (the index is written under the workspace write lock as well).
 //!
-//! Every write is `fsync`ed, as tantivy's own: `meta.json` is the commit point, and a lost
-//! `.managed.json` version would leave a file tantivy created unknown to its garbage
-//! collection, and a later commit that names a file the same (delete files are named by
-//! segment and opstamp) would then fail.
+//! `meta.json`'s slot is `fsync`ed on every write: it is the commit point. `.managed.json`'s is
+//! not, because what it is for is also derived from the directory: it lists the files tantivy
+//! created, so that its garbage collection deletes those no commit uses (among them what a
+//! killed writer left, which must go before a writer that replays the same operations names a
+//! file the same). Read here, it is the stored list *and every segment file in the directory*
+//! (a name of 32 hex digits and a `.`), so a list that a power loss left behind, torn or old,
+//! still lets the next writer's collection see every file. The index has one writer at a time
+//! (tantivy's writer lock), which takes that list when it opens, so no file of another writer's
+//! unfinished segment can be in it.
 
+use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use scriptorium_workspace_fs::{Fs as _, RealFs};
+use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
 use tantivy::Directory;
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
@@ -35,7 +41,11 @@ use tantivy::directory::{
 };
 
 /// The files kept in slots (tantivy's names).
-const SLOTTED: [&str; 2] = ["meta.json", ".managed.json"];
+const SLOTTED: [&str; 2] = [META, MANAGED];
+/// tantivy's commit record.
+const META: &str = "meta.json";
+/// tantivy's list of the files it created.
+const MANAGED: &str = ".managed.json";
 const MAGIC: &[u8; 8] = b"SCRSLOT1";
 const HEADER: usize = 32;
 
@@ -95,13 +105,38 @@ impl IndexDirectory {
         bytes.extend_from_slice(content);
         // In place (the same inode): a crash mid-write tears this slot only.
         RealFs.write(&target, &bytes, 0o600)?;
-        RealFs.sync_file(&target)?;
+        if path == Path::new(META) {
+            RealFs.sync_file(&target)?;
+        }
         if created {
             // A new slot's directory entry must be durable before the slot counts.
             self.inner.sync_directory()?;
         }
         Ok(())
     }
+}
+
+impl IndexDirectory {
+    /// tantivy's managed list: the stored one (a JSON array of file names; none when missing or
+    /// unreadable) and every segment file in the directory (see the module docs).
+    fn managed(&self) -> io::Result<Vec<u8>> {
+        let stored = self.newest(Path::new(MANAGED))?;
+        let mut files: BTreeSet<String> = stored
+            .and_then(|(_, _, content)| serde_json::from_slice(&content).ok())
+            .unwrap_or_default();
+        for (name, kind) in RealFs.read_dir(&self.root)? {
+            if let Some(name) = name.to_str().filter(|n| kind == FileKind::File && is_segment(n)) {
+                files.insert(name.to_owned());
+            }
+        }
+        serde_json::to_vec(&files).map_err(io::Error::other)
+    }
+}
+
+/// A segment file's name: 32 hex digits (the segment's id), then `.` and its component.
+fn is_segment(name: &str) -> bool {
+    name.as_bytes().get(32) == Some(&b'.')
+        && name.as_bytes()[..32].iter().all(u8::is_ascii_hexdigit)
 }
 
 /// A slot's (seq, content), or `None` when it is missing or fails its check.
@@ -160,6 +195,9 @@ impl Directory for IndexDirectory {
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        if path == Path::new(MANAGED) {
+            return self.managed().map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()));
+        }
         if Self::slotted(path) {
             return match self.newest(path) {
                 Ok(Some((_, _, content))) => Ok(content),
@@ -239,6 +277,28 @@ mod tests {
         assert_eq!(dir.atomic_read(meta).expect("read"), b"third");
         std::fs::write(&slot, b"SCRSLOT1 short").expect("truncate");
         assert_eq!(dir.atomic_read(meta).expect("read"), b"first version");
+    }
+
+    #[test]
+    fn the_managed_list_holds_every_segment_file_in_the_directory() {
+        let (tmp, dir) = dir();
+        let managed = Path::new(".managed.json");
+        let read = |dir: &IndexDirectory| -> Vec<String> {
+            serde_json::from_slice(&dir.atomic_read(managed).expect("read")).expect("a list")
+        };
+        assert!(read(&dir).is_empty());
+        let segment = "0123456789abcdef0123456789abcdef";
+        std::fs::write(tmp.path().join(format!("{segment}.idx")), b"").expect("a segment file");
+        std::fs::write(tmp.path().join(format!("{segment}.7.del")), b"").expect("a delete file");
+        std::fs::write(tmp.path().join("scriptorium-manifest.json"), b"{}").expect("ours");
+        dir.atomic_write(managed, br#"["gone.idx"]"#).expect("write");
+        assert_eq!(
+            read(&dir),
+            [format!("{segment}.7.del"), format!("{segment}.idx"), "gone.idx".into()]
+        );
+        // A torn list still yields the directory's segment files.
+        std::fs::write(tmp.path().join(".managed.json.slot0"), b"SCRSLOT1 torn").expect("tear");
+        assert_eq!(read(&dir), [format!("{segment}.7.del"), format!("{segment}.idx")]);
     }
 
     #[test]

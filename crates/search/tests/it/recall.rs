@@ -454,6 +454,17 @@ fn a_hint_from_a_revision_the_index_does_not_reflect_falls_back_to_the_manifest(
 /// another number of operations came along.
 #[test]
 fn a_sync_after_one_killed_while_committing_writes_its_delete_files_again() {
+    killed_commit_then_sync(false);
+}
+
+/// The same after a power loss that also lost tantivy's list of the files it created (kept
+/// without `fsync`: the directory's segment files count as listed).
+#[test]
+fn a_lost_managed_list_still_lets_the_next_sync_collect_what_a_killed_commit_left() {
+    killed_commit_then_sync(true);
+}
+
+fn killed_commit_then_sync(lose_managed_list: bool) {
     let ws = workspace();
     let root = ws.root();
     let dir = root.join(".scriptorium/index");
@@ -488,6 +499,11 @@ fn a_sync_after_one_killed_while_committing_writes_its_delete_files_again() {
     );
     std::fs::remove_dir_all(&dir).expect("test step");
     copy_files(before.path(), &dir);
+    if lose_managed_list {
+        for slot in [".managed.json.slot0", ".managed.json.slot1"] {
+            std::fs::write(dir.join(slot), "SCRSLOT1 torn by a power loss").expect("test step");
+        }
+    }
 
     let mut index = Index::open(root).expect("test step");
     assert_eq!(index.revision(), Some("r1"), "the killed commit never happened");
