@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use scriptorium_markers::is_record;
+use scriptorium_markers::record;
 use scriptorium_search::{Query, fence, recall_text};
 use scriptorium_session_dag::{EmbeddedStore, Node, SessionId, SessionStore};
 use scriptorium_topics_format::parse_tree;
@@ -230,7 +230,7 @@ impl LocalBackend {
             return String::new();
         }
         let records: Vec<_> =
-            messages.iter().filter(|n| is_record(n)).map(|n| archive_record(session, n)).collect();
+            messages.iter().filter_map(record).map(|n| archive_record(session, &n)).collect();
         if !records.is_empty()
             && let Err(error) =
                 self.inner.memory.workspace().archive_sources(&records, LockTimeout::default())

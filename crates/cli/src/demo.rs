@@ -88,13 +88,13 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     let ws = backend.memory().workspace().clone();
     let workspace = ws.workspace_id().clone();
     let store = backend.store();
+    let head = store.session(&session)?.and_then(|s| s.head);
     for tip in store.tips(&session)? {
         let owed = pending(store.as_ref(), &session, Some(&tip), &workspace)?;
-        if !owed.is_empty() {
+        if head.as_ref() != Some(&tip) && owed.is_empty() {
             outln!(
-                "     the abandoned branch ending at {} owes {} turn(s): below the write threshold, kept pending",
-                tip.0,
-                owed.len()
+                "     the abandoned branch ending at {} is written too (a forced write leaves nothing pending)",
+                tip.0
             );
         }
     }

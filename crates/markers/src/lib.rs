@@ -1,5 +1,6 @@
 //! Written markers: which session records have been handed to the memory writer of a workspace,
-//! the pending walk, and the branch plan at a session boundary.
+//! the pending walk, and the branch plan at a session boundary; and what a record is
+//! ([`clean`]: the cleaning rules).
 //!
 //! Key decision: a marker lives on the node (`memory_written_scriptorium = <workspace id>`), not
 //! in a position cursor, so forks are handled by walking from a tip toward the root: a new
@@ -58,7 +59,10 @@
 //! # }
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+
+pub mod clean;
 
 use scriptorium_session_dag::{
     MetadataBatch, Node, NodeId, NodeKind, Role, SessionId, SessionStore,
@@ -103,16 +107,45 @@ pub enum Error {
 /// written marker (the engine's own type).
 pub use scriptorium_topics_format::WorkspaceId;
 
-/// Whether `node` is a record: a user or assistant message with non-blank content. Tool calls,
-/// tool results, runtime turns, compaction summaries, system messages and empty messages are
-/// not.
+/// The node metadata key the Claude Code importer sets (`"true"`) on a sub-agent's messages.
+pub const SIDECHAIN_KEY: &str = "is_sidechain";
+
+/// Whether `node` is a record: a user or assistant message with something left to remember
+/// once cleaned ([`clean`]: command wrappers, context blocks, interrupt notices, ANSI escapes
+/// and content-free acknowledgements are not). Tool calls, tool results, runtime turns,
+/// compaction summaries and system messages are not, nor are a sub-agent's messages (a
+/// sidechain, [`SIDECHAIN_KEY`]): its "user" is the main agent, not the owner, and what it
+/// found reaches the conversation through the main agent's replies.
 pub fn is_record(node: &Node) -> bool {
-    node.kind == NodeKind::Message
-        && matches!(node.role, Role::User | Role::Assistant)
-        && !node.content.trim().is_empty()
+    record_text(node).is_some()
 }
 
-/// The records of a branch (as returned by [`SessionStore::branch`]), in order.
+/// The text `node` is recorded (archived, written) with: its content cleaned by the rules of
+/// [`clean`]; `None` when it is not a record.
+pub fn record_text(node: &Node) -> Option<Cow<'_, str>> {
+    if node.kind != NodeKind::Message || !matches!(node.role, Role::User | Role::Assistant) {
+        return None;
+    }
+    if node.metadata.get(SIDECHAIN_KEY).is_some_and(|v| v == "true") {
+        return None;
+    }
+    clean::record_text(node.role, &node.content)
+}
+
+/// `node` as a record: a copy whose content is its [`record_text`]; `None` when it is not one.
+pub fn record(node: &Node) -> Option<Node> {
+    let text = record_text(node)?;
+    let mut copy = node.clone();
+    if let Cow::Owned(text) = text {
+        copy.content = text;
+    } else if text.len() != node.content.len() {
+        copy.content = text.into_owned();
+    }
+    Some(copy)
+}
+
+/// The records of a branch (as returned by [`SessionStore::branch`]), in order, as stored
+/// (see [`record`] for the text each is recorded with).
 pub fn records(branch: &[Node]) -> Vec<&Node> {
     branch.iter().filter(|n| is_record(n)).collect()
 }
@@ -169,11 +202,13 @@ fn walk<S: SessionStore + ?Sized>(
             cycle = Some(node.id.clone());
             return false;
         }
-        if !node.rewound && is_record(node) {
+        if !node.rewound
+            && let Some(record) = record(node)
+        {
             if stop(node) {
                 return false;
             }
-            out.push(node.clone());
+            out.push(record);
         }
         steps += 1;
         if saved.is_none() || steps == power {

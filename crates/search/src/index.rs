@@ -723,8 +723,8 @@ impl SourceLookup for CommittedLookup<'_> {
     }
 }
 
-/// Documents in `scope`: blocks outside `topics/projects/` or inside the project's directory,
-/// and records of the project's archives.
+/// Documents in `scope`: blocks outside `topics/projects/`, inside the project's directory or
+/// in its single file, and records of the project's archives.
 fn project_filter(fields: &Fields, scope: &ProjectScope) -> Box<dyn TantivyQuery> {
     let under = |prefix: &str| -> Box<dyn TantivyQuery> {
         Box::new(RangeQuery::new(
@@ -741,9 +741,11 @@ fn project_filter(fields: &Fields, scope: &ProjectScope) -> Box<dyn TantivyQuery
         (Occur::MustNot, under(&projects)),
     ]));
     let archives = TermSetQuery::new(scope.archives.iter().map(|a| Key::File.term(fields, a)));
+    let file = TermQuery::new(Key::File.term(fields, &scope.topic_file), IndexRecordOption::Basic);
     Box::new(BooleanQuery::new(vec![
         (Occur::Should, shared),
         (Occur::Should, under(&scope.topics)),
+        (Occur::Should, Box::new(file)),
         (Occur::Should, Box::new(archives)),
     ]))
 }

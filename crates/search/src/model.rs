@@ -48,6 +48,9 @@ pub struct ProjectScope {
     /// The project's topic directory, workspace-relative with a trailing `/`
     /// (`scriptorium_topics_format::project::topics_dir`).
     pub topics: String,
+    /// The project's single topic file as the Python implementation names it
+    /// (`topics/projects/<slug>.md`), which belongs to the project too.
+    pub topic_file: String,
     /// The archives (workspace-relative, `sources/…/_v2/….md`) of the project's sessions.
     pub archives: Vec<String>,
 }
@@ -55,7 +58,8 @@ pub struct ProjectScope {
 impl ProjectScope {
     /// The scope of `project` (a session's project path), with the archives of its sessions.
     pub fn new(project: &str, archives: Vec<String>) -> Self {
-        ProjectScope { topics: scriptorium_topics_format::project::topics_dir(project), archives }
+        use scriptorium_topics_format::project::{topic_file, topics_dir};
+        ProjectScope { topics: topics_dir(project), topic_file: topic_file(project), archives }
     }
 }
 

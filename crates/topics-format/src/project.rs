@@ -3,9 +3,10 @@
 //! A session's project is a path (the repository root of the working directory its transcript
 //! names, else that directory; see `session-dag`'s `project_of`). Its topics live in one
 //! directory named by the project's *slug*: the last path component, lower-cased, every run
-//! of other characters than letters and digits replaced by one `-`. Every topic outside
-//! `topics/projects/` belongs to no project (the owner, people, preferences) and is shared by
-//! all of them.
+//! of other characters than letters and digits replaced by one `-`; the single file
+//! `topics/projects/<slug>.md` (how the Python implementation files a project) belongs to it
+//! too. Every topic outside `topics/projects/` belongs to no project (the owner, people,
+//! preferences) and is shared by all of them.
 //!
 //! Two projects whose directories have the same name (`~/job/api` and `~/personal/api`)
 //! share a slug, and so a directory of topics.
@@ -41,6 +42,12 @@ pub fn topics_dir(project: &str) -> String {
     format!("topics/{PROJECTS_DIR}/{}/", slug(project))
 }
 
+/// The workspace-relative single topic file of `project`, as the Python implementation files a
+/// project (`topics/projects/<slug>.md`): part of the project as much as its directory.
+pub fn topic_file(project: &str) -> String {
+    format!("topics/{PROJECTS_DIR}/{}.md", slug(project))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +60,6 @@ mod tests {
         assert_eq!(slug("/srv/repos/记忆 库"), "记忆-库");
         assert_eq!(slug(""), "project");
         assert_eq!(topics_dir("/srv/repos/App"), "topics/projects/app/");
+        assert_eq!(topic_file("/srv/repos/App"), "topics/projects/app.md");
     }
 }

@@ -60,6 +60,8 @@ pub struct Task {
     pub prompt: String,
     /// The batch (empty for organize tasks).
     pub turns: Vec<TaskTurn>,
+    /// The project of the batch's session (a path, see `docs/format.md#projects`), if known.
+    pub project: Option<String>,
     /// Most model turns.
     pub max_turns: u32,
 }

@@ -163,7 +163,41 @@ pub fn system_prompt() -> &'static str {
 /// blank line, the turns as JSON lines, a blank line, `Current workspace structure:` and the
 /// listing. `observed` is `YYYY-MM-DD` or `undated`; `structure` is [`structure`]'s output.
 pub fn write_task(observed: &str, turns: &[Turn<'_>], structure: &str) -> String {
-    fill(WRITE, &[("observed", observed), ("turns", &turns_jsonl(turns)), ("structure", structure)])
+    write_task_for(observed, None, turns, structure)
+}
+
+/// [`write_task`] for turns of `project` (a session's project path): the prompt names the
+/// project's topic directory (`topics/projects/<slug>/`, see `docs/format.md#projects`).
+pub fn write_task_for(
+    observed: &str,
+    project: Option<&str>,
+    turns: &[Turn<'_>],
+    structure: &str,
+) -> String {
+    let project = match project {
+        Some(project) => {
+            let dir = scriptorium_topics_format::project::topics_dir(project);
+            format!(
+                "These turns come from the project `{}`: what is about the project (its \
+                 decisions, design, status, people's roles in it) goes under `{dir}`, such as \
+                 `{dir}decisions.md`; what holds beyond it (people, the owner's preferences) \
+                 goes outside `topics/projects/`.",
+                scriptorium_topics_format::project::slug(project)
+            )
+        }
+        None => "These turns come from no known project: what is about a project goes under \
+                 `topics/projects/<its name>/`."
+            .to_owned(),
+    };
+    fill(
+        WRITE,
+        &[
+            ("observed", observed),
+            ("project", &project),
+            ("turns", &turns_jsonl(turns)),
+            ("structure", structure),
+        ],
+    )
 }
 
 /// The organize task over `topic_paths` (workspace-relative, e.g. `topics/people/dana.md`),

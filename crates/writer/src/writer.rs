@@ -209,8 +209,10 @@ impl Writer {
     ///
     /// Unforced: one pass over the head branch, if the batch is due (threshold or idle
     /// allowance). Forced (a session boundary): the head branch batch after batch until nothing
-    /// is owed, then every other live tip whose pending tokens reach the threshold; a pass that
-    /// changes nothing is `WRITER_NO_PROGRESS`.
+    /// is owed, then every other live tip with pending records the same way, whatever their
+    /// size (a small abandoned branch, such as an edited and re-sent prompt, is conversation
+    /// too, and would otherwise stay pending for ever); a pass that changes nothing is
+    /// `WRITER_NO_PROGRESS`.
     ///
     /// `Ok` is "nothing to report" (the report lists what was written, possibly nothing); an
     /// error is retryable (lock held, model transport…) or permanent, with its code.
@@ -229,8 +231,8 @@ impl Writer {
             return Ok(report);
         }
         let count = |text: &str| tokens::count(text);
-        let plan = boundary_plan(store, session, &workspace, self.config.threshold_tokens, &count)
-            .map_err(unavailable)?;
+        // Every branch with pending records (a threshold of 0), the head first.
+        let plan = boundary_plan(store, session, &workspace, 0, &count).map_err(unavailable)?;
         for branch in plan {
             loop {
                 let owed =
@@ -238,11 +240,7 @@ impl Writer {
                 if owed.is_empty() {
                     break;
                 }
-                let tokens: usize = owed.iter().map(|n| tokens::count(&n.content)).sum();
-                if !branch.head && tokens < self.config.threshold_tokens {
-                    break;
-                }
-                match self.pass(session, Some(&branch.tip), &owed, branch.head)? {
+                match self.pass(session, Some(&branch.tip), &owed, true)? {
                     Pass::Written(batch) => report.batches.push(batch),
                     Pass::NotDue => break,
                     Pass::NoChange => {
@@ -312,11 +310,18 @@ impl Writer {
                 content: &t.content,
             })
             .collect();
+        let project = self.store()?.session(session).ok().flatten().and_then(|s| s.project);
         let task = Task {
             kind: TaskKind::Write,
             system: prompt::system_prompt().to_owned(),
-            prompt: prompt::write_task(&observed, &prompt_turns, &structure(&staged)),
+            prompt: prompt::write_task_for(
+                &observed,
+                project.as_deref(),
+                &prompt_turns,
+                &structure(&staged),
+            ),
             turns: turns.clone(),
+            project,
             max_turns: self.config.max_turns,
         };
         let mut counters = staged.counters();
@@ -582,6 +587,7 @@ impl Writer {
             system: prompt::system_prompt().to_owned(),
             prompt: prompt::organize_task(&topics, &structure(&staged)),
             turns: Vec::new(),
+            project: None,
             max_turns: self.config.max_turns,
         };
         match self.run_and_install(staged, task, counters) {

@@ -3,9 +3,11 @@
 
 mod check;
 mod import;
+mod write;
 
 fn main() -> std::process::ExitCode {
     let mut trials = check::trials();
     trials.extend(import::trials());
+    trials.extend(write::trials());
     scriptorium_testkit::run(trials)
 }

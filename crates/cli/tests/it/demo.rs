@@ -14,11 +14,11 @@ fn the_demo_imports_writes_pins_the_core_and_recalls() {
         "no model configured: writing with the journal writer",
         "imported 16 nodes (16 new) of session `garden-planning`: 2 branches",
         "topics/journal/2026/03-14.md",
-        "the abandoned branch ending at a6b owes 2 turn(s)",
+        "the abandoned branch ending at a6b is written too",
         "Mara wants every quantity in metric units.",
         "recall for \"compost bin\"",
         "she wants to build a compost bin from old pallets",
-        "2 turn(s) pending",
+        "0 turn(s) pending",
     ] {
         assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
     }
@@ -36,10 +36,10 @@ fn the_demo_imports_writes_pins_the_core_and_recalls() {
         .expect("git log");
     let commits = String::from_utf8_lossy(&log.stdout);
     assert!(commits.contains("Pin Mara's standing preferences to the core"), "{commits}");
-    // Status counts what the abandoned branch still owes.
+    // Nothing stays pending: the abandoned branch was written too.
     let status = scriptorium(&home, &["status", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status json");
-    assert_eq!(json["pending_turns"], 2, "{json}");
+    assert_eq!(json["pending_turns"], 0, "{json}");
     assert_eq!(json["writer"]["version"], 1, "{json}");
     // Again: idempotent (nothing new imported, nothing written, the core kept).
     let again = scriptorium(&home, &["demo", "--no-serve"]);

@@ -239,7 +239,7 @@ fn stop_imports_the_turn_and_its_detached_write_is_never_done_twice() {
     // Whichever of the detached write and this one runs first writes the session; the other
     // finds it written (the workspace lock orders them): one set of blocks, nothing pending.
     write_until_done(home.path(), &["--session", session, "--force"]);
-    let journal = home.path().join("memory/topics/journal/2026/01-15.md");
+    let journal = home.path().join("memory/topics/projects/codemie-code/journal/2026/01-15.md");
     let text = fs::read_to_string(&journal).expect("the journal");
     let prompts = text.matches("show tools").count();
     assert_eq!(prompts, 1, "the session was written once: {text}");
@@ -282,8 +282,10 @@ fn parallel_writes_of_one_session_write_it_once() {
         assert!(matches!(code, Some(0 | 75)), "{code:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
     write_until_done(home.path(), &["--session", session, "--force"]);
-    let text = fs::read_to_string(home.path().join("memory/topics/journal/2026/01-15.md"))
-        .expect("the journal");
+    let text = fs::read_to_string(
+        home.path().join("memory/topics/projects/codemie-code/journal/2026/01-15.md"),
+    )
+    .expect("the journal");
     for prompt in ["show tools", "tell me more about agent module"] {
         assert_eq!(text.matches(&format!("Owner said: {prompt}")).count(), 1, "{prompt}: {text}");
     }

@@ -38,9 +38,9 @@ fn build_home(home: &Path) {
     let s = SessionId("forked".into());
     let trunk = vec![
         node("u1", None, Role::User, "Plan the budget tracker\nwith details", 1),
-        node("a1", Some("u1"), Role::Assistant, "Sure.", 2),
+        node("a1", Some("u1"), Role::Assistant, "Sure, a tracker.", 2),
         node("u2", Some("a1"), Role::User, "Use a spreadsheet", 3),
-        node("a2", Some("u2"), Role::Assistant, "Done.", 4),
+        node("a2", Some("u2"), Role::Assistant, "Done, a spreadsheet.", 4),
     ];
     store.append_batch(&s, trunk.clone()).unwrap();
     let workspace = WorkspaceId::parse("w-0123abcd").unwrap();

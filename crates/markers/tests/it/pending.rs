@@ -64,14 +64,16 @@ fn only_user_and_assistant_messages_with_content_are_records() {
     let s = sid("s");
     let mut parent: Option<String> = None;
     let cases = [
-        ("u1", Role::User, NodeKind::Message, "hello", true),
+        ("u1", Role::User, NodeKind::Message, "my garden is in Leeds", true),
+        ("cmd", Role::User, NodeKind::Message, "<command-name>/clear</command-name>", false),
+        ("ack", Role::User, NodeKind::Message, "ok", false),
         ("call", Role::Assistant, NodeKind::ToolCall, "{\"cmd\":\"ls\"}", false),
         ("result", Role::Tool, NodeKind::ToolResult, "a.txt", false),
         ("job", Role::User, NodeKind::Runtime, "sub-agent report", false),
         ("summary", Role::User, NodeKind::CompactionSummary, "earlier: …", false),
         ("sys", Role::System, NodeKind::Message, "be brief", false),
         ("blank", Role::Assistant, NodeKind::Message, " \n\t ", false),
-        ("a1", Role::Assistant, NodeKind::Message, "  hi  ", true),
+        ("a1", Role::Assistant, NodeKind::Message, "  noted: Leeds  ", true),
     ];
     for (i, (id, role, kind, content, _)) in cases.iter().enumerate() {
         let mut node = msg(id, parent.as_deref(), content, i64::try_from(i).unwrap());
@@ -83,7 +85,10 @@ fn only_user_and_assistant_messages_with_content_are_records() {
     let branch = store.branch(&s, None).unwrap();
     let expected: Vec<&str> = cases.iter().filter(|c| c.4).map(|c| c.0).collect();
     assert_eq!(records(&branch).iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), expected);
-    assert_eq!(ids(&pending(&store, &s, None, &ws()).unwrap()), expected);
+    let owed = pending(&store, &s, None, &ws()).unwrap();
+    assert_eq!(ids(&owed), expected);
+    // Pending records carry the text they are recorded with (trimmed here).
+    assert_eq!(owed[1].content, "noted: Leeds");
 }
 
 #[test]

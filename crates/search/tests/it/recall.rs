@@ -626,8 +626,8 @@ fn a_200_kb_bracket_message_is_indexed_and_found() {
     }
 }
 
-/// A project scope: the project's topics and the shared ones, never another project's, and
-/// only the records of the project's archives.
+/// A project scope: the project's topics (its directory and its single Python-style file) and
+/// the shared ones, never another project's, and only the records of the project's archives.
 #[test]
 fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
     let dir = tempfile::tempdir().expect("test step");
@@ -665,6 +665,18 @@ fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
         "openprogram/beta-1/u1",
     );
     topic(
+        "projects/alpha.md",
+        "Alpha's old deploy key was revoked.",
+        "d4d4d4d4",
+        "openprogram/alpha-1/u1",
+    );
+    topic(
+        "projects/beta.md",
+        "Beta's deploy key is shared with ops.",
+        "e5e5e5e5",
+        "openprogram/beta-1/u1",
+    );
+    topic(
         "owner.md",
         "Ana wants every deploy key in a password manager.",
         "c3c3c3c3",
@@ -681,7 +693,7 @@ fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
         paths.dedup();
         paths
     };
-    assert_eq!(paths(&everything).len(), 5, "unscoped: every topic and archive: {everything:?}");
+    assert_eq!(paths(&everything).len(), 7, "unscoped: every topic and archive: {everything:?}");
 
     query.project =
         Some(scriptorium_search::ProjectScope::new("/srv/ana/code/Alpha", alpha_archive.clone()));
@@ -689,6 +701,7 @@ fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
     let mut expected = vec![
         alpha_archive[0].clone(),
         "topics/owner.md".to_owned(),
+        "topics/projects/alpha.md".to_owned(),
         "topics/projects/alpha/deploy.md".to_owned(),
     ];
     expected.sort();
@@ -698,7 +711,10 @@ fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
     // Topics only (as per-turn recall asks): the project's and the shared topics.
     query.include_sources = false;
     let topics = index.search("r1", &query).expect("test step");
-    assert_eq!(paths(&topics), ["topics/owner.md", "topics/projects/alpha/deploy.md"]);
+    assert_eq!(
+        paths(&topics),
+        ["topics/owner.md", "topics/projects/alpha.md", "topics/projects/alpha/deploy.md"]
+    );
 
     // A project with no topics and no sessions still sees the shared topics.
     query.project = Some(scriptorium_search::ProjectScope::new("/srv/gamma", Vec::new()));

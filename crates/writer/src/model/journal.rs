@@ -1,16 +1,24 @@
 //! The `journal` model: no model at all. Each user turn of the batch becomes one condensed,
-//! cited paragraph under `topics/journal/YYYY/MM-DD.md` (the day of the turn; `undated.md`
-//! without a time), through the structured change API — deterministic, offline, and valid by
-//! construction. The assistant replies that follow a user turn in the batch are cited by its
-//! paragraph (their text is not repeated); a reply whose user turn was written in an earlier
-//! batch gets a paragraph of its own, so every batch makes progress and is marked. It is the
-//! default until a model is configured; organize tasks leave the topics as they are ("already
-//! well organized").
+//! cited paragraph in the journal of the day of the turn, through the structured change API —
+//! deterministic, offline, and valid by construction. The assistant replies that follow a user
+//! turn in the batch are cited by its paragraph (their text is not repeated); a reply whose user
+//! turn was written in an earlier batch gets a paragraph of its own, so every batch makes
+//! progress and is marked. It is the default until a model is configured; organize tasks leave
+//! the topics as they are ("already well organized").
+//!
+//! Filing: `topics/projects/<slug>/journal/YYYY/MM-DD.md` for a session with a project (see
+//! `docs/format.md#projects`), else `topics/journal/YYYY/MM-DD.md`; `…/undated.md` without a
+//! time. A day's file rolls over to `MM-DD-2.md`, `MM-DD-3.md`, … before it would pass
+//! [`FILE_BUDGET`] bytes, half the engine's per-file limit, so a busy day never makes a write
+//! fail on size.
 //!
 //! Condensing: whitespace collapsed to single spaces, the text cut at a sentence end (or a
-//! word) within [`MAX_CHARS`] characters with `…`, and Markdown that would change the
-//! paragraph's structure (a leading `#`, `>`, list or table marker, footnote and block-ID
-//! syntax, brackets, pipes) escaped so the paragraph reads as plain text.
+//! word) within [`MAX_CHARS`] characters with `…`, and only what the topic parser would read as
+//! citation or block syntax escaped (brackets, `^`, backslashes, backticks, and `<` before a
+//! tag or comment): the paragraph always starts with the speaker, so no line-start marker of
+//! the text can make it a heading, list or table.
+
+use std::collections::HashMap;
 
 use serde_json::json;
 
@@ -20,6 +28,9 @@ use crate::tools::Tools;
 
 /// The most characters of a turn kept in its paragraph.
 pub const MAX_CHARS: usize = 280;
+/// The most bytes a journal file grows to before the day rolls over to its next part: half the
+/// engine's per-file limit (512 000), leaving room for one entry of any size.
+pub const FILE_BUDGET: usize = 256_000;
 /// Operations per `memory_changes` call (the change API's limit).
 const PER_CALL: usize = scriptorium_txn::change::MAX_CHANGES;
 
@@ -39,7 +50,9 @@ impl Model for Journal {
                 ..RunReport::default()
             });
         }
-        let ops: Vec<serde_json::Value> = entries(&task.turns).iter().map(create_op).collect();
+        let mut filing = Filing::new(tools, task.project.as_deref());
+        let ops: Vec<serde_json::Value> =
+            entries(&task.turns).iter().map(|entry| create_op(entry, &mut filing)).collect();
         for chunk in ops.chunks(PER_CALL) {
             let args = json!({ "changes": chunk }).to_string();
             let result = tools.call("memory_changes", &args);
@@ -75,24 +88,76 @@ fn entries(turns: &[TaskTurn]) -> Vec<Entry<'_>> {
     out
 }
 
+/// Where this run files entries: the journal directory and the bytes of each file so far.
+struct Filing {
+    dir: String,
+    sizes: HashMap<String, usize>,
+}
+
+impl Filing {
+    fn new(tools: &Tools<'_>, project: Option<&str>) -> Filing {
+        let dir = match project {
+            Some(project) => {
+                format!("{}journal", scriptorium_topics_format::project::topics_dir(project))
+            }
+            None => "topics/journal".to_owned(),
+        };
+        let prefix = format!("{}/", dir.strip_prefix("topics/").unwrap_or(&dir));
+        let sizes = tools
+            .staged()
+            .baseline_files()
+            .filter(|f| f.path.starts_with(&prefix))
+            .map(|f| (format!("topics/{}", f.path), f.text.len()))
+            .collect();
+        Filing { dir, sizes }
+    }
+
+    /// The file of `day` (`YYYY/MM-DD`, or `undated`) with room for `bytes` more: the first
+    /// part that has it (a file never grows past [`FILE_BUDGET`] unless it is empty), and its
+    /// heading's part suffix (`""`, `" (2)"`, …).
+    fn file_for(&mut self, day: &str, bytes: usize) -> (String, String) {
+        for part in 1.. {
+            let path = match part {
+                1 => format!("{}/{day}.md", self.dir),
+                n => format!("{}/{day}-{n}.md", self.dir),
+            };
+            let size = self.sizes.entry(path.clone()).or_insert(0);
+            if *size == 0 || *size + bytes <= FILE_BUDGET {
+                *size += bytes;
+                let suffix = if part == 1 { String::new() } else { format!(" ({part})") };
+                return (path, suffix);
+            }
+        }
+        unreachable!("parts are unbounded")
+    }
+}
+
 /// The `create_record` operation for one entry.
-fn create_op(entry: &Entry<'_>) -> serde_json::Value {
+fn create_op(entry: &Entry<'_>, filing: &mut Filing) -> serde_json::Value {
     let turn = entry.turn;
     let day = turn.timestamp.as_deref().and_then(day_of);
-    let (path, heading, time) = match day {
-        Some((y, m, d)) => (
-            format!("topics/journal/{y}/{m}-{d}.md"),
-            format!("Journal {y}-{m}-{d}"),
-            Some(format!("{y}-{m}-{d}")),
-        ),
-        None => ("topics/journal/undated.md".to_owned(), "Journal (undated)".to_owned(), None),
-    };
     let verb = if turn.role == "user" { "said" } else { "replied" };
+    let content = format!("{} {verb}: {}", plain(&turn.display), condense(&turn.content));
     let mut sources = vec![json!({"source": turn.source_ref, "label": "conversation turn"})];
     sources.extend(entry.replies.iter().map(|r| json!({"source": r.source_ref, "label": "reply"})));
+    // What the entry adds to its file: the paragraph, and a definition with one link (a
+    // relative archive path and an anchor, ~120 bytes more than the handle) per source.
+    let bytes = content.len()
+        + 64
+        + [turn].iter().chain(&entry.replies).map(|t| t.source_ref.len() + 160).sum::<usize>();
+    let (path, heading, time) = match day {
+        Some((y, m, d)) => {
+            let (path, part) = filing.file_for(&format!("{y}/{m}-{d}"), bytes);
+            (path, format!("Journal {y}-{m}-{d}{part}"), Some(format!("{y}-{m}-{d}")))
+        }
+        None => {
+            let (path, part) = filing.file_for("undated", bytes);
+            (path, format!("Journal (undated){part}"), None)
+        }
+    };
     json!({
         "op": "create_record",
-        "content": format!("{} {verb}: {}", plain(&turn.display), condense(&turn.content)),
+        "content": content,
         "time": time,
         "sources": sources,
         "destination": {"topic_path": path, "headings": [heading], "position": "end"},
@@ -128,22 +193,39 @@ pub fn condense(text: &str) -> String {
         }
     };
     let cut = if cut.is_empty() { "(empty)".to_owned() } else { cut };
-    plain(&cut)
+    inline(&cut)
 }
 
-/// Escapes what the topic parser would read as structure or citation syntax.
+/// Escapes what the topic parser would read as citation or block syntax inside a paragraph:
+/// brackets, `^`, backslashes, backticks (a code span would keep its escapes as text), and `<`
+/// where it would open a tag or a comment.
+fn inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let tag = c == '<'
+            && chars
+                .peek()
+                .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?'));
+        if matches!(c, '[' | ']' | '^' | '\\' | '`') || tag {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// [`inline`], and what would make the start of a line structure: a heading, quote, list or
+/// table marker (the speaker's name starts the paragraph).
 fn plain(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '[' | ']' | '^' | '|' | '<' | '>' | '`' | '*' | '_' | '#' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            _ => out.push(c),
+    for c in inline(text).chars() {
+        if matches!(c, '|' | '<' | '>' | '*' | '_' | '#') {
+            out.push('\\');
         }
+        out.push(c);
     }
-    // A leading list or heading marker after escaping: `- `, `+ `, `1. `.
+    // A leading list marker after escaping: `- `, `+ `, `1. `.
     let starts_list = out.starts_with("- ")
         || out.starts_with("+ ")
         || out
@@ -159,8 +241,14 @@ mod tests {
     #[test]
     fn condense_flattens_cuts_and_escapes() {
         assert_eq!(condense("  I like\n\n green   tea. "), "I like green tea.");
-        assert_eq!(condense("# not a heading [^x] ^abc"), "\\# not a heading \\[\\^x\\] \\^abc");
-        assert_eq!(condense("- item"), "\\- item");
+        assert_eq!(condense("# not a heading [^x] ^abc"), "# not a heading \\[\\^x\\] \\^abc");
+        // No escape noise for what cannot change the paragraph: it starts with the speaker.
+        assert_eq!(condense("__init__ | a > b * c"), "__init__ | a > b * c");
+        assert_eq!(
+            condense("see <div> and <!-- x --> but 3 < 4"),
+            "see \\<div> and \\<!-- x --> but 3 < 4"
+        );
+        assert_eq!(plain("- Bob_1"), "\\- Bob\\_1");
         let long = "word ".repeat(100);
         let cut = condense(&long);
         assert!(cut.ends_with('…') && cut.chars().count() <= MAX_CHARS + 1, "{cut}");

@@ -82,9 +82,9 @@ fn forced_writes_the_head_branch_batch_after_batch() {
 }
 
 /// Trunk t1,t2; the head branch h1,h2 off t2; an abandoned long branch l1,l2 (≥ 10 tokens)
-/// and an abandoned one-token branch o1, both off t2.
+/// and an abandoned two-token branch o1, both off t2.
 fn forked(fx: &Fixture) {
-    fx.turns("s", None, &["t1", "t2"], &["We share this trunk.", "Yes we do."]);
+    fx.turns("s", None, &["t1", "t2"], &["We share this trunk.", "Yes we do share it."]);
     fx.turns(
         "s",
         Some("t2"),
@@ -94,13 +94,13 @@ fn forked(fx: &Fixture) {
             "It does, at length, with detail.",
         ],
     );
-    fx.turns("s", Some("t2"), &["o1"], &["ok"]);
+    fx.turns("s", Some("t2"), &["o1"], &["Leeds."]);
     fx.turns("s", Some("t2"), &["h1", "h2"], &["The head branch.", "Written first."]);
     fx.store.set_head(&SessionId("s".into()), &NodeId("h2".into())).expect("head");
 }
 
 #[test]
-fn forced_writes_head_first_then_tips_that_reach_the_threshold_sharing_prefixes_once() {
+fn forced_writes_head_first_then_every_other_tip_sharing_prefixes_once() {
     let fx = Fixture::new();
     forked(&fx);
     let echo = Arc::new(Echo::default());
@@ -110,29 +110,28 @@ fn forced_writes_head_first_then_tips_that_reach_the_threshold_sharing_prefixes_
     let batches = echo.batches();
     let flat: Vec<String> = batches.concat();
     let node = |id: &str| format!("openprogram/s/{id}");
-    // Head branch first (trunk + head), then the long abandoned branch; the one-token tip is
-    // skipped and stays pending.
+    // Head branch first (trunk + head), then the abandoned branches, whatever their size: an
+    // abandoned branch is conversation too, and would otherwise stay pending for ever.
     let head_at = flat.iter().position(|r| *r == node("h2")).expect("head written");
     let long_at = flat.iter().position(|r| *r == node("l1")).expect("long branch written");
-    assert!(head_at < long_at, "head branch first: {flat:?}");
-    assert!(!flat.contains(&node("o1")), "a one-token abandoned tip is not written: {flat:?}");
-    assert_eq!(fx.pending_ids("s", Some("o1")), ["o1"]);
-    // Every node sent exactly once (the shared trunk too).
+    let short_at = flat.iter().position(|r| *r == node("o1")).expect("short branch written");
+    assert!(head_at < long_at && head_at < short_at, "head branch first: {flat:?}");
+    // Every node sent exactly once (the shared trunk too), and nothing left pending.
     let mut sorted = flat.clone();
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), flat.len(), "a node was sent twice: {flat:?}");
-    // The long branch is written while what it owes reaches the threshold: l1 alone does, the
-    // remaining l2 does not and stays pending (no idle allowance for abandoned branches).
-    assert_eq!(flat.len(), 5, "{flat:?}");
-    assert_eq!(fx.pending_ids("s", Some("l2")), ["l2"]);
+    assert_eq!(flat.len(), 7, "{flat:?}");
+    for tip in ["h2", "l2", "o1"] {
+        assert!(fx.pending_ids("s", Some(tip)).is_empty(), "{tip} still owes");
+    }
     assert!(report.batches.iter().all(|b| !b.changed_files.is_empty()));
 }
 
 #[test]
 fn forced_without_progress_is_a_permanent_failure() {
     let fx = Fixture::new();
-    fx.turns("s", None, &["m1", "m2"], &["Hello there.", "Hi."]);
+    fx.turns("s", None, &["m1", "m2"], &["The plot is by the river.", "Noted, by the river."]);
     let echo = Arc::new(Echo { idle: true, ..Echo::default() });
     let failure = fx
         .writer(echo.clone(), eager())

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use scriptorium_session_dag::SessionId;
+use scriptorium_session_dag::{SessionId, SessionStore as _};
 use scriptorium_writer::model::command::{Command, CommandConfig};
 use scriptorium_writer::model::journal::Journal;
-use scriptorium_writer::{FailureCode, Model};
+use scriptorium_writer::{FailureCode, Model, WriterConfig};
 
 use super::{Fixture, eager, source, topic};
 
@@ -37,7 +37,7 @@ fn journal_files_user_turns_deterministically() {
     };
     let first = write();
     assert_eq!(first, write(), "same turns, same bytes");
-    assert!(first.starts_with("# Journal 2024-03-15\n\nOwner said: \\# I'm Dana \\[\\^x\\] and I live in Lyon. - really[^e-"), "{first}");
+    assert!(first.starts_with("# Journal 2024-03-15\n\nOwner said: # I'm Dana \\[\\^x\\] and I live in Lyon. - really[^e-"), "{first}");
     assert!(
         first.contains("Today I planted beans and tomatoes. …[^e-"),
         "condensed at a sentence: {first}"
@@ -118,5 +118,43 @@ fn journal_files_a_batch_larger_than_one_change_request() {
     assert_eq!(report.batches[0].block_ids.len(), 70);
     let journal = fx.live("topics/journal/2024/03-15.md").expect("journal");
     assert!(journal.contains("Owner said: Fact number 138 about the garden."), "{journal}");
+    assert!(fx.pending_ids("s1", None).is_empty());
+}
+
+/// A session with a project files under the project's journal, and a day that would pass the
+/// file budget rolls over to the day's next part instead of failing on size.
+#[test]
+fn journal_files_per_project_and_rolls_a_busy_day_over() {
+    let fx = Fixture::new();
+    let session = SessionId("s1".into());
+    // 400 user turns and their replies, a minute apart, all on 2024-03-15: ~290 000 bytes of
+    // journal.
+    let (mut ids, mut texts) = (Vec::new(), Vec::new());
+    for turn in 0..400 {
+        ids.push(format!("u{turn:03}"));
+        texts.push(format!(
+            "Turn {turn}: {}",
+            "we weighed the raised beds against the plot. ".repeat(6)
+        ));
+        ids.push(format!("a{turn:03}"));
+        texts.push(format!("Reply to turn {turn}."));
+    }
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    fx.turns("s1", None, &ids, &texts);
+    fx.store.set_project(&session, Some("/srv/code/Garden App".into())).expect("project");
+    let config = WriterConfig { threshold_tokens: 1_000_000, ..eager() };
+    let report = fx.writer(Arc::new(Journal), config).write(&session, true).expect("written");
+    let mut files: Vec<String> =
+        report.batches.iter().flat_map(|b| b.changed_files.clone()).collect();
+    files.sort();
+    files.dedup();
+    let first = "topics/projects/garden-app/journal/2024/03-15.md";
+    let second = "topics/projects/garden-app/journal/2024/03-15-2.md";
+    assert_eq!(files, [second, first], "sorted");
+    let (a, b) = (fx.live(first).expect("part 1"), fx.live(second).expect("part 2"));
+    assert!(a.len() <= 256_000 && b.len() <= 256_000, "{} and {} bytes", a.len(), b.len());
+    assert!(a.starts_with("# Journal 2024-03-15\n") && b.starts_with("# Journal 2024-03-15 (2)\n"));
+    assert!(a.contains("Owner said: Turn 0: ") && b.contains("Owner said: Turn 399: "));
     assert!(fx.pending_ids("s1", None).is_empty());
 }
