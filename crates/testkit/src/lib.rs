@@ -55,6 +55,19 @@ pub fn data_dir_setting() -> PathBuf {
     }
 }
 
+/// The directories of real agent transcripts in the test data (Claude Code, Codex and pi), as
+/// `scriptorium import auto` reads them: every data-driven suite over "every real transcript"
+/// uses this list.
+pub const REAL_TRANSCRIPTS: [&str; 7] = [
+    "claude-code-log/real_projects",
+    "codemie-code/claude",
+    "agent-history/real_sessions/claude",
+    "codemie-code/codex",
+    "agent-history/real_sessions/codex",
+    "pi-mono",
+    "agent-history/real_sessions/pi",
+];
+
 /// The data directory if it exists.
 pub fn data_dir() -> Option<PathBuf> {
     let dir = data_dir_setting();

@@ -69,15 +69,7 @@ pub(crate) fn trials() -> Vec<Trial> {
         }),
         data_trial("import::auto_gives_every_data_set_its_format", |data| {
             // The sessions of the four runs above: 4 + 4 + 3 + 3.
-            let dirs = [
-                "claude-code-log/real_projects",
-                "codemie-code/claude",
-                "agent-history/real_sessions/claude",
-                "codemie-code/codex",
-                "agent-history/real_sessions/codex",
-                "pi-mono",
-                "agent-history/real_sessions/pi",
-            ];
+            let dirs = scriptorium_testkit::REAL_TRANSCRIPTS;
             import_twice(data, "auto", &dirs, 14)?;
             let tmp = tempfile::tempdir().map_err(fail)?;
             let paths: Vec<String> =

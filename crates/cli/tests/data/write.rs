@@ -5,19 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use scriptorium_testkit::{Failed, Trial, data_trial, fail};
+use scriptorium_testkit::{Failed, REAL_TRANSCRIPTS, Trial, data_trial, fail};
 use serde_json::Value;
-
-/// The real transcripts (every format).
-const REAL: [&str; 7] = [
-    "claude-code-log/real_projects",
-    "codemie-code/claude",
-    "agent-history/real_sessions/claude",
-    "codemie-code/codex",
-    "agent-history/real_sessions/codex",
-    "pi-mono",
-    "agent-history/real_sessions/pi",
-];
 
 /// What must never reach a topic.
 const NOISE: [&str; 6] = [
@@ -48,7 +37,8 @@ fn every_transcript_is_written_clean(data: &Path) -> Result<(), Failed> {
     if code != 0 {
         return Err(fail(format!("init: {out}")));
     }
-    let dirs: Vec<String> = REAL.iter().map(|d| data.join(d).display().to_string()).collect();
+    let dirs: Vec<String> =
+        REAL_TRANSCRIPTS.iter().map(|d| data.join(d).display().to_string()).collect();
     let mut import = vec!["import", "auto"];
     import.extend(dirs.iter().map(String::as_str));
     let (code, out) = scriptorium(home.path(), &import)?;

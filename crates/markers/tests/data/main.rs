@@ -8,20 +8,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use scriptorium_markers::{SIDECHAIN_KEY, record_text};
-use scriptorium_session_dag::import::{self, Format};
+use scriptorium_session_dag::import;
 use scriptorium_session_dag::{EmbeddedStore, Node, NodeId, NodeKind, Role, SessionStore};
 use scriptorium_testkit::{Failed, data_trial, fail};
-
-/// The real transcripts, by format.
-const REAL: [(Format, &str); 7] = [
-    (Format::ClaudeCode, "claude-code-log/real_projects"),
-    (Format::ClaudeCode, "codemie-code/claude"),
-    (Format::Codex, "codemie-code/codex"),
-    (Format::Pi, "pi-mono"),
-    (Format::ClaudeCode, "agent-history/real_sessions/claude"),
-    (Format::Codex, "agent-history/real_sessions/codex"),
-    (Format::Pi, "agent-history/real_sessions/pi"),
-];
 
 /// A message as it was a record before the rules: a user or assistant message, not blank.
 fn was_record(node: &Node) -> bool {
@@ -41,10 +30,11 @@ fn line(text: &str) -> String {
 fn report(data: &Path) -> Result<String, Failed> {
     let mut out = String::new();
     let (mut before, mut after) = (0usize, 0usize);
-    for (format, dir) in REAL {
+    for dir in scriptorium_testkit::REAL_TRANSCRIPTS {
         let tmp = tempfile::tempdir().map_err(fail)?;
         let store = EmbeddedStore::open(tmp.path()).map_err(fail)?;
-        let (units, errors) = import::discover(format, &[data.join(dir)]);
+        let found = import::discover_auto(&[data.join(dir)]);
+        let (units, errors) = (found.units, found.errors);
         if let Some(error) = errors.first() {
             return Err(fail(format!("{dir}: {error}")));
         }
