@@ -244,3 +244,113 @@ impl RebuildError {
         }
     }
 }
+
+/// An owner's note: one fact added by hand ([`MemoryWorkspace::note`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Note {
+    /// What to remember, in the owner's words (one paragraph: line breaks become spaces in the
+    /// block; the archived record keeps them).
+    pub text: String,
+    /// Pin it to the core (`topics/core.md`, injected into every conversation).
+    pub core: bool,
+    /// The topic file to add it to (`people/dana`, `people/dana.md` or `topics/people/dana.md`;
+    /// default `topics/notes.md`). Ignored with `core`.
+    pub topic: Option<String>,
+    /// When the fact holds (`YYYY`, `YYYY-MM`, `YYYY-MM-DD` or `undated`; default the day of
+    /// `now`).
+    pub time: Option<String>,
+}
+
+/// Where a note goes by default.
+pub const NOTES_TOPIC: &str = "topics/notes.md";
+
+impl Note {
+    /// The workspace-relative topic file the note goes to.
+    pub fn topic_path(&self) -> String {
+        if self.core {
+            return "topics/core.md".to_owned();
+        }
+        let Some(topic) = self.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()) else {
+            return NOTES_TOPIC.to_owned();
+        };
+        let topic = topic.trim_start_matches("./").trim_start_matches('/');
+        let topic = topic.strip_prefix("topics/").unwrap_or(topic);
+        if topic.ends_with(".md") {
+            format!("topics/{topic}")
+        } else {
+            format!("topics/{topic}.md")
+        }
+    }
+}
+
+impl MemoryWorkspace {
+    /// Adds `note` in one transaction: the note archived as an owner-authored source record (the
+    /// text verbatim, observed at `now`, archived with the local owner's authority and
+    /// `origin`, such as `owner-cli/note`), and a block citing it at the end of the topic
+    /// ([`Note::topic_path`], under its first heading, or under a new one). The change request
+    /// is the change API's (`create_record` citing one declared source), so a bad time, an empty
+    /// text or a path outside `topics/` is refused with its stable code and changes nothing; the
+    /// base is the installed revision (`CONCURRENT_UPDATE` if another change lands first).
+    pub fn note(
+        &self,
+        note: &Note,
+        origin: &str,
+        now: time::OffsetDateTime,
+    ) -> Result<UpdateOutcome, Error> {
+        let path = note.topic_path();
+        let observed = now
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned());
+        let time = match note.time.as_deref().map(str::trim) {
+            Some("undated") => serde_json::Value::Null,
+            Some(time) => time.into(),
+            None => observed[..10].into(),
+        };
+        let heading = self.first_heading(&path).unwrap_or_else(|| default_heading(&path));
+        let paragraph = note.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let base = self.workspace().installed_revision()?;
+        let body = serde_json::json!({
+            "base_revision": base.as_str(),
+            "commit_message": format!("memory: owner note in {path}"),
+            "sources": [{
+                "label": "new-source-note",
+                "role": "user",
+                "content": note.text,
+                "observed_at": observed,
+            }],
+            "memory_changes": [{
+                "op": "create_record",
+                "content": paragraph,
+                "time": time,
+                "sources": [{"source": "new-source-note", "label": "owner note"}],
+                "destination": {"topic_path": path, "headings": [heading], "position": "end"},
+            }],
+        });
+        let request = UpdateRequest::from_json(&body.to_string())?;
+        self.update(request, UpdateContext::owner(origin))
+    }
+
+    /// The first `# ` heading of a topic file, if it exists and has one.
+    fn first_heading(&self, path: &str) -> Option<String> {
+        let bytes = read_in(&RealFs, self.workspace().root(), path).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        text.lines().find_map(|l| l.strip_prefix("# ")).map(|h| h.trim().to_owned())
+    }
+}
+
+/// The heading of a new topic file: `Core`, `Notes`, or its name (`people/dana.md` → `Dana`).
+fn default_heading(path: &str) -> String {
+    if path == "topics/core.md" {
+        return "Core".to_owned();
+    }
+    let stem = path.rsplit('/').next().unwrap_or(path).trim_end_matches(".md");
+    let words: Vec<String> = stem
+        .split(['-', '_', ' '])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+        })
+        .collect();
+    if words.is_empty() { "Notes".to_owned() } else { words.join(" ") }
+}

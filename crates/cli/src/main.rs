@@ -22,6 +22,7 @@ mod inspect;
 mod log;
 mod mcp;
 mod memory;
+mod note;
 mod output;
 mod rebuild;
 mod repair;
@@ -78,6 +79,9 @@ enum Command {
     /// Apply a change request (whole-file changes or a unified diff) as one compare-and-set
     /// transaction.
     Update(update::Args),
+    /// Remember one fact, in your words: archived as your own record and added as a cited
+    /// block (`--core` pins it to the core) in one transaction.
+    Note(note::Args),
     /// Show the core block: canonical master, render within the budget, injected text.
     Core(core::Args),
     /// Recall topic blocks and source records for a query.
@@ -127,6 +131,7 @@ impl Command {
             Command::Init(args) => args.json,
             Command::Status(args) => args.json,
             Command::Update(args) => args.json,
+            Command::Note(args) => args.json,
             Command::Core(args) => args.json,
             Command::Search(args) => args.json,
             Command::Grep(args) => args.json,
@@ -218,6 +223,7 @@ fn main() -> ExitCode {
         Command::Edit(args) => edit::run(&home, args),
         Command::Log(args) => log::run(&home, args),
         Command::Update(args) => update::run(&home, args),
+        Command::Note(args) => note::run(&home, args),
         Command::Core(args) => core::run(&home, args),
         Command::Search(args) => search::run(&home, args),
         Command::Grep(args) => inspect::grep(&home, args),

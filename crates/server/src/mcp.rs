@@ -43,6 +43,7 @@ use rmcp::model::{
 };
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
+use scriptorium_backend::edit::Note;
 use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
@@ -60,6 +61,8 @@ pub const DEFAULT_SEARCH_TOP_K: usize = 8;
 pub const NO_MEMORY_MATCHED: &str = "No memory matched the query.";
 /// The origin recorded on sources that `memory_update` archives.
 pub const UPDATE_ORIGIN: &str = "owner-mcp/update";
+/// The origin recorded on the notes `memory_note` archives.
+pub const NOTE_ORIGIN: &str = "owner-mcp/note";
 
 /// The instructions the server gives the model at initialization.
 const INSTRUCTIONS: &str = "Scriptorium is long-term memory: Markdown topic files under \
@@ -143,6 +146,23 @@ struct SearchArgs {
     /// its sessions' records; other projects are left out.
     #[serde(default)]
     project: Option<String>,
+}
+
+/// Arguments of `memory_note`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoteArgs {
+    /// The fact to remember, in the owner's words (one paragraph).
+    text: String,
+    /// Pin it to the core (injected into every conversation); default false.
+    #[serde(default)]
+    core: Option<bool>,
+    /// The topic file to add it to (`people/dana`; default `topics/notes.md`).
+    #[serde(default)]
+    topic: Option<String>,
+    /// When it holds: `YYYY`, `YYYY-MM`, `YYYY-MM-DD` or `undated` (default today).
+    #[serde(default)]
+    time: Option<String>,
 }
 
 /// Arguments of `memory_grep`.
@@ -402,6 +422,25 @@ impl Inner {
     }
 }
 
+impl Inner {
+    fn note(&self, args: NoteArgs) -> Result<Reply, ToolError> {
+        let memory = self.memory()?;
+        let note = Note {
+            text: args.text,
+            core: args.core.unwrap_or(false),
+            topic: given(args.topic),
+            time: given(args.time),
+        };
+        if note.core && note.topic.is_some() {
+            return Err(WireError::new(Code::InvalidArgument, "core and topic exclude each other"));
+        }
+        let outcome = memory
+            .note(&note, NOTE_ORIGIN, scriptorium_backend::memory::wall_clock())
+            .map_err(|e| WireError::from_txn(&e))?;
+        Ok(Reply::Json(update_result(&outcome)))
+    }
+}
+
 /// The recall text of `hits` in the reference's tool form: per hit `--- <path><anchor>`, a
 /// `speaker: {json}` line for a source record, then its content; blank lines between.
 fn render_hits(hits: &[Hit]) -> String {
@@ -536,6 +575,20 @@ impl MemoryTools {
     )]
     pub async fn memory_update(&self, args: JsonObject) -> CallToolResult {
         self.run(move |inner| inner.update(args)).await
+    }
+
+    /// `memory_note`: the owner's "remember this", in one step.
+    #[tool(
+        name = "memory_note",
+        description = "Remember one fact the user asked you to remember, in their words: it is \
+            archived as their own record and added as a cited paragraph (topics/notes.md, or \
+            `topic`; `core: true` pins it to the core shown in every conversation). Returns \
+            {\"ok\": true, \"revision\", \"block_ids\", …} or {\"ok\": false, \"error\"}.",
+        input_schema = input_schema::<NoteArgs>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false)
+    )]
+    pub async fn memory_note(&self, args: JsonObject) -> CallToolResult {
+        self.run(move |inner| inner.note(parse(args)?)).await
     }
 
     /// `memory_status`: workspace ID, revision, counts and the last transaction.

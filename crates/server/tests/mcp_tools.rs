@@ -258,3 +258,31 @@ async fn an_uncited_update_is_refused_and_a_change_of_nothing_is_a_noop() {
     assert_eq!(noop["git_committed"], false);
     assert_eq!(noop["revision"], revision_now.as_str());
 }
+
+#[tokio::test]
+async fn a_note_is_archived_and_cited_in_one_step_and_a_bad_one_changes_nothing() {
+    let (_dir, tools) = fixture();
+    let base = revision(&tools).await;
+    let done = answer(&tools.memory_note(args(json!({ "text": "Dana keeps two hives." }))).await);
+    assert_eq!(done["ok"], true, "{done}");
+    let changed = done["changed_files"].to_string();
+    assert!(changed.contains("\"topics/notes.md\"") && changed.contains("sources/"), "{done}");
+    let hits = tools.memory_search(args(json!({ "query": "Dana hives" }))).await;
+    assert!(reply(&hits).1.contains("Dana keeps two hives."), "{hits:?}");
+    let pinned = answer(
+        &tools.memory_note(args(json!({ "text": "Use metric units.", "core": true }))).await,
+    );
+    assert!(pinned["changed_files"].to_string().contains("\"topics/core.md\""), "{pinned}");
+    let after = revision(&tools).await;
+    assert_ne!(after, base);
+    for bad in [
+        json!({ "text": "x", "time": "2024-13" }),
+        json!({ "text": " " }),
+        json!({ "text": "x", "core": true, "topic": "people/dana" }),
+        json!({ "text": "x", "colour": "red" }),
+    ] {
+        let error = refusal(&tools.memory_note(args(bad.clone())).await);
+        assert_eq!(error["code"], "INVALID_ARGUMENT", "{bad}: {error}");
+    }
+    assert_eq!(revision(&tools).await, after, "a refused note changes nothing");
+}

@@ -288,6 +288,7 @@ async fn every_api_route_requires_the_token() {
         (Method::GET, "/api/memory/search?q=x"),
         (Method::GET, "/api/memory/refs"),
         (Method::POST, "/api/memory/changes"),
+        (Method::POST, "/api/memory/notes"),
         (Method::PUT, "/api/memory/core"),
         (Method::DELETE, "/api/memory/topics/x.md?base_revision=1"),
     ];
@@ -353,6 +354,7 @@ async fn state_changes_need_this_servers_origin() {
         (Method::PUT, "/api/memory/core", body.clone()),
         (Method::PUT, "/api/memory/topics/x.md", body),
         (Method::POST, "/api/memory/changes", changes),
+        (Method::POST, "/api/memory/notes", json!({"text": "x"}).to_string()),
         (Method::DELETE, &format!("/api/memory/topics/x.md?base_revision={base}"), String::new()),
     ];
     for (method, uri, body) in cases {
@@ -1178,4 +1180,33 @@ async fn serve_listens_on_loopback_with_the_token_url() {
     assert!(response.contains("\"workspace\""));
     stop_tx.send(()).expect("stop");
     server.await.expect("joined").expect("served cleanly");
+}
+
+#[tokio::test]
+async fn a_note_is_archived_and_cited_and_a_bad_one_changes_nothing() {
+    let server = Server::new();
+    let done = server
+        .call(Method::POST, "/api/memory/notes", Some(json!({"text": "Dana keeps two hives."})))
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    assert_eq!(done.body["ok"], true, "{}", done.body);
+    let notes = std::fs::read_to_string(server.memory().join("topics/notes.md")).expect("notes");
+    assert!(notes.contains("Dana keeps two hives.[^e-"), "{notes}");
+    let pinned = server
+        .call(Method::POST, "/api/memory/notes", Some(json!({"text": "Use metric.", "core": true})))
+        .await;
+    assert_eq!(pinned.status, StatusCode::OK, "{}", pinned.body);
+    let after = server.revision().await;
+    for bad in [
+        json!({"text": "x", "time": "2024-13"}),
+        json!({"text": ""}),
+        json!({"text": "x", "core": true, "topic": "people/dana"}),
+        json!({"text": "x", "colour": "red"}),
+        json!({"core": true}),
+    ] {
+        let refused = server.call(Method::POST, "/api/memory/notes", Some(bad.clone())).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{bad}: {}", refused.body);
+        assert_eq!(refused.body["error"]["code"], "INVALID_ARGUMENT", "{bad}: {}", refused.body);
+    }
+    assert_eq!(server.revision().await, after, "a refused note changes nothing");
 }

@@ -33,6 +33,8 @@ use super::{ApiError, AppState, Inner, markdown};
 
 /// The origin recorded on sources that `POST /api/memory/changes` archives.
 pub const CHANGES_ORIGIN: &str = "owner-rest/memory-changes";
+/// The origin recorded on the notes `POST /api/memory/notes` archives.
+pub const NOTE_ORIGIN: &str = "owner-rest/note";
 /// Results `search` returns when `top_k` is not given.
 const DEFAULT_TOP_K: usize = 8;
 /// `refs` rows when `limit` is not given, and the most it may ask for.
@@ -51,6 +53,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/memory/status", get(status))
         .route("/api/memory/refs", get(refs))
         .route("/api/memory/changes", post(changes))
+        .route("/api/memory/notes", post(note))
         .route("/api/memory/topics", get(list_topics))
         .route("/api/memory/topics/{*path}", get(get_topic).put(put_topic).delete(delete_topic))
         .route("/api/memory/timeline", get(list_timeline))
@@ -328,6 +331,43 @@ async fn changes(State(state): State<AppState>, body: Result<Bytes, BytesRejecti
             let request = UpdateRequest::from_json(&body.to_string()).map_err(txn)?;
             let memory = backend.memory();
             let outcome = memory.update(request, owner_context()).map_err(txn)?;
+            Ok(Json(update_result(&outcome)))
+        })
+        .await
+}
+
+/// The body of `POST /api/memory/notes`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoteBody {
+    text: String,
+    #[serde(default)]
+    core: bool,
+    #[serde(default)]
+    topic: Option<String>,
+    #[serde(default)]
+    time: Option<String>,
+}
+
+/// The owner adds one fact (see `scriptorium_backend::edit::Note`).
+async fn note(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let body: NoteBody = serde_json::from_value(parse_body(body)?)
+        .map_err(|e| ApiError::invalid(format!("invalid note: {e}")))?;
+    if body.core && body.topic.as_deref().is_some_and(|t| !t.trim().is_empty()) {
+        return Err(ApiError::invalid("core and topic exclude each other"));
+    }
+    state
+        .blocking(move |_, backend| {
+            let note = scriptorium_backend::edit::Note {
+                text: body.text,
+                core: body.core,
+                topic: body.topic.filter(|t| !t.trim().is_empty()),
+                time: body.time.filter(|t| !t.trim().is_empty()),
+            };
+            let memory = backend.memory();
+            let outcome = memory
+                .note(&note, NOTE_ORIGIN, scriptorium_backend::memory::wall_clock())
+                .map_err(txn)?;
             Ok(Json(update_result(&outcome)))
         })
         .await

@@ -71,7 +71,7 @@ use scriptorium_backend::wire::Code;
 use scriptorium_backend::{Config, LocalBackend, OpenError};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use api::CHANGES_ORIGIN;
+pub use api::{CHANGES_ORIGIN, NOTE_ORIGIN};
 pub use error::ApiError;
 
 /// The largest request body accepted (413 above it).

@@ -24,6 +24,7 @@ TOOLS = {
     "memory_get",
     "memory_browse",
     "memory_update",
+    "memory_note",
     "memory_status",
 }
 FENCE_OPEN = "<memory-context>"
@@ -96,7 +97,7 @@ async def exercise(server, root, word, topic, summary):
             listed = (await session.list_tools()).tools
             names = {tool.name for tool in listed}
             summary["tools"] = sorted(names)
-            check(TOOLS <= names, f"the six memory tools are listed: {sorted(names)}")
+            check(TOOLS <= names, f"the seven memory tools are listed: {sorted(names)}")
             for tool in listed:
                 schema = tool.input_schema
                 check(
@@ -159,6 +160,15 @@ async def exercise(server, root, word, topic, summary):
 
             status = ok_json(await session.call_tool("memory_status", {}), "memory_status")
             check(status["revision"] == done["revision"], f"the stale update changed nothing: {status}")
+
+            noted = ok_json(await session.call_tool(
+                "memory_note", {"text": "Dana's wheelbarrow is green now."}), "memory_note")
+            check(noted.get("ok") is True and "topics/notes.md" in noted["changed_files"],
+                  f"the note installs: {noted}")
+            bad = refusal(await session.call_tool("memory_note", {"text": "x", "time": "2024-13"}),
+                          "memory_note with a bad time")
+            check(bad["code"] == "INVALID_ARGUMENT", f"a bad note is refused: {bad}")
+            summary["revision_after"] = noted["revision"]
 
 
 def main():
