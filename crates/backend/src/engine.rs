@@ -12,5 +12,5 @@ pub use scriptorium_txn::{
     UpdateContext, UpdateOutcome, UpdateRequest, Workspace, WorkspaceId, restore_workspace_id,
     writable_path,
 };
-pub use scriptorium_views::render_core;
+pub use scriptorium_views::{compact as compact_core, render_core};
 pub use scriptorium_workspace_fs::read::{FsSources, read_topics};

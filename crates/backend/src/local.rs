@@ -284,11 +284,13 @@ pub fn archive_unwritten(
     Ok(records.len())
 }
 
-/// What the system prompt receives of a rendered core block: the render, fenced once — nothing when
-/// it is only headings or empty.
+/// What the system prompt receives of a rendered core block: its compact form (no footnote
+/// definitions, citations, block IDs or link targets; `scriptorium_views::compact`), fenced
+/// once — nothing when it is only headings or empty.
 pub fn injected_core(rendered: &str) -> String {
-    let has_body = rendered.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
-    if has_body { fence(rendered) } else { String::new() }
+    let compact = scriptorium_views::compact(rendered);
+    let has_body = compact.lines().any(|l| !l.trim().is_empty() && !l.starts_with("# "));
+    if has_body { fence(&compact) } else { String::new() }
 }
 
 fn unavailable(error: scriptorium_session_dag::Error) -> WriteFailure {

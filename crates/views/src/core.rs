@@ -6,7 +6,9 @@
 //! precedes them, every definition goes with the first *kept* paragraph that cites it, wherever
 //! it sits in the file (see `docs/format.md#where-we-deliberately-differ`, row "core chunking").
 //! For the usual layout — each paragraph followed by its definitions — the bytes are the Python
-//! ones.
+//! ones. The budget counts what a model receives ([`compact`]: no definitions, citations, block
+//! IDs or link targets), not the root file's bytes, so a tight budget keeps more paragraphs than
+//! the Python implementation does.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -26,7 +28,8 @@ pub const CORE_TOPIC: &str = "core.md";
 /// What one render came to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CoreReport {
-    /// o200k_base tokens of the rendered text (the exact bytes of the root `core.md`).
+    /// o200k_base tokens of what a model receives of the rendered text ([`compact`]): what the
+    /// budget counts.
     pub tokens: usize,
     /// The budget it was rendered under.
     pub budget: usize,
@@ -146,9 +149,10 @@ pub fn render_core(
             text.push_str("\n\n");
             text.push_str(&move_links(&master.definitions[d].text, &["topics"], &[]));
         }
-        // The separator before it (or the final line break for the first chunk): one token in
-        // the usual case; the exact count below corrects any difference.
-        let size = tokens::count(&text) + 1;
+        // What the model receives of it, plus the separator before it (or the final line
+        // break for the first chunk): one token in the usual case; the exact count below
+        // corrects any difference.
+        let size = tokens::count(&compact(&text)) + 1;
         if estimate + size > budget_tokens {
             break;
         }
@@ -162,7 +166,7 @@ pub fn render_core(
     // give back whole chunks until it fits.
     let (text, count) = loop {
         let text = join_kept(&kept);
-        let count = tokens::count(&text);
+        let count = tokens::count(&compact(&text));
         if count <= budget_tokens || kept.is_empty() {
             break (text, count);
         }
@@ -189,6 +193,70 @@ pub fn render_core(
         .filter_map(|(_, chunk)| chunk.block_id.map(str::to_owned))
         .collect();
     CoreRender { text: Some(text), report }
+}
+
+/// The core as a model receives it (the injected form of a rendered core, and what the budget
+/// counts): the text of each paragraph and heading, without footnote definitions, `[^…]`
+/// citations or `^id` block suffixes, and with each link reduced to its text (`[tracker](…)` →
+/// `tracker`). The citations stay in the root `core.md`, where a person follows them.
+pub fn compact(rendered: &str) -> String {
+    let mut out = String::with_capacity(rendered.len());
+    for chunk in blank_line_split(rendered) {
+        let lines: Vec<String> = chunk
+            .lines()
+            .filter(|line| definition_id(line).is_none())
+            .map(compact_line)
+            .filter(|line| !line.trim().is_empty())
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&lines.join("\n"));
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// One line without citations, block suffixes and link targets.
+fn compact_line(line: &str) -> String {
+    let mut text = line.to_owned();
+    while let Some(id) = block_id(&text) {
+        let cut = text.trim_end_matches(is_py_space).len() - id.len() - 1;
+        text.truncate(cut);
+        text.truncate(text.trim_end_matches(is_py_space).len());
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        // `[^id]`: a citation, dropped.
+        if let Some(cite) = after.strip_prefix('^') {
+            let end = cite.find(|c: char| !is_footnote_char(c)).unwrap_or(cite.len());
+            if end > 0 && cite[end..].starts_with(']') {
+                rest = &cite[end + 1..];
+                continue;
+            }
+        }
+        // `[text](target)`: the text.
+        if let Some(close) = after.find(']')
+            && let Some(inner) = after[close + 1..].strip_prefix('(')
+            && let Some(end) = inner.find(')')
+        {
+            out.push_str(&after[..close]);
+            rest = &inner[end + 1..];
+            continue;
+        }
+        out.push('[');
+        rest = after;
+    }
+    out.push_str(rest);
+    out.trim_end().to_owned()
 }
 
 /// Kept chunks joined by a blank line, trailing whitespace removed, one final line break; empty

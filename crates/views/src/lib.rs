@@ -47,7 +47,7 @@ mod pyjson;
 mod views;
 
 pub use crate::core::{
-    CORE_TOPIC, CoreRender, CoreReport, DEFAULT_CORE_BUDGET, SourceTrust, TrustAll,
+    CORE_TOPIC, CoreRender, CoreReport, DEFAULT_CORE_BUDGET, SourceTrust, TrustAll, compact,
     promote_legacy_core, render_core,
 };
 pub use crate::io::{

@@ -683,13 +683,14 @@ fn core_answer(
         None => (String::new(), 0, 0.0),
     };
     let inject = inner.config.memory.core.inject;
-    // What the system prompt really receives: the render, fenced.
+    // What the system prompt really receives: the render's compact form, fenced.
     let injected =
         if inject { scriptorium_backend::injected_core(&rendered_content) } else { String::new() };
     Ok(Json(json!({
         "size": size,
         "mtime": modified,
-        "rendered_tokens": tokens::count(&rendered_content),
+        // What the budget counts: the render as a model receives it (without citations).
+        "rendered_tokens": tokens::count(&scriptorium_backend::engine::compact_core(&rendered_content)),
         "rendered_size": rendered_size,
         "rendered_mtime": rendered_mtime,
         "injection_enabled": inject,

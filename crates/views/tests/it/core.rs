@@ -7,7 +7,9 @@ use scriptorium_topics_format::source::{
     ArchiveRecord, ArchiveResolver, TrustState, anchor_for, render_archive,
 };
 use scriptorium_topics_format::{TopicFile, tokens};
-use scriptorium_views::{CoreRender, SourceTrust, TrustAll, promote_legacy_core, render_core};
+use scriptorium_views::{
+    CoreRender, SourceTrust, TrustAll, compact, promote_legacy_core, render_core,
+};
 use scriptorium_workspace_fs::read::{FsSources, read_topics};
 
 use crate::common::{corpus_workspace, master_grouped, master_interleaved};
@@ -74,7 +76,10 @@ fn reference_example_renders_byte_for_byte() {
     );
     assert_eq!(render.report.rendered_block_ids, ["18d91425"]);
     assert!(render.report.excluded_block_ids.is_empty());
-    assert_eq!(render.report.tokens, tokens::count(render.text.as_deref().unwrap_or_default()));
+    // The budget counts what a model receives: the compact form.
+    let text = render.text.as_deref().unwrap_or_default();
+    assert_eq!(compact(text), "# Core\n\nThe owner prefers plain language.\n");
+    assert_eq!(render.report.tokens, tokens::count(&compact(text)));
 }
 
 #[test]
@@ -87,13 +92,14 @@ fn three_paragraphs_fit_in_2000() {
 }
 
 #[test]
-fn eight_paragraphs_in_200_exclude_the_tail() {
+fn eight_paragraphs_in_80_exclude_the_tail() {
+    // Each paragraph costs ~17 tokens as a model receives it (its definition is not sent).
     let master = paragraphs(8);
-    let render = render_core(Some(&master), &TrustAll, 200);
+    let render = render_core(Some(&master), &TrustAll, 80);
     let report = &render.report;
     assert!(!report.excluded_block_ids.is_empty());
-    assert!(report.tokens <= 200, "{} tokens", report.tokens);
-    assert_eq!(report.tokens, tokens::count(render.text.as_deref().unwrap_or_default()));
+    assert!(report.tokens <= 80, "{} tokens", report.tokens);
+    assert_eq!(report.tokens, tokens::count(&compact(render.text.as_deref().unwrap_or_default())));
     assert_eq!(report.rendered_block_ids.first().map(String::as_str), Some("00000000"));
     // Rendered then excluded cover the master in order: no skipping ahead.
     let all: Vec<String> = (0..8).map(|i| format!("{i:08x}")).collect();
@@ -186,8 +192,8 @@ fn special_token_text_is_counted_as_plain_text() {
     let render = render_core(Some(master), &TrustAll, 2_000);
     let text = render.text.unwrap_or_default();
     assert!(text.contains("<|endoftext|>"));
-    assert_eq!(render.report.tokens, tokens::count(&text));
-    assert!(render.report.tokens > tokens::count(&text.replace("<|endoftext|>", "")));
+    assert_eq!(render.report.tokens, tokens::count(&compact(&text)));
+    assert!(render.report.tokens > tokens::count(&compact(&text.replace("<|endoftext|>", ""))));
 }
 
 #[test]
@@ -288,4 +294,17 @@ fn legacy_root_core_is_promoted_with_links_rewritten() {
     // A master, once present, always wins.
     let all = read_topics(&root).expect("corpus");
     assert_eq!(promote_legacy_core(legacy, &all, &resolver), None);
+}
+
+#[test]
+fn the_compact_core_keeps_text_and_drops_citations_ids_definitions_and_link_targets() {
+    let rendered = "# Core\n\n## People\n\nDana's partner is [Sam](people/sam.md#^5e5e5e5e).[^e1] ^aaaa0001 ^bbbb0002\n\n\
+                    [^e1]: Time: `undated`; Sources: [x](sources/openprogram/_v2/s.md#source-1)\n\n\
+                    Plain text with a [bracket] and a caret^ kept.[^e-2a] ^cccc0003\n\n\
+                    [^e-2a]: Time: `2024-03`; Sources: [y](sources/openprogram/_v2/s.md#source-2)\n";
+    assert_eq!(
+        compact(rendered),
+        "# Core\n\n## People\n\nDana's partner is Sam.\n\nPlain text with a [bracket] and a caret^ kept.\n"
+    );
+    assert_eq!(compact(""), "");
 }
