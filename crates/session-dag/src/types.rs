@@ -170,6 +170,19 @@ pub trait SessionStore {
     /// Moves the head of `session` to `node` (moving it to the current head changes nothing).
     fn set_head(&self, session: &SessionId, node: &NodeId) -> Result<(), crate::Error>;
 
+    /// [`SessionStore::set_head`] as of `at` rather than now: an importer moving the head to
+    /// where a transcript left it, so that `updated_at` stays the transcript's own time. The
+    /// default implementation is [`SessionStore::set_head`].
+    fn set_head_at(
+        &self,
+        session: &SessionId,
+        node: &NodeId,
+        at: Timestamp,
+    ) -> Result<(), crate::Error> {
+        let _ = at;
+        self.set_head(session, node)
+    }
+
     /// Marks `node` (and so the branch through it) as rewound.
     fn rewind(&self, session: &SessionId, node: &NodeId) -> Result<(), crate::Error>;
 

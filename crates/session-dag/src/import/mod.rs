@@ -562,7 +562,13 @@ pub fn import_into<S: SessionStore + ?Sized>(
         if new_nodes > 0
             && let Some(target) = session.head
         {
-            store.set_head(&session.id, &target).map_err(store_err)?;
+            // As of the head's own time: `updated_at` stays the transcript's, not the import's.
+            let at = store.node(&session.id, &target).map_err(store_err)?.map(|n| n.created_at);
+            match at {
+                Some(at) => store.set_head_at(&session.id, &target, at),
+                None => store.set_head(&session.id, &target),
+            }
+            .map_err(store_err)?;
             head = Some(target);
         }
         summary.sessions.push(SessionSummary {

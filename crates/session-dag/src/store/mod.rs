@@ -630,6 +630,11 @@ impl SessionStore for EmbeddedStore {
 
     /// Atomicity: one `head` line, fsynced; moving to the current head writes nothing.
     fn set_head(&self, session: &SessionId, node: &NodeId) -> Result<(), Error> {
+        self.set_head_at(session, node, self.clock.now())
+    }
+
+    /// As [`SessionStore::set_head`], the `head` line carrying `at`.
+    fn set_head_at(&self, session: &SessionId, node: &NodeId, at: Timestamp) -> Result<(), Error> {
         self.mutate(session, false, |state| {
             if !state.index.contains_key(node) {
                 return Err(node_not_found(session, node));
@@ -637,7 +642,7 @@ impl SessionStore for EmbeddedStore {
             if state.head.as_ref() == Some(node) {
                 return Ok(Plan::Nothing(()));
             }
-            let record = Record::Head { node: node.clone(), at: self.clock.now() };
+            let record = Record::Head { node: node.clone(), at };
             let mut bytes = Vec::new();
             log::write_line(&mut bytes, &record);
             Ok(Plan::Write { bytes, records: vec![record], result: () })

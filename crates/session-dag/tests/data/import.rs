@@ -450,9 +450,38 @@ fn linear_formats(data: &Path) -> Res {
 }
 
 /// The trials of this area.
+/// A session's `updated_at` after an import is the transcript's own last time (the newest
+/// `created_at` of its nodes), never the time of the import, sidechains and head moves included.
+fn updated_at_is_the_transcripts_own_time(data: &Path) -> Res {
+    for dir in scriptorium_testkit::REAL_TRANSCRIPTS {
+        let (_dir, store) = fresh()?;
+        let found = import::discover_auto(&[data.join(dir)]);
+        for unit in &found.units {
+            import::import_unit(&store, unit).map_err(fail)?;
+        }
+        for session in store
+            .list_sessions(scriptorium_session_dag::Page { offset: 0, limit: usize::MAX })
+            .map_err(fail)?
+        {
+            let newest = all_nodes(&store, &session.id)?.values().map(|n| n.created_at).max();
+            ensure(Some(session.updated_at) == newest, || {
+                format!(
+                    "{dir}: {} updated at {:?}, newest node {newest:?}",
+                    session.id.0, session.updated_at
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn trials() -> Vec<Trial> {
     vec![
         data_trial("import::every_real_file_imports", every_real_file_imports),
+        data_trial(
+            "import::updated_at_is_the_transcripts_own_time",
+            updated_at_is_the_transcripts_own_time,
+        ),
         data_trial(
             "import::every_real_file_is_detected_as_its_format",
             every_real_file_is_detected_as_its_format,
