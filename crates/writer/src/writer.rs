@@ -25,7 +25,7 @@ use std::time::Duration;
 use scriptorium_markers::{WorkspaceId, boundary_plan, first_batch, mark, pending};
 use scriptorium_session_dag::{Node, NodeId, Role, SessionId, SessionStore};
 use scriptorium_topics_format::source::ArchiveRecord;
-use scriptorium_topics_format::source::id::handle_part;
+use scriptorium_topics_format::source::id::bounded_handle_part;
 use scriptorium_topics_format::tokens;
 use scriptorium_txn::validate::Required;
 use scriptorium_txn::{Batch, BeginOptions, Counters, Installed, LockTimeout, Staged, Workspace};
@@ -661,10 +661,10 @@ pub fn archive_record(session: &SessionId, node: &Node) -> ArchiveRecord {
     record
 }
 
-/// One part of a source ID (see [`handle_part`]); an empty ID is `session`, as in the
+/// One part of a source ID (see [`bounded_handle_part`]); an empty ID is `session`, as in the
 /// reference.
 fn part(id: &str, allow_slash: bool) -> String {
-    if id.is_empty() { "session".to_owned() } else { handle_part(id, allow_slash) }
+    if id.is_empty() { "session".to_owned() } else { bounded_handle_part(id, allow_slash) }
 }
 
 /// The source ID the writer archives node `node` of `session` under

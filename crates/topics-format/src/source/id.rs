@@ -216,6 +216,32 @@ pub(crate) fn path_parts(rel: &str) -> impl Iterator<Item = &str> {
     rel.split('/').filter(|part| !part.is_empty() && *part != ".")
 }
 
+/// The longest [`bounded_handle_part`], in bytes: an archive's file name is its thread part
+/// quoted (up to three times longer), and a file name holds at most 255 bytes.
+pub const MAX_HANDLE_PART: usize = 80;
+
+/// [`handle_part`], bounded: a part longer than [`MAX_HANDLE_PART`] bytes becomes its first 48
+/// bytes (cut at a whole character and never inside a `%XX` escape), `-h`, and the first 16 hex
+/// digits of the SHA-256 of the whole ID, so that no transcript's IDs (a 5 000-character
+/// session ID, a 1 MB message ID) can make an archive path or a frame header too long.
+pub fn bounded_handle_part(id: &str, allow_slash: bool) -> String {
+    let part = handle_part(id, allow_slash);
+    if part.len() <= MAX_HANDLE_PART {
+        return part;
+    }
+    let mut cut = 48;
+    while !part.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut prefix = &part[..cut];
+    // An escape cut short: `%` or `%X` at the end.
+    if let Some(at) = prefix.get(prefix.len().saturating_sub(2)..).and_then(|tail| tail.find('%')) {
+        prefix = &prefix[..prefix.len() - 2 + at];
+    }
+    let digest = hex::encode(Sha256::digest(id.as_bytes()));
+    format!("{prefix}-h{}", &digest[..16])
+}
+
 /// One part of a source ID made from a runtime identifier (a session or a node ID): kept as it
 /// is when it can stand in a Markdown link target as a plain handle, otherwise each offending
 /// character percent-encoded as its UTF-8 bytes. Offending: what a link target cannot carry
@@ -498,6 +524,27 @@ mod tests {
         assert!(is_v2_emittable("a b/c d/e f"));
         for bad in ["a/b/c]", "a/b/<c", "a/b/c\r", "a/b/c\u{200b}", "a/b/c\u{a0}", "a/b"] {
             assert!(!is_v2_emittable(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn long_parts_are_bounded_and_stay_distinct() {
+        assert_eq!(bounded_handle_part("a b", false), "a%20b");
+        let long = "s".repeat(5_000);
+        let bounded = bounded_handle_part(&long, false);
+        assert!(bounded.len() <= MAX_HANDLE_PART, "{bounded}");
+        assert_eq!(bounded, bounded_handle_part(&long, false), "deterministic");
+        assert_ne!(bounded, bounded_handle_part(&"s".repeat(5_001), false));
+        assert!(bounded.starts_with(&"s".repeat(48)) && bounded.contains("-h"), "{bounded}");
+        // Never cut inside an escape or a character.
+        for text in ["a b".repeat(40), "中".repeat(40), format!("{}%", "x".repeat(47)).repeat(3)] {
+            let bounded = bounded_handle_part(&text, false);
+            let prefix = bounded.rsplit_once("-h").expect("hashed").0;
+            let escapes_whole = prefix.match_indices('%').all(|(at, _)| {
+                prefix.get(at + 1..at + 3).is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            });
+            assert!(escapes_whole, "{bounded}");
+            assert!(bounded.len() <= MAX_HANDLE_PART, "{bounded}");
         }
     }
 

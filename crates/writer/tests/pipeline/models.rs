@@ -158,3 +158,25 @@ fn journal_files_per_project_and_rolls_a_busy_day_over() {
     assert!(a.contains("Owner said: Turn 0: ") && b.contains("Owner said: Turn 399: "));
     assert!(fx.pending_ids("s1", None).is_empty());
 }
+
+/// Identifiers no transcript should have but some do: a 5 000-character session ID and a 1 MB
+/// node ID are written like any other (their source IDs are bounded), never a permanent failure.
+#[test]
+fn journal_writes_huge_session_and_node_ids() {
+    let fx = Fixture::new();
+    let session = "s".repeat(5_000);
+    let node = "n".repeat(1024 * 1024);
+    let reply = format!("{node}-reply");
+    fx.turns(
+        &session,
+        None,
+        &[node.as_str(), reply.as_str()],
+        &["My plot is by the river.", "Noted."],
+    );
+    let report = fx
+        .writer(Arc::new(Journal), eager())
+        .write(&SessionId(session.clone()), true)
+        .expect("written");
+    assert_eq!(report.batches.len(), 1, "{report:?}");
+    assert!(fx.pending_ids(&session, None).is_empty());
+}
