@@ -123,13 +123,22 @@ impl HttpClient {
             ModelError::new(ErrorReason::Invalid, format!("cannot encode the request: {e}"))
         })?;
         let mut attempt = 0;
+        // The first failure's status and text, while every attempt failed the same way.
+        let mut same: Option<(Option<u16>, String)> = None;
+        let mut identical = true;
         loop {
             let failure = match self.attempt(url, headers, &bytes) {
                 Ok(value) => return Ok(value),
                 Err(failure) => failure,
             };
-            if !failure.error.retryable || attempt >= self.options.max_retries {
+            let this = (failure.error.status, failure.error.message.clone());
+            identical &= same.as_ref().is_none_or(|first| *first == this);
+            same.get_or_insert(this);
+            if !failure.error.retryable {
                 return Err(failure.error);
+            }
+            if attempt >= self.options.max_retries {
+                return Err(deterministic(failure.error, attempt + 1, identical));
             }
             match next_step(&self.options, attempt, failure.retry_after) {
                 Next::Wait(wait) => (self.sleep)(wait),
@@ -153,6 +162,26 @@ impl HttpClient {
         }
         let response = request.send().map_err(|e| Failure::from(transport_error(&e)))?;
         decode(response)
+    }
+}
+
+/// The final error of a call whose retries are spent. An HTTP 500 (or 501) answered with the
+/// same text to every attempt is the server failing on this very request (a request shape it
+/// cannot handle), not a passing outage: it is permanent, so that no retry loop (`watch`)
+/// repeats it for ever. Other statuses (502, 503, 529 overloaded…) and changing answers stay
+/// retryable.
+fn deterministic(error: ModelError, attempts: u32, identical: bool) -> ModelError {
+    if !(identical && attempts > 1 && matches!(error.status, Some(500 | 501))) {
+        return error;
+    }
+    ModelError {
+        retryable: false,
+        message: format!(
+            "{} (the same answer to all {attempts} attempts: the server fails on this request \
+             every time)",
+            error.message
+        ),
+        ..error
     }
 }
 

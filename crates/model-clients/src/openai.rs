@@ -140,7 +140,10 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     Assistant {
-        content: Option<&'a str>,
+        /// Always a string, empty beside tool calls: OpenAI accepts `null` there, but
+        /// OpenAI-compatible servers such as llama-cpp-python answer every such request with
+        /// HTTP 500.
+        content: &'a str,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<WireToolCall<'a>>,
     },
@@ -201,7 +204,7 @@ fn wire_message(message: &ChatMessage) -> WireMessage<'_> {
         ChatMessage::User { text } => WireMessage::User { content: text },
         ChatMessage::Assistant { text, tool_calls } => WireMessage::Assistant {
             // Null content is how the API spells "tool calls only".
-            content: (!text.is_empty() || tool_calls.is_empty()).then_some(text.as_str()),
+            content: text.as_str(),
             tool_calls: tool_calls.iter().map(wire_tool_call).collect(),
         },
         ChatMessage::Tool { call_id, content, .. } => {

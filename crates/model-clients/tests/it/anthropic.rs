@@ -362,6 +362,11 @@ async fn server_errors_and_overload_are_retried_then_provider() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn changing_server_errors_stay_retryable() {
+    super::changing_server_errors(&ANTHROPIC).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn slow_server_times_out() {
     super::timeout(&ANTHROPIC).await;
 }

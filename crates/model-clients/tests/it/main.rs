@@ -207,11 +207,34 @@ async fn server_error(wire: &'static Wire, status: u16, kind: &str) {
         .await
         .expect_err("every attempt fails");
     assert_eq!(error.reason, ErrorReason::Provider);
-    assert!(error.retryable);
     assert_eq!(error.status, Some(status));
     assert!(error.message.contains("try later"), "{}", error.message);
     assert_eq!(received(&server).await.len(), 3);
     assert_eq!(waits_of(&waits).len(), 2);
+    // The same HTTP 500 to every attempt is the server failing on this request: permanent, so
+    // that no retry loop repeats it for ever; an overloaded 503 stays retryable.
+    let deterministic = status == 500;
+    assert_eq!(error.retryable, !deterministic, "{status}: {}", error.message);
+    assert_eq!(error.message.contains("fails on this request every time"), deterministic);
+}
+
+/// HTTP 500 with a different answer each time: a passing failure, still retryable.
+async fn changing_server_errors(wire: &'static Wire) {
+    let server = MockServer::start().await;
+    for text in ["first failure", "second failure"] {
+        let failing =
+            ResponseTemplate::new(500).set_body_json((wire.error_body)("server_error", text));
+        mount(&server, wire, failing, Some(1)).await;
+    }
+    let failing =
+        ResponseTemplate::new(500).set_body_json((wire.error_body)("server_error", "third"));
+    mount(&server, wire, failing, None).await;
+    let (sleep, _) = recording_sleep();
+    let error = complete_once(wire, server.uri(), fast_options(), sleep, simple_request())
+        .await
+        .expect_err("every attempt fails");
+    assert!(error.retryable, "{}", error.message);
+    assert_eq!(received(&server).await.len(), 3);
 }
 
 /// A response slower than the timeout: a retryable Timeout, each attempt cut at the timeout.
