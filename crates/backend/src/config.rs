@@ -25,7 +25,9 @@
 //! name = "gpt-4.1-mini"
 //! base_url = "http://127.0.0.1:11434/v1"
 //! api_key_env = "OPENAI_API_KEY"   # the variable's name, never the key; "none" for no key
-//! timeout_secs = 120
+//! timeout_secs = 120          # per model call
+//! retries = 2                  # retries of a call that retrying can help, 0..=10
+//! max_tokens = 8192            # per model turn, 256..=200000
 //!
 //! [watch]
 //! poll_secs = 300
@@ -204,6 +206,11 @@ pub struct ModelConfig {
     pub script: Option<PathBuf>,
     /// Seconds a model call may take.
     pub timeout_secs: u64,
+    /// How often a failed model call is retried when retrying can help (openai, anthropic).
+    pub retries: u32,
+    /// The most tokens a model turn may produce (openai, anthropic); a small local model
+    /// answers sooner with a lower cap.
+    pub max_tokens: u32,
 }
 
 impl Default for ModelConfig {
@@ -216,6 +223,8 @@ impl Default for ModelConfig {
             command: Vec::new(),
             script: None,
             timeout_secs: 120,
+            retries: 2,
+            max_tokens: 8_192,
         }
     }
 }
@@ -333,6 +342,18 @@ impl Config {
                 message: "must be at least 1".into(),
             });
         }
+        if self.model.retries > 10 {
+            return Err(ConfigError::Invalid {
+                key: "model.retries",
+                message: "must be at most 10".into(),
+            });
+        }
+        if !(256..=200_000).contains(&self.model.max_tokens) {
+            return Err(ConfigError::Invalid {
+                key: "model.max_tokens",
+                message: "must be between 256 and 200000".into(),
+            });
+        }
         let needs_name = matches!(self.model.kind, ModelKind::Openai | ModelKind::Anthropic);
         if needs_name && self.model.name.as_deref().is_none_or(str::is_empty) {
             return Err(ConfigError::Invalid {
@@ -398,6 +419,15 @@ mod tests {
         );
         let bad = Config::parse("[model]\nkind = \"openai\"\n").expect("parsed");
         assert!(bad.validate().expect_err("no name").to_string().contains("model.name"));
+        for (line, key) in
+            [("retries = 11", "model.retries"), ("max_tokens = 100", "model.max_tokens")]
+        {
+            let bad = Config::parse(&format!("[model]\n{line}\n")).expect("parsed");
+            assert!(bad.validate().expect_err(line).to_string().contains(key), "{line}");
+        }
+        let tuned = Config::parse("[model]\nretries = 0\nmax_tokens = 1024\n").expect("parsed");
+        tuned.validate().expect("valid");
+        assert_eq!((tuned.model.retries, tuned.model.max_tokens), (0, 1024));
     }
 
     #[test]

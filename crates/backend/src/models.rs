@@ -36,8 +36,11 @@ pub enum ModelSetupError {
 
 /// The model `config` describes; relative paths (the script) are taken under `home`.
 pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelSetupError> {
-    let http =
-        HttpOptions { timeout: Duration::from_secs(config.timeout_secs), ..HttpOptions::default() };
+    let http = HttpOptions {
+        timeout: Duration::from_secs(config.timeout_secs),
+        max_retries: config.retries,
+        ..HttpOptions::default()
+    };
     let name = || {
         config.name.clone().ok_or(ModelSetupError::Missing(
             "the model name is required (--model-name, or name in [model])",
@@ -56,7 +59,9 @@ pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelS
                 None => client.api_key_env,
             };
             client.http = http;
-            Arc::new(ChatModel::new(Arc::new(OpenAi::new(client)?)))
+            let mut chat = ChatModel::new(Arc::new(OpenAi::new(client)?));
+            chat.max_tokens = config.max_tokens;
+            Arc::new(chat)
         }
         ModelKind::Anthropic => {
             let mut client = AnthropicConfig::new(name()?);
@@ -67,7 +72,9 @@ pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelS
                 client.api_key_env.clone_from(var);
             }
             client.http = http;
-            Arc::new(ChatModel::new(Arc::new(Anthropic::new(client)?)))
+            let mut chat = ChatModel::new(Arc::new(Anthropic::new(client)?));
+            chat.max_tokens = config.max_tokens;
+            Arc::new(chat)
         }
         ModelKind::Command => {
             let (program, args) = config.command.split_first().ok_or(ModelSetupError::Missing(

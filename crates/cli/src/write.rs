@@ -68,6 +68,12 @@ pub(crate) struct ModelArgs {
     /// Seconds a model call (or the command) may take.
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
+    /// Retries of a model call that retrying can help (0–10; default `model.retries`, 2).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
+    retries: Option<u32>,
+    /// Most tokens a model turn may produce (256–200000; default `model.max_tokens`, 8192).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..=200_000))]
+    max_tokens: Option<u32>,
     /// Most model turns per run.
     #[arg(long)]
     max_turns: Option<u32>,
@@ -104,6 +110,12 @@ impl ModelArgs {
         }
         if let Some(timeout) = self.timeout {
             config.timeout_secs = timeout.max(1);
+        }
+        if let Some(retries) = self.retries {
+            config.retries = retries;
+        }
+        if let Some(max_tokens) = self.max_tokens {
+            config.max_tokens = max_tokens;
         }
         Ok(config)
     }
