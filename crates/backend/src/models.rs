@@ -7,10 +7,12 @@ use std::time::Duration;
 use scriptorium_model_clients::anthropic::{Anthropic, AnthropicConfig};
 use scriptorium_model_clients::http::HttpOptions;
 use scriptorium_model_clients::openai::{OpenAi, OpenAiConfig};
-use scriptorium_writer::model::ModelError;
 use scriptorium_writer::model::command::{Command, CommandConfig};
 use scriptorium_writer::model::journal::Journal;
 use scriptorium_writer::model::scripted::Scripted;
+use scriptorium_writer::model::{
+    Chat, ChatMessage, ChatRequest, ErrorReason, ModelError, ToolSpec,
+};
 use scriptorium_writer::{ChatModel, Model};
 
 use crate::config::{ModelConfig, ModelKind};
@@ -34,8 +36,130 @@ pub enum ModelSetupError {
     },
 }
 
-/// The model `config` describes; relative paths (the script) are taken under `home`.
-pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelSetupError> {
+/// What `scriptorium model check` found (see [`check`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CheckReport {
+    /// The model as the writer names it (`openai:llama3.1`).
+    pub model: String,
+    /// Whether the model called the offered tool with the asked-for argument.
+    pub tool_calls_work: bool,
+    /// How long the round trip took, in milliseconds.
+    pub elapsed_ms: u64,
+    /// What happened, in one sentence.
+    pub finding: String,
+    /// What to change, when something must (`None` when all is well).
+    pub advice: Option<String>,
+}
+
+/// One small tool-call round trip with the model `config` describes: it is offered one tool,
+/// `echo(word)`, and asked to call it with `scriptorium`. Says whether tool calls work, how long
+/// the turn took, and what to change. Models that are not remote chat models (journal,
+/// command, scripted) need no check and are reported as such.
+pub fn check(config: &ModelConfig) -> Result<CheckReport, ModelSetupError> {
+    let Some(chat) = chat_client(config)? else {
+        let kind = format!("{:?}", config.kind).to_lowercase();
+        return Ok(CheckReport {
+            model: kind.clone(),
+            tool_calls_work: true,
+            elapsed_ms: 0,
+            finding: format!("the {kind} writer calls no remote model: nothing to check"),
+            advice: None,
+        });
+    };
+    let request = ChatRequest {
+        system: "You are testing tool calls. Call the tool you are asked to call, exactly once."
+            .to_owned(),
+        messages: vec![ChatMessage::User {
+            text: "Call the tool `echo` with the argument word set to \"scriptorium\".".to_owned(),
+        }],
+        tools: vec![ToolSpec {
+            name: "echo".to_owned(),
+            description: "Echoes one word back.".to_owned(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {"word": {"type": "string"}},
+                "required": ["word"],
+                "additionalProperties": false
+            }),
+        }],
+        max_tokens: config.max_tokens.min(512),
+    };
+    let started = std::time::Instant::now();
+    let outcome = chat.complete(&request);
+    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let model = chat.name();
+    let report = |works: bool, finding: String, advice: Option<&str>| CheckReport {
+        model: model.clone(),
+        tool_calls_work: works,
+        elapsed_ms,
+        finding,
+        advice: advice.map(str::to_owned),
+    };
+    Ok(match outcome {
+        Ok(reply) => {
+            let called = reply.tool_calls.iter().find(|c| c.name == "echo");
+            let word = called
+                .and_then(|c| serde_json::from_str::<serde_json::Value>(&c.arguments).ok())
+                .and_then(|v| v.get("word").and_then(|w| w.as_str()).map(str::to_owned));
+            match (called, word.as_deref()) {
+                (Some(_), Some("scriptorium")) => report(
+                    true,
+                    format!("tool calls work: `echo` was called as asked in {elapsed_ms} ms"),
+                    (elapsed_ms > 60_000).then_some(
+                        "a turn took over a minute: a write takes several turns; a smaller \
+                         max_tokens or a faster model helps",
+                    ),
+                ),
+                (Some(call), _) => report(
+                    false,
+                    format!(
+                        "the model called `echo` with arguments it was not asked for: {}",
+                        call.arguments
+                    ),
+                    Some("the model follows tool schemas poorly: choose a larger model"),
+                ),
+                (None, _) => report(
+                    false,
+                    format!(
+                        "the model answered without calling the tool ({} characters of text)",
+                        reply.text.chars().count()
+                    ),
+                    Some(
+                        "the server or the model does not do tool calls: choose a model with \
+                         function calling (and, for a local server, enable its tool-call support)",
+                    ),
+                ),
+            }
+        }
+        Err(error) => {
+            let advice = match error.reason {
+                ErrorReason::Transport => {
+                    "the server cannot be reached: check base_url and that it runs"
+                }
+                ErrorReason::Auth => {
+                    "set the variable api_key_env names to a valid key (or api_key_env = \"none\")"
+                }
+                ErrorReason::Authz => "the key may not use this model",
+                ErrorReason::Timeout => {
+                    "the model is too slow for timeout_secs: raise it or lower max_tokens"
+                }
+                ErrorReason::RateLimit => "the provider limits the rate: try again later",
+                ErrorReason::Context => "the model's context is too small for a write",
+                ErrorReason::Invalid => {
+                    "the server refused the request: check the model name, and that it accepts tools"
+                }
+                ErrorReason::Provider => {
+                    "the server failed: check its log (some servers fail on tool calls)"
+                }
+                ErrorReason::Policy | ErrorReason::Unknown => "see the message",
+            };
+            report(false, format!("the call failed: {error}"), Some(advice))
+        }
+    })
+}
+
+/// The chat client of a remote model (openai, anthropic); `None` for the others.
+fn chat_client(config: &ModelConfig) -> Result<Option<Arc<dyn Chat>>, ModelSetupError> {
     let http = HttpOptions {
         timeout: Duration::from_secs(config.timeout_secs),
         max_retries: config.retries,
@@ -47,7 +171,6 @@ pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelS
         ))
     };
     Ok(match config.kind {
-        ModelKind::Journal => Arc::new(Journal),
         ModelKind::Openai => {
             let mut client = OpenAiConfig::openai(name()?);
             if let Some(url) = &config.base_url {
@@ -59,9 +182,7 @@ pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelS
                 None => client.api_key_env,
             };
             client.http = http;
-            let mut chat = ChatModel::new(Arc::new(OpenAi::new(client)?));
-            chat.max_tokens = config.max_tokens;
-            Arc::new(chat)
+            Some(Arc::new(OpenAi::new(client)?))
         }
         ModelKind::Anthropic => {
             let mut client = AnthropicConfig::new(name()?);
@@ -72,9 +193,21 @@ pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelS
                 client.api_key_env.clone_from(var);
             }
             client.http = http;
-            let mut chat = ChatModel::new(Arc::new(Anthropic::new(client)?));
-            chat.max_tokens = config.max_tokens;
-            Arc::new(chat)
+            Some(Arc::new(Anthropic::new(client)?))
+        }
+        ModelKind::Journal | ModelKind::Command | ModelKind::Scripted => None,
+    })
+}
+
+/// The model `config` describes; relative paths (the script) are taken under `home`.
+pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelSetupError> {
+    Ok(match config.kind {
+        ModelKind::Journal => Arc::new(Journal),
+        ModelKind::Openai | ModelKind::Anthropic => {
+            let chat = chat_client(config)?.ok_or(ModelSetupError::Missing("a chat model"))?;
+            let mut model = ChatModel::new(chat);
+            model.max_tokens = config.max_tokens;
+            Arc::new(model)
         }
         ModelKind::Command => {
             let (program, args) = config.command.split_first().ok_or(ModelSetupError::Missing(

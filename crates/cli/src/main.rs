@@ -22,6 +22,7 @@ mod inspect;
 mod log;
 mod mcp;
 mod memory;
+mod model;
 mod note;
 mod output;
 mod rebuild;
@@ -107,6 +108,8 @@ enum Command {
     Write(write::Args),
     /// Reorganize every topic (merge, split, prune inactive memory); no new sources.
     Sleep(write::SleepArgs),
+    /// The writer's model: `model check` tries one tool-call round trip with it.
+    Model(model::Args),
     /// Run the runtime services: write idle sessions, reorganize nightly, import transcript
     /// folders as they grow.
     Watch(watch::Args),
@@ -143,6 +146,7 @@ impl Command {
             Command::Import(args) => args.json,
             Command::Sessions(args) => args.json,
             Command::Write(args) => args.json,
+            Command::Model(args) => args.json(),
             Command::Sleep(args) => args.json,
             Command::Log(args) => args.json,
             Command::Edit(_)
@@ -224,6 +228,7 @@ fn main() -> ExitCode {
         Command::Log(args) => log::run(&home, args),
         Command::Update(args) => update::run(&home, args),
         Command::Note(args) => note::run(&home, args),
+        Command::Model(args) => model::run(&home, args),
         Command::Core(args) => core::run(&home, args),
         Command::Search(args) => search::run(&home, args),
         Command::Grep(args) => inspect::grep(&home, args),

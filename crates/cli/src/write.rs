@@ -81,7 +81,7 @@ pub(crate) struct ModelArgs {
 
 impl ModelArgs {
     /// The `[model]` section with the flags applied.
-    fn model_config(&self, base: &ModelConfig) -> anyhow::Result<ModelConfig> {
+    pub(crate) fn model_config(&self, base: &ModelConfig) -> anyhow::Result<ModelConfig> {
         let mut config = base.clone();
         if let Some(kind) = self.model {
             config.kind = match kind {

@@ -6,6 +6,7 @@ mod demo;
 mod hook;
 mod import;
 mod memory;
+mod model;
 mod note;
 mod outside;
 mod recall;
