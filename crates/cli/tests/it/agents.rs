@@ -47,8 +47,15 @@ struct MockModel {
     requests: Arc<Mutex<Vec<(String, String)>>>,
 }
 
+/// What a mock answers to a request: `(path, body)` → `(content type, payload)`.
+type Responder = fn(&str, &str) -> (&'static str, String);
+
 impl MockModel {
     fn start() -> MockModel {
+        MockModel::start_with(answer)
+    }
+
+    fn start_with(responder: Responder) -> MockModel {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let url = format!("http://{}", listener.local_addr().expect("an address"));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -56,7 +63,7 @@ impl MockModel {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let seen = Arc::clone(&seen);
-                std::thread::spawn(move || serve(stream, &seen));
+                std::thread::spawn(move || serve(stream, &seen, responder));
             }
         });
         MockModel { url, requests }
@@ -68,7 +75,7 @@ impl MockModel {
 }
 
 /// Answers the requests of one connection (keep-alive), until the client closes it.
-fn serve(stream: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
+fn serve(stream: TcpStream, seen: &Mutex<Vec<(String, String)>>, responder: Responder) {
     let mut reader = BufReader::new(stream.try_clone().expect("a clone of the stream"));
     let mut writer = stream;
     loop {
@@ -99,7 +106,7 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<(String, String)>>) {
         }
         let body = String::from_utf8_lossy(&body).into_owned();
         seen.lock().expect("unpoisoned").push((path.clone(), body.clone()));
-        let (content_type, payload) = answer(&path, &body);
+        let (content_type, payload) = responder(&path, &body);
         let head = format!(
             "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
             payload.len()
@@ -134,6 +141,30 @@ fn answer(path: &str, body: &str) -> (&'static str, String) {
         });
         return ("application/json", message.to_string());
     }
+    ("text/event-stream", message_stream(&model, &Block::Text(ANSWER.to_owned())))
+}
+
+/// One content block of a mocked assistant message.
+enum Block {
+    Text(String),
+    /// A tool call: the tool's name and its input.
+    Tool(&'static str, Value),
+}
+
+/// The Messages API's stream (SSE) of one assistant message holding `block`.
+fn message_stream(model: &str, block: &Block) -> String {
+    let (start, delta, stop) = match block {
+        Block::Text(text) => (
+            json!({ "type": "text", "text": "" }),
+            json!({ "type": "text_delta", "text": text }),
+            "end_turn",
+        ),
+        Block::Tool(name, input) => (
+            json!({ "type": "tool_use", "id": "toolu_mock", "name": name, "input": {} }),
+            json!({ "type": "input_json_delta", "partial_json": input.to_string() }),
+            "tool_use",
+        ),
+    };
     let events = [
         (
             "message_start",
@@ -144,26 +175,22 @@ fn answer(path: &str, body: &str) -> (&'static str, String) {
         ),
         (
             "content_block_start",
-            json!({ "type": "content_block_start", "index": 0,
-            "content_block": { "type": "text", "text": "" } }),
+            json!({ "type": "content_block_start", "index": 0, "content_block": start }),
         ),
         (
             "content_block_delta",
-            json!({ "type": "content_block_delta", "index": 0,
-            "delta": { "type": "text_delta", "text": ANSWER } }),
+            json!({ "type": "content_block_delta", "index": 0, "delta": delta }),
         ),
         ("content_block_stop", json!({ "type": "content_block_stop", "index": 0 })),
         (
             "message_delta",
             json!({ "type": "message_delta",
-            "delta": { "stop_reason": "end_turn", "stop_sequence": null },
+            "delta": { "stop_reason": stop, "stop_sequence": null },
             "usage": { "output_tokens": 8 } }),
         ),
         ("message_stop", json!({ "type": "message_stop" })),
     ];
-    let sse =
-        events.iter().map(|(name, data)| format!("event: {name}\ndata: {data}\n\n")).collect();
-    ("text/event-stream", sse)
+    events.iter().map(|(name, data)| format!("event: {name}\ndata: {data}\n\n")).collect()
 }
 
 /// The OpenAI Responses API's stream of one assistant message saying [`ANSWER`].
@@ -196,6 +223,20 @@ fn responses_stream() -> String {
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
         .collect()
+}
+
+/// The environment Claude Code (or a process starting it) runs in: `user` as its home, the
+/// mock as its API, no telemetry or update traffic, no Scriptorium home of the machine.
+fn claude_env(command: &mut Command, user: &Path, model: &MockModel) {
+    command
+        .env("HOME", user)
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR");
 }
 
 /// Runs `command`, killing it if it has not ended after `limit` (a hung CLI must fail the test,
@@ -261,17 +302,8 @@ fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_
     let project = user.path().join("garden-project");
     std::fs::create_dir(&project).expect("a project directory");
     let mut command = Command::new(&claude);
-    command
-        .args(["-p", "What is Dana planning for the garden?"])
-        .current_dir(&project)
-        .env("HOME", user.path())
-        .env("ANTHROPIC_BASE_URL", &model.url)
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env_remove("SCRIPTORIUM_HOME")
-        .env_remove("CLAUDE_CONFIG_DIR");
+    command.args(["-p", "What is Dana planning for the garden?"]).current_dir(&project);
+    claude_env(&mut command, user.path(), &model);
     answered_with_memory(command, &model, home.path(), "/v1/messages");
 
     // The Stop and SessionEnd hooks imported the session before claude exited.
@@ -358,4 +390,83 @@ fn codex_receives_the_core_and_the_recall_from_trusted_hooks_and_its_session_is_
     assert_eq!(uninstall.status.code(), Some(0), "{}", String::from_utf8_lossy(&uninstall.stderr));
     let after = std::fs::read_to_string(user.path().join(".codex/config.toml")).expect("read");
     assert_eq!(after, config, "byte for byte");
+}
+
+/// The memory writer's model, as Claude Code meets it through the mock: to a write task it
+/// answers with a `Write` of a topic file into its working directory (the stage); the first
+/// time a paragraph without a citation, which the validation refuses, and to the repair task a
+/// cited one; to the tool's result, and to anything else, a short text.
+fn writer_answer(path: &str, body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return ("application/json", json!({ "input_tokens": 10 }).to_string());
+    }
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let model = request["model"].as_str().unwrap_or("claude-mock");
+    let answered = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"));
+    let text = request["messages"].to_string();
+    let cwd = body
+        .split("Primary working directory: ")
+        .nth(1)
+        .and_then(|rest| rest.split("\\n").next())
+        .unwrap_or_default();
+    if answered || !text.contains("Task: write memory") || cwd.is_empty() {
+        return ("text/event-stream", message_stream(model, &Block::Text("Done.".to_owned())));
+    }
+    let file = format!("{cwd}/topics/people/mara.md");
+    let content = if text.contains("Your edits were rejected") {
+        "# Mara\n\nMara is turning her back yard in Porto into a vegetable garden.[^e1]\n\n\
+         [^e1]: Time: `2026-03-14`; Sources: [garden](openprogram/garden-planning/u1)\n"
+    } else {
+        "# Mara\n\nMara lives in Porto.\n"
+    };
+    let input = json!({ "file_path": file, "content": content });
+    ("text/event-stream", message_stream(model, &Block::Tool("Write", input)))
+}
+
+#[test]
+fn the_command_writer_runs_the_real_claude_code_which_edits_the_stage_and_is_repaired_once() {
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
+    let home = tempfile::tempdir().expect("a home");
+    let out = scriptorium(home.path(), &["init"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let transcript = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo/garden-planning.jsonl");
+    let out = scriptorium(home.path(), &["import", "jsonl", &transcript.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let model = MockModel::start_with(writer_answer);
+    let user = tempfile::tempdir().expect("a user home");
+    let mut write = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    write
+        .arg("--home")
+        .arg(home.path())
+        .args(["write", "--session", "garden-planning", "--force", "--model", "command"])
+        .arg("--command")
+        .arg(&claude)
+        .args(["--command-arg", "-p", "--command-arg", "--permission-mode"])
+        .args(["--command-arg", "acceptEdits", "--timeout", "240", "--json"]);
+    claude_env(&mut write, user.path(), &model);
+    let out = run_bounded(write, Duration::from_secs(600));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let batches = report["sessions"][0]["batches"].as_array().cloned().unwrap_or_default();
+    assert!(!batches.is_empty(), "a batch was installed: {report:#}");
+    assert!(batches.iter().any(|b| b["repaired"] == true), "one repair turn: {report:#}");
+    // The real agent wrote the file in the stage; Scriptorium validated and installed it.
+    let mara = std::fs::read_to_string(home.path().join("memory/topics/people/mara.md"))
+        .expect("the installed topic");
+    assert!(mara.contains("Mara is turning her back yard in Porto"), "{mara}");
+    let bodies = model.bodies();
+    assert!(
+        bodies.iter().any(|(_, b)| b.contains("Your edits were rejected")),
+        "the repair reached the model"
+    );
+    // Marked: nothing of the session is owed any more.
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    assert_eq!(status["pending_turns"], 0, "{status}");
 }
