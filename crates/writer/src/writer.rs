@@ -17,7 +17,7 @@
 //! written twice. The archive append is idempotent, so a crash before the install re-archives
 //! nothing either.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -152,8 +152,9 @@ impl std::fmt::Debug for Writer {
 enum Pass {
     /// Not due (below threshold, not forced) or nothing pending.
     NotDue,
-    /// The model changed no topic file: nothing installed, nothing marked.
-    NoChange,
+    /// The model changed no topic file: nothing installed, nothing marked. What the model did
+    /// (see [`run_summary`]).
+    NoChange(String),
     /// Installed and marked.
     Written(BatchReport),
 }
@@ -243,10 +244,10 @@ impl Writer {
                 match self.pass(session, Some(&branch.tip), &owed, true)? {
                     Pass::Written(batch) => report.batches.push(batch),
                     Pass::NotDue => break,
-                    Pass::NoChange => {
+                    Pass::NoChange(what) => {
                         return Err(WriteFailure::permanent(
                             FailureCode::WriterNoProgress,
-                            "the writer made no progress",
+                            format!("the writer made no progress: {what}"),
                         ));
                     }
                 }
@@ -329,8 +330,8 @@ impl Writer {
         counters.local_tokens += batch_tokens as u64;
         counters.write_commits_since_global += 1;
         let (installed, repaired) = match self.run_and_install(staged, task, counters) {
-            Ok(Some(done)) => done,
-            Ok(None) => return Ok(Pass::NoChange),
+            Ok(Ran::Installed(installed, repaired)) => (installed, repaired),
+            Ok(Ran::NoChange(what)) => return Ok(Pass::NoChange(what)),
             // Another write of this session installed the batch meanwhile (the install
             // refused it under the lock, or found the workspace moved by that install): mark it
             // as that write would, write nothing. A move by anything else stays retryable.
@@ -426,18 +427,18 @@ impl Writer {
     }
 
     /// Runs the model on the stage, validates, repairs once, installs with `counters`.
-    /// `Ok(None)`: the model changed no topic file (nothing installed).
+    /// [`Ran::NoChange`]: the model changed no topic file (nothing installed).
     fn run_and_install(
         &self,
         staged: Staged,
         task: Task,
         counters: Counters,
-    ) -> Result<Option<(Installed, bool)>, WriteFailure> {
+    ) -> Result<Ran, WriteFailure> {
         let mut staged = staged;
         let mut current = task;
         let mut repaired = false;
         loop {
-            self.run_model(&mut staged, &current)?;
+            let summary = self.run_model(&mut staged, &current)?;
             staged.set_counters(counters.clone());
             match staged.validate() {
                 Ok(validated) => {
@@ -446,12 +447,12 @@ impl Writer {
                     let organize =
                         matches!(current.kind, TaskKind::Organize | TaskKind::OrganizeRepair);
                     if !changed_topics && !organize {
-                        return Ok(None);
+                        return Ok(Ran::NoChange(summary));
                     }
                     // An organize pass that changed no topic installs nothing (its counters
                     // are saved, the revision stays, no commit).
                     let installed = validated.install().map_err(WriteFailure::from)?;
-                    return Ok(Some((installed, repaired)));
+                    return Ok(Ran::Installed(installed, repaired));
                 }
                 Err(rejected) => {
                     let (back, violations) = rejected.into_parts();
@@ -484,11 +485,13 @@ impl Writer {
         }
     }
 
-    fn run_model(&self, staged: &mut Staged, task: &Task) -> Result<RunReport, WriteFailure> {
+    /// Runs the model; returns what it did, in words ([`run_summary`]).
+    fn run_model(&self, staged: &mut Staged, task: &Task) -> Result<String, WriteFailure> {
         let mut tools = Tools::new(staged);
         let result = self.model.run(task, &mut tools);
         self.audit(task, &tools, &result);
-        result.map_err(WriteFailure::from)
+        let report = result.map_err(WriteFailure::from)?;
+        Ok(run_summary(&report, tools.log()))
     }
 
     /// Appends one line to `.scriptorium/agent-history.jsonl` (best effort).
@@ -591,13 +594,13 @@ impl Writer {
             max_turns: self.config.max_turns,
         };
         match self.run_and_install(staged, task, counters) {
-            Ok(Some((installed, _))) => OrganizeReport {
+            Ok(Ran::Installed(installed, _)) => OrganizeReport {
                 status: "ok".into(),
                 topics: topics.len(),
                 changed_files: topic_files(&installed),
                 error: None,
             },
-            Ok(None) => OrganizeReport {
+            Ok(Ran::NoChange(_)) => OrganizeReport {
                 status: "ok".into(),
                 topics: topics.len(),
                 changed_files: Vec::new(),
@@ -612,6 +615,49 @@ impl Writer {
             Err(error) => failed(topics.len(), error),
         }
     }
+}
+
+/// What a run of the model did (what `WRITER_NO_PROGRESS` reports): its rounds and stop
+/// reason, the tool calls by name (with how many failed), and the start of its last reply.
+fn run_summary(report: &RunReport, log: &[crate::tools::ToolLog]) -> String {
+    let mut calls: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for entry in log {
+        let counts = calls.entry(entry.tool.as_str()).or_default();
+        counts.0 += 1;
+        counts.1 += usize::from(entry.status != "ok");
+    }
+    let calls = if calls.is_empty() {
+        "no tool calls".to_owned()
+    } else {
+        let listed: Vec<String> = calls
+            .iter()
+            .map(|(tool, (n, failed))| match failed {
+                0 => format!("{tool} ×{n}"),
+                f => format!("{tool} ×{n} ({f} failed)"),
+            })
+            .collect();
+        format!("tool calls {}", listed.join(", "))
+    };
+    let stop = report
+        .stop
+        .as_ref()
+        .and_then(|s| serde_json::to_value(s).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "none".to_owned());
+    let reply: String = report.reply.split_whitespace().collect::<Vec<_>>().join(" ");
+    let reply: String = reply.chars().take(160).collect();
+    format!(
+        "{} model round(s), stop reason {stop}, {calls}, no topic file changed; last reply: {:?}",
+        report.rounds, reply
+    )
+}
+
+/// The outcome of running the model and installing what it did.
+enum Ran {
+    /// Installed (and whether a repair turn was needed).
+    Installed(Installed, bool),
+    /// The model changed no topic file; what it did (see [`run_summary`]).
+    NoChange(String),
 }
 
 fn failed(topics: usize, error: WriteFailure) -> OrganizeReport {

@@ -139,6 +139,13 @@ fn forced_without_progress_is_a_permanent_failure() {
         .expect_err("no progress");
     assert_eq!(failure.code, FailureCode::WriterNoProgress);
     assert!(!failure.is_retryable());
+    // The failure says what the model did.
+    assert!(
+        failure.reason.contains("model round(s)")
+            && failure.reason.contains("no topic file changed"),
+        "{}",
+        failure.reason
+    );
     assert_eq!(fx.pending_ids("s", None), ["m1", "m2"]);
 }
 
