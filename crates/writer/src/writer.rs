@@ -330,7 +330,7 @@ impl Writer {
         counters.local_tokens += batch_tokens as u64;
         counters.write_commits_since_global += 1;
         let (installed, repaired) = match self.run_and_install(staged, task, counters) {
-            Ok(Ran::Installed(installed, repaired)) => (installed, repaired),
+            Ok(Ran::Installed(installed, repaired)) => (*installed, repaired),
             Ok(Ran::NoChange(what)) => return Ok(Pass::NoChange(what)),
             // Another write of this session installed the batch meanwhile (the install
             // refused it under the lock, or found the workspace moved by that install): mark it
@@ -452,7 +452,7 @@ impl Writer {
                     // An organize pass that changed no topic installs nothing (its counters
                     // are saved, the revision stays, no commit).
                     let installed = validated.install().map_err(WriteFailure::from)?;
-                    return Ok(Ran::Installed(installed, repaired));
+                    return Ok(Ran::Installed(Box::new(installed), repaired));
                 }
                 Err(rejected) => {
                     let (back, violations) = rejected.into_parts();
@@ -655,7 +655,7 @@ fn run_summary(report: &RunReport, log: &[crate::tools::ToolLog]) -> String {
 /// The outcome of running the model and installing what it did.
 enum Ran {
     /// Installed (and whether a repair turn was needed).
-    Installed(Installed, bool),
+    Installed(Box<Installed>, bool),
     /// The model changed no topic file; what it did (see [`run_summary`]).
     NoChange(String),
 }
