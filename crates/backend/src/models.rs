@@ -13,7 +13,7 @@ use scriptorium_writer::model::scripted::Scripted;
 use scriptorium_writer::model::{
     Chat, ChatMessage, ChatRequest, ErrorReason, ModelError, ToolSpec,
 };
-use scriptorium_writer::{ChatModel, Model};
+use scriptorium_writer::{ChatModel, Model, Progress};
 
 use crate::config::{ModelConfig, ModelKind};
 
@@ -201,12 +201,22 @@ fn chat_client(config: &ModelConfig) -> Result<Option<Arc<dyn Chat>>, ModelSetup
 
 /// The model `config` describes; relative paths (the script) are taken under `home`.
 pub fn build(config: &ModelConfig, home: &Path) -> Result<Arc<dyn Model>, ModelSetupError> {
+    build_with_progress(config, home, None)
+}
+
+/// [`build`], a chat model (openai, anthropic) telling `progress` of every turn.
+pub fn build_with_progress(
+    config: &ModelConfig,
+    home: &Path,
+    progress: Option<Progress>,
+) -> Result<Arc<dyn Model>, ModelSetupError> {
     Ok(match config.kind {
         ModelKind::Journal => Arc::new(Journal),
         ModelKind::Openai | ModelKind::Anthropic => {
             let chat = chat_client(config)?.ok_or(ModelSetupError::Missing("a chat model"))?;
             let mut model = ChatModel::new(chat);
             model.max_tokens = config.max_tokens;
+            model.progress = progress;
             Arc::new(model)
         }
         ModelKind::Command => {

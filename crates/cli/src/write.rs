@@ -128,7 +128,7 @@ impl ModelArgs {
                 "note: no model configured; using the journal writer (one cited paragraph per user turn)"
             );
         }
-        let model = models::build(&model_config, home.root())?;
+        let model = models::build_with_progress(&model_config, home.root(), terminal_progress())?;
         let writer = WriterConfig {
             threshold_tokens: config.memory.writer.trigger_tokens,
             max_turns: self.max_turns.unwrap_or(config.memory.writer.max_turns),
@@ -349,4 +349,32 @@ pub(crate) fn sleep(home: &Home, args: SleepArgs) -> anyhow::Result<ExitCode> {
         (_, Some(error)) if error.retryable => ExitCode::from(EXIT_RETRYABLE),
         _ => ExitCode::from(1),
     })
+}
+
+/// On a terminal, a spinner on stderr that each model turn updates (`model turn 3/20: read,
+/// edit (2.4 s, 310 tokens)`), cleared when the writer is done; nothing when stderr is not a
+/// terminal (a log stays clean).
+fn terminal_progress() -> Option<scriptorium_writer::Progress> {
+    use std::io::IsTerminal as _;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner()
+        .with_finish(indicatif::ProgressFinish::AndClear)
+        .with_message("waiting for the model's first turn");
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(Arc::new(move |turn: &scriptorium_writer::TurnProgress| {
+        let calls = if turn.tool_calls.is_empty() {
+            "no tool call".to_owned()
+        } else {
+            turn.tool_calls.join(", ")
+        };
+        bar.set_message(format!(
+            "model turn {}/{}: {calls} ({:.1} s, {} tokens)",
+            turn.round,
+            turn.max_turns,
+            turn.elapsed.as_secs_f64(),
+            turn.output_tokens
+        ));
+    }))
 }

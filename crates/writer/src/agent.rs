@@ -89,19 +89,49 @@ pub trait Model: Send + Sync + fmt::Debug {
     fn run(&self, task: &Task, tools: &mut Tools<'_>) -> Result<RunReport, ModelError>;
 }
 
+/// One model turn of a [`ChatModel`] run, as its progress callback sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TurnProgress {
+    /// The turn just taken (1-based).
+    pub round: u32,
+    /// The most turns the run may take.
+    pub max_turns: u32,
+    /// The tools the model called in this turn, by name, in order.
+    pub tool_calls: Vec<String>,
+    /// How long the turn's model call took.
+    pub elapsed: std::time::Duration,
+    /// Output tokens of the turn.
+    pub output_tokens: u64,
+}
+
+/// Called after every model turn (a terminal shows it as progress).
+pub type Progress = Arc<dyn Fn(&TurnProgress) + Send + Sync>;
+
 /// A [`Model`] made of any [`Chat`] and the agent loop.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ChatModel {
     /// The chat client.
     pub chat: Arc<dyn Chat>,
     /// Most output tokens per turn.
     pub max_tokens: u32,
+    /// Told of every turn, if set.
+    pub progress: Option<Progress>,
+}
+
+impl std::fmt::Debug for ChatModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatModel")
+            .field("chat", &self.chat)
+            .field("max_tokens", &self.max_tokens)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 impl ChatModel {
-    /// `chat` with 8 192 output tokens per turn.
+    /// `chat` with 8 192 output tokens per turn and no progress callback.
     pub fn new(chat: Arc<dyn Chat>) -> Self {
-        ChatModel { chat, max_tokens: 8_192 }
+        ChatModel { chat, max_tokens: 8_192, progress: None }
     }
 }
 
@@ -119,8 +149,18 @@ impl Model for ChatModel {
         };
         let mut report = RunReport::default();
         while report.rounds < task.max_turns {
+            let started = std::time::Instant::now();
             let reply = self.chat.complete(&request)?;
             report.rounds += 1;
+            if let Some(progress) = &self.progress {
+                progress(&TurnProgress {
+                    round: report.rounds,
+                    max_turns: task.max_turns,
+                    tool_calls: reply.tool_calls.iter().map(|c| c.name.clone()).collect(),
+                    elapsed: started.elapsed(),
+                    output_tokens: reply.usage.output_tokens,
+                });
+            }
             report.usage.input_tokens += reply.usage.input_tokens;
             report.usage.output_tokens += reply.usage.output_tokens;
             report.stop = Some(reply.stop.clone());

@@ -12,7 +12,7 @@ pub mod prompt;
 pub mod tools;
 pub mod writer;
 
-pub use agent::{ChatModel, Model, RunReport, Task, TaskKind, TaskTurn};
+pub use agent::{ChatModel, Model, Progress, RunReport, Task, TaskKind, TaskTurn, TurnProgress};
 pub use outcome::{FailureCode, WriteFailure};
 pub use writer::{
     BatchReport, OrganizeReport, PROVIDER, WriteReport, Writer, WriterConfig, archive_path,

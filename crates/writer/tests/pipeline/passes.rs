@@ -2,6 +2,7 @@
 //! crash between install and marking; below-threshold and no-change batches.
 
 use std::fs::File;
+use std::sync::{Arc, Mutex};
 
 use scriptorium_session_dag::{MetadataBatch, SessionId, SessionStore};
 use scriptorium_topics_format::source::scan;
@@ -347,4 +348,34 @@ fn tools_are_confined_to_topic_files_of_the_stage() {
         "{changed:?}"
     );
     assert!(!fx.dir.path().join("outside.md").exists());
+}
+
+/// A chat model's progress callback hears of every model turn, with the tools it called.
+#[test]
+fn the_progress_callback_hears_every_model_turn() {
+    let fx = Fixture::new();
+    two_turns(&fx);
+    let chat = Arc::new(scriptorium_writer::model::scripted::Scripted::new(vec![
+        write_step(
+            "topics/people/dana.md",
+            &topic("Dana", &[("Dana lives in Lyon.", &source(S, "u1"))]),
+        ),
+        commit_step(),
+    ]));
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&heard);
+    let mut model = scriptorium_writer::ChatModel::new(chat);
+    model.progress = Some(Arc::new(move |turn: &scriptorium_writer::TurnProgress| {
+        sink.lock().expect("unpoisoned").push((turn.round, turn.tool_calls.clone()));
+    }));
+    fx.writer(Arc::new(model), eager()).write(&SessionId(S.into()), false).expect("written");
+    let heard = heard.lock().expect("unpoisoned").clone();
+    assert!(!heard.is_empty(), "no turn heard");
+    let rounds: Vec<u32> = heard.iter().map(|(round, _)| *round).collect();
+    assert_eq!(rounds, (1..=u32::try_from(heard.len()).expect("few")).collect::<Vec<_>>());
+    let tools: Vec<String> = heard.into_iter().flat_map(|(_, calls)| calls).collect();
+    assert!(
+        tools.contains(&"write".to_owned()) && tools.contains(&"commit_edits".to_owned()),
+        "{tools:?}"
+    );
 }
