@@ -28,6 +28,7 @@
 //! timeout_secs = 120          # per model call
 //! retries = 2                  # retries of a call that retrying can help, 0..=10
 //! max_tokens = 8192            # per model turn, 256..=200000
+//! deadline_secs = 900          # per writer run, all its model turns
 //!
 //! [watch]
 //! poll_secs = 300
@@ -211,6 +212,8 @@ pub struct ModelConfig {
     /// The most tokens a model turn may produce (openai, anthropic); a small local model
     /// answers sooner with a lower cap.
     pub max_tokens: u32,
+    /// The most seconds one writer run (all its model turns) may take (openai, anthropic).
+    pub deadline_secs: u64,
 }
 
 impl Default for ModelConfig {
@@ -225,6 +228,7 @@ impl Default for ModelConfig {
             timeout_secs: 120,
             retries: 2,
             max_tokens: 8_192,
+            deadline_secs: 900,
         }
     }
 }
@@ -348,6 +352,12 @@ impl Config {
                 message: "must be at most 10".into(),
             });
         }
+        if self.model.deadline_secs == 0 {
+            return Err(ConfigError::Invalid {
+                key: "model.deadline_secs",
+                message: "must be at least 1".into(),
+            });
+        }
         if !(256..=200_000).contains(&self.model.max_tokens) {
             return Err(ConfigError::Invalid {
                 key: "model.max_tokens",
@@ -419,9 +429,11 @@ mod tests {
         );
         let bad = Config::parse("[model]\nkind = \"openai\"\n").expect("parsed");
         assert!(bad.validate().expect_err("no name").to_string().contains("model.name"));
-        for (line, key) in
-            [("retries = 11", "model.retries"), ("max_tokens = 100", "model.max_tokens")]
-        {
+        for (line, key) in [
+            ("retries = 11", "model.retries"),
+            ("max_tokens = 100", "model.max_tokens"),
+            ("deadline_secs = 0", "model.deadline_secs"),
+        ] {
             let bad = Config::parse(&format!("[model]\n{line}\n")).expect("parsed");
             assert!(bad.validate().expect_err(line).to_string().contains(key), "{line}");
         }

@@ -217,6 +217,7 @@ pub fn build_with_progress(
             let mut model = ChatModel::new(chat);
             model.max_tokens = config.max_tokens;
             model.progress = progress;
+            model.deadline = Some(Duration::from_secs(config.deadline_secs));
             Arc::new(model)
         }
         ModelKind::Command => {

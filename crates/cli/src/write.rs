@@ -71,6 +71,10 @@ pub(crate) struct ModelArgs {
     /// Retries of a model call that retrying can help (0–10; default `model.retries`, 2).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=10))]
     retries: Option<u32>,
+    /// The most seconds one writer run (all its model turns) may take (default
+    /// `model.deadline_secs`, 900).
+    #[arg(long, value_name = "SECS")]
+    deadline: Option<u64>,
     /// Most tokens a model turn may produce (256–200000; default `model.max_tokens`, 8192).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..=200_000))]
     max_tokens: Option<u32>,
@@ -116,6 +120,9 @@ impl ModelArgs {
         }
         if let Some(max_tokens) = self.max_tokens {
             config.max_tokens = max_tokens;
+        }
+        if let Some(deadline) = self.deadline {
+            config.deadline_secs = deadline.max(1);
         }
         Ok(config)
     }

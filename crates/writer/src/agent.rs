@@ -116,6 +116,8 @@ pub struct ChatModel {
     pub max_tokens: u32,
     /// Told of every turn, if set.
     pub progress: Option<Progress>,
+    /// The most time one run (all its turns) may take: no turn starts after it has passed.
+    pub deadline: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for ChatModel {
@@ -124,14 +126,15 @@ impl std::fmt::Debug for ChatModel {
             .field("chat", &self.chat)
             .field("max_tokens", &self.max_tokens)
             .field("progress", &self.progress.is_some())
+            .field("deadline", &self.deadline)
             .finish()
     }
 }
 
 impl ChatModel {
-    /// `chat` with 8 192 output tokens per turn and no progress callback.
+    /// `chat` with 8 192 output tokens per turn, no progress callback and no deadline.
     pub fn new(chat: Arc<dyn Chat>) -> Self {
-        ChatModel { chat, max_tokens: 8_192, progress: None }
+        ChatModel { chat, max_tokens: 8_192, progress: None, deadline: None }
     }
 }
 
@@ -148,7 +151,21 @@ impl Model for ChatModel {
             max_tokens: self.max_tokens,
         };
         let mut report = RunReport::default();
+        let run_started = std::time::Instant::now();
         while report.rounds < task.max_turns {
+            if let Some(deadline) = self.deadline
+                && run_started.elapsed() >= deadline
+            {
+                return Err(ModelError::new(
+                    crate::model::ErrorReason::Timeout,
+                    format!(
+                        "the run passed its deadline of {} s after {} model turn(s); raise \
+                         model.deadline_secs, or lower max_tokens for a faster model",
+                        deadline.as_secs(),
+                        report.rounds
+                    ),
+                ));
+            }
             let started = std::time::Instant::now();
             let reply = self.chat.complete(&request)?;
             report.rounds += 1;

@@ -379,3 +379,21 @@ fn the_progress_callback_hears_every_model_turn() {
         "{tools:?}"
     );
 }
+
+/// A run past its deadline stops before its next model turn, retryable, saying so; nothing is
+/// installed or marked.
+#[test]
+fn a_run_past_its_deadline_stops_and_says_so() {
+    let fx = Fixture::new();
+    two_turns(&fx);
+    let chat = Arc::new(scriptorium_writer::model::scripted::Scripted::new(vec![commit_step()]));
+    let mut model = scriptorium_writer::ChatModel::new(chat);
+    model.deadline = Some(std::time::Duration::ZERO);
+    let failure = fx
+        .writer(Arc::new(model), eager())
+        .write(&SessionId(S.into()), false)
+        .expect_err("past the deadline");
+    assert!(failure.is_retryable(), "{failure:?}");
+    assert!(failure.reason.contains("deadline of 0 s after 0 model turn(s)"), "{}", failure.reason);
+    assert_eq!(fx.pending_ids(S, None).len(), 2, "nothing marked");
+}
