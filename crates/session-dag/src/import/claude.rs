@@ -56,6 +56,9 @@ struct Line<'a> {
 
 #[derive(Deserialize)]
 struct Message<'a> {
+    /// The API message ID: the rows of one assistant message (one per content block) share it.
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -280,6 +283,7 @@ pub(super) fn parse(inputs: &[Input<'_>]) -> Result<Parsed, Error> {
         }
     }
     let resolve = |start| resolve(&targets, start);
+    let reparent = parallel_results(&recs, &plans);
 
     // Title: a summary of one of this session's leaves.
     let mut title = None;
@@ -341,7 +345,8 @@ pub(super) fn parse(inputs: &[Input<'_>]) -> Result<Parsed, Error> {
             continue;
         }
         let mut first_meta: Vec<(&'static str, String)> = Vec::new();
-        let parent = match line.parent_uuid.as_deref().map(&resolve) {
+        let parent_uuid = reparent.get(uuid).copied().or(line.parent_uuid.as_deref());
+        let parent = match parent_uuid.map(&resolve) {
             Some(Resolved::Node(p)) => Some(NodeId(p.to_owned())),
             Some(Resolved::Missing(p)) => {
                 first_meta.push(("missing_parent", p.to_owned()));
@@ -488,6 +493,80 @@ pub(super) fn parse(inputs: &[Input<'_>]) -> Result<Parsed, Error> {
 
 /// Follows skipped records from `start` to the node a child of `start` attaches to. Bounded, so
 /// an alias cycle in hostile input ends as a missing parent.
+/// Parallel tool calls made one branch. Claude Code writes an assistant message with several
+/// `tool_use` blocks as one row per block, chained (`T1 → T2 → T3`, one message ID), and each
+/// result as a row whose parent is the row of its own call (`R1 → T1`, `R2 → T2`, `R3 → T3`),
+/// the conversation going on after the last result written. Taken as written, every result but
+/// the last is a branch of its own, and the head misses the calls it made. This maps each such
+/// result row to its new parent so that the calls and their results form one chain
+/// (`T1 → T2 → T3 → R1 → R2 → R3`, results in file order): the first result after the last
+/// call, each later one after the one before it. Sidechains are left as written; a message
+/// with one call (or results that already chain) maps nothing.
+fn parallel_results<'r>(
+    recs: &'r [Rec<'r>],
+    plans: &[(Vec<PieceRef<'r>>, bool)],
+) -> HashMap<&'r str, &'r str> {
+    let mut by_uuid: HashMap<&str, usize> = HashMap::new();
+    for (i, rec) in recs.iter().enumerate() {
+        if let Some(uuid) = rec.line.uuid.as_deref() {
+            by_uuid.entry(uuid).or_insert(i);
+        }
+    }
+    // The call rows of each assistant message, in file order.
+    let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, (rec, (pieces, _))) in recs.iter().zip(plans).enumerate() {
+        let calls = pieces.iter().any(|p| matches!(p, PieceRef::ToolUse(_)));
+        let message = rec.line.message.as_ref().and_then(|m| m.id.as_deref());
+        if rec.sidechain || rec.line.kind.as_deref() != Some("assistant") || !calls {
+            continue;
+        }
+        let Some(message) = message else { continue };
+        match groups.iter_mut().find(|(id, _)| *id == message) {
+            Some((_, rows)) => rows.push(i),
+            None => groups.push((message, vec![i])),
+        }
+    }
+    // The user or assistant row a parent link leads to, through rows that are neither.
+    let conversational = |mut uuid: &'r str| -> Option<&'r str> {
+        for _ in 0..recs.len() {
+            let rec = &recs[*by_uuid.get(uuid)?];
+            if matches!(rec.line.kind.as_deref(), Some("user" | "assistant")) {
+                return Some(uuid);
+            }
+            uuid = rec.line.parent_uuid.as_deref()?;
+        }
+        None
+    };
+    let mut reparent = HashMap::new();
+    for (_, rows) in groups.iter().filter(|(_, rows)| rows.len() > 1) {
+        let calls: HashSet<&str> =
+            rows.iter().filter_map(|&i| recs[i].line.uuid.as_deref()).collect();
+        let Some(last) = rows.last().and_then(|&i| recs[i].line.uuid.as_deref()) else { continue };
+        let results: Vec<&str> = recs
+            .iter()
+            .zip(plans)
+            .filter(|(rec, (pieces, _))| {
+                !rec.sidechain
+                    && rec.line.kind.as_deref() == Some("user")
+                    && pieces.iter().any(|p| matches!(p, PieceRef::ToolResult(_)))
+                    && rec
+                        .line
+                        .parent_uuid
+                        .as_deref()
+                        .and_then(conversational)
+                        .is_some_and(|p| calls.contains(p))
+            })
+            .filter_map(|(rec, _)| rec.line.uuid.as_deref())
+            .collect();
+        let mut previous = last;
+        for result in results {
+            reparent.insert(result, previous);
+            previous = result;
+        }
+    }
+    reparent
+}
+
 fn resolve<'r>(targets: &HashMap<&'r str, Target<'r>>, start: &'r str) -> Resolved<'r> {
     let mut p = start;
     for _ in 0..=targets.len() {

@@ -468,6 +468,29 @@ impl EmbeddedStore {
     /// Runs one mutation: under the session mutex and the log's exclusive lock, catches up,
     /// lets `plan` decide, writes and fsyncs, applies, then records a registry entry.
     /// Without `create`, a session without a log is [`Error::SessionNotFound`].
+    /// Moves the head; the `head` line carries `at`, or the clock's time (read only when a line
+    /// is written).
+    fn move_head(
+        &self,
+        session: &SessionId,
+        node: &NodeId,
+        at: Option<Timestamp>,
+    ) -> Result<(), Error> {
+        self.mutate(session, false, |state| {
+            if !state.index.contains_key(node) {
+                return Err(node_not_found(session, node));
+            }
+            if state.head.as_ref() == Some(node) {
+                return Ok(Plan::Nothing(()));
+            }
+            let at = at.unwrap_or_else(|| self.clock.now());
+            let record = Record::Head { node: node.clone(), at };
+            let mut bytes = Vec::new();
+            log::write_line(&mut bytes, &record);
+            Ok(Plan::Write { bytes, records: vec![record], result: () })
+        })
+    }
+
     fn mutate<R>(
         &self,
         session: &SessionId,
@@ -630,23 +653,12 @@ impl SessionStore for EmbeddedStore {
 
     /// Atomicity: one `head` line, fsynced; moving to the current head writes nothing.
     fn set_head(&self, session: &SessionId, node: &NodeId) -> Result<(), Error> {
-        self.set_head_at(session, node, self.clock.now())
+        self.move_head(session, node, None)
     }
 
     /// As [`SessionStore::set_head`], the `head` line carrying `at`.
     fn set_head_at(&self, session: &SessionId, node: &NodeId, at: Timestamp) -> Result<(), Error> {
-        self.mutate(session, false, |state| {
-            if !state.index.contains_key(node) {
-                return Err(node_not_found(session, node));
-            }
-            if state.head.as_ref() == Some(node) {
-                return Ok(Plan::Nothing(()));
-            }
-            let record = Record::Head { node: node.clone(), at };
-            let mut bytes = Vec::new();
-            log::write_line(&mut bytes, &record);
-            Ok(Plan::Write { bytes, records: vec![record], result: () })
-        })
+        self.move_head(session, node, Some(at))
     }
 
     /// Atomicity: one `rewind` line, fsynced; rewinding a rewound node writes nothing. The

@@ -93,6 +93,40 @@ fn claude_messages_text_blocks_and_thinking() {
     assert_eq!(s.branches, 1);
 }
 
+/// Parallel tool calls as Claude Code writes them (one row per `tool_use` block of a message,
+/// chained; each result row the child of its own call's row; the conversation going on after
+/// the last result): one branch, every call and result on the head branch.
+#[test]
+fn claude_parallel_tool_calls_stay_one_branch() {
+    let with_id = |mut row: Value, message: &str| {
+        row["message"]["id"] = json!(message);
+        row
+    };
+    let call = |id: &str, file: &str| json!([{"type":"tool_use","id":id,"name":"Write","input":{"file_path":file}}]);
+    let result = |id: &str| json!([{"type":"tool_result","tool_use_id":id,"content":"ok"}]);
+    let bytes = jsonl(&[
+        cc("user", "u1", None, json!("Write two files in parallel")),
+        with_id(cc("assistant", "t1", Some("u1"), call("call_a", "a.md")), "msg_1"),
+        with_id(cc("assistant", "t2", Some("t1"), call("call_b", "b.md")), "msg_1"),
+        cc("user", "r1", Some("t1"), result("call_a")),
+        cc("user", "r2", Some("t2"), result("call_b")),
+        with_id(cc("assistant", "a2", Some("r2"), json!("Created both files.")), "msg_2"),
+    ]);
+    let parsed = parse(Format::ClaudeCode, &bytes);
+    let s = one(&parsed);
+    assert_eq!(s.branches, 1, "{s:?}");
+    assert_eq!(parent(node(s, "r1")), Some("t2"), "the first result follows the last call");
+    assert_eq!(parent(node(s, "r2")), Some("r1"));
+    assert_eq!(parent(node(s, "a2")), Some("r2"));
+    let (_dir, store) = store();
+    import::import_into(&store, parsed, Path::new("t.jsonl")).expect("imports");
+    let session = SessionId("s1".into());
+    assert_eq!(store.tips(&session).expect("tips").len(), 1);
+    let branch: Vec<String> =
+        store.branch(&session, None).expect("branch").iter().map(|n| n.id.0.clone()).collect();
+    assert_eq!(branch, ["u1", "t1", "t2", "r1", "r2", "a2"]);
+}
+
 #[test]
 fn claude_multi_block_line_gives_the_source_id_to_its_last_node() {
     let bytes = jsonl(&[
