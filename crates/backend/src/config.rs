@@ -28,7 +28,7 @@
 //! timeout_secs = 120          # per model call
 //! retries = 2                  # retries of a call that retrying can help, 0..=10
 //! max_tokens = 8192            # per model turn, 256..=200000
-//! deadline_secs = 900          # per writer run, all its model turns
+//! deadline_secs = 900          # per writer run: no model turn starts after it
 //!
 //! [watch]
 //! poll_secs = 300
@@ -212,7 +212,9 @@ pub struct ModelConfig {
     /// The most tokens a model turn may produce (openai, anthropic); a small local model
     /// answers sooner with a lower cap.
     pub max_tokens: u32,
-    /// The most seconds one writer run (all its model turns) may take (openai, anthropic).
+    /// The most seconds one writer run (all its model turns) may take (openai, anthropic):
+    /// checked before each turn, so the turn under way when it passes (one call, and its
+    /// retries) still finishes.
     pub deadline_secs: u64,
 }
 
