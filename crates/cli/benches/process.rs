@@ -237,8 +237,34 @@ fn bench_processes(c: &mut Criterion) {
         "session_id": "bench-session", "transcript_path": transcript, "hook_event_name": "Stop",
     })
     .to_string();
+    // Timed: the hook until it returns. Not timed: waiting for the write it started (its line
+    // in `hook-writes.log`), so that detached writes of earlier iterations never compete with
+    // the hook measured (a turn's end comes seconds apart, not thirty times a second).
+    let writes = home.join("logs/hook-writes.log");
     group.bench_function("hook_stop_10k_blocks", |b| {
-        b.iter(|| hook(&home, "Stop", stop.as_bytes()));
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let before = std::fs::metadata(&writes).map_or(0, |m| m.len());
+                let wall = Instant::now();
+                hook(&home, "Stop", stop.as_bytes());
+                total += wall.elapsed();
+                // The write has started once its log grows, and is done once the log has been
+                // quiet for half a second (it prints its outcome last).
+                let waiting = Instant::now();
+                let (mut size, mut quiet) = (before, Instant::now());
+                while waiting.elapsed() < Duration::from_secs(30) {
+                    std::thread::sleep(Duration::from_millis(10));
+                    let now = std::fs::metadata(&writes).map_or(0, |m| m.len());
+                    if now != size {
+                        (size, quiet) = (now, Instant::now());
+                    } else if size != before && quiet.elapsed() > Duration::from_millis(500) {
+                        break;
+                    }
+                }
+            }
+            total
+        });
     });
     group.finish();
 }
