@@ -291,13 +291,25 @@ impl MemoryWorkspace {
     /// is the change API's (`create_record` citing one declared source), so a bad time, an empty
     /// text or a path outside `topics/` is refused with its stable code and changes nothing; the
     /// base is the installed revision (`CONCURRENT_UPDATE` if another change lands first).
+    ///
+    /// Idempotent: when the topic already ends a paragraph with this very text and a
+    /// citation (the same note, added again after an interrupted run, say), nothing is
+    /// archived or installed and [`NoteOutcome::AlreadyNoted`] names that block.
     pub fn note(
         &self,
         note: &Note,
         origin: &str,
         now: time::OffsetDateTime,
-    ) -> Result<UpdateOutcome, Error> {
+    ) -> Result<NoteOutcome, Error> {
         let path = note.topic_path();
+        let paragraph = note.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let existing = read_in(&RealFs, self.workspace().root(), &path)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .unwrap_or_default();
+        if let Some(block_id) = noted_block(&existing, &paragraph) {
+            return Ok(NoteOutcome::AlreadyNoted { topic_path: path, block_id });
+        }
         let observed = now
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned());
@@ -306,8 +318,11 @@ impl MemoryWorkspace {
             Some(time) => time.into(),
             None => observed[..10].into(),
         };
-        let heading = self.first_heading(&path).unwrap_or_else(|| default_heading(&path));
-        let paragraph = note.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let heading = existing
+            .lines()
+            .find_map(|l| l.strip_prefix("# "))
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_else(|| default_heading(&path));
         let base = self.workspace().installed_revision()?;
         let body = serde_json::json!({
             "base_revision": base.as_str(),
@@ -327,15 +342,45 @@ impl MemoryWorkspace {
             }],
         });
         let request = UpdateRequest::from_json(&body.to_string())?;
-        self.update(request, UpdateContext::owner(origin))
+        Ok(NoteOutcome::Noted(Box::new(self.update(request, UpdateContext::owner(origin))?)))
     }
+}
 
-    /// The first `# ` heading of a topic file, if it exists and has one.
-    fn first_heading(&self, path: &str) -> Option<String> {
-        let bytes = read_in(&RealFs, self.workspace().root(), path).ok()?;
-        let text = String::from_utf8(bytes).ok()?;
-        text.lines().find_map(|l| l.strip_prefix("# ")).map(|h| h.trim().to_owned())
-    }
+/// What [`MemoryWorkspace::note`] did.
+#[derive(Debug)]
+pub enum NoteOutcome {
+    /// Archived and installed.
+    Noted(Box<UpdateOutcome>),
+    /// The topic already holds the note: nothing changed.
+    AlreadyNoted {
+        /// The topic file.
+        topic_path: String,
+        /// The block that holds it.
+        block_id: String,
+    },
+}
+
+/// The answer of every face to a note the topic already holds: `ok`, `noop`, the block.
+pub fn already_noted(topic_path: &str, block_id: &str) -> serde_json::Value {
+    serde_json::json!({
+        "ok": true,
+        "noop": true,
+        "already_noted": true,
+        "topic_path": topic_path,
+        "block_ids": [block_id],
+        "changed_files": [],
+    })
+}
+
+/// The block ID of the line of `text` that is `paragraph` followed by its citations and a
+/// block ID (`paragraph[^e-…] ^id`), if there is one.
+fn noted_block(text: &str, paragraph: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(paragraph)?.strip_prefix("[^")?;
+        let (_, id) = rest.rsplit_once(" ^")?;
+        (!id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+            .then(|| id.to_owned())
+    })
 }
 
 /// The heading of a new topic file: `Core`, `Notes`, or its name (`people/dana.md` → `Dana`).

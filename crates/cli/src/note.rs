@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use scriptorium_backend::edit::Note;
+use scriptorium_backend::edit::{Note, NoteOutcome, already_noted};
 use scriptorium_backend::summary::update_result;
 
 use crate::home::Home;
@@ -30,7 +30,8 @@ pub(crate) struct Args {
     pub(crate) json: bool,
 }
 
-/// Runs the command: exit 0 once installed, 1 for a note the change API refuses (a bad time,
+/// Runs the command: exit 0 once installed (or when the topic already holds the note: nothing
+/// changes, and it says so), 1 for a note the change API refuses (a bad time,
 /// an empty text, a path outside `topics/`: nothing changes), 75 when another change landed
 /// first (retry).
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
@@ -38,6 +39,17 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     let outcome =
         memory.note(&note, "owner-cli/note", scriptorium_backend::memory::wall_clock())?;
+    let outcome = match outcome {
+        NoteOutcome::Noted(outcome) => outcome,
+        NoteOutcome::AlreadyNoted { topic_path, block_id } => {
+            if args.json {
+                crate::output::document(&already_noted(&topic_path, &block_id))?;
+            } else {
+                outln!("already noted in {topic_path} as ^{block_id}: nothing changed");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let installed = &outcome.installed;
     if args.json {
         crate::output::document(&update_result(&outcome))?;

@@ -136,9 +136,7 @@ pub fn record_text(node: &Node) -> Option<Cow<'_, str>> {
 pub fn record(node: &Node) -> Option<Node> {
     let text = record_text(node)?;
     let mut copy = node.clone();
-    if let Cow::Owned(text) = text {
-        copy.content = text;
-    } else if text.len() != node.content.len() {
+    if text != node.content {
         copy.content = text.into_owned();
     }
     Some(copy)

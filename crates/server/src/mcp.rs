@@ -43,7 +43,7 @@ use rmcp::model::{
 };
 use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
-use scriptorium_backend::edit::Note;
+use scriptorium_backend::edit::{Note, NoteOutcome, already_noted};
 use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
@@ -437,7 +437,12 @@ impl Inner {
         let outcome = memory
             .note(&note, NOTE_ORIGIN, scriptorium_backend::memory::wall_clock())
             .map_err(|e| WireError::from_txn(&e))?;
-        Ok(Reply::Json(update_result(&outcome)))
+        Ok(Reply::Json(match outcome {
+            NoteOutcome::Noted(outcome) => update_result(&outcome),
+            NoteOutcome::AlreadyNoted { topic_path, block_id } => {
+                already_noted(&topic_path, &block_id)
+            }
+        }))
     }
 }
 

@@ -275,6 +275,25 @@ async fn a_note_is_archived_and_cited_in_one_step_and_a_bad_one_changes_nothing(
     assert!(pinned["changed_files"].to_string().contains("\"topics/core.md\""), "{pinned}");
     let after = revision(&tools).await;
     assert_ne!(after, base);
+    // The same note again changes nothing and says so.
+    let again = answer(&tools.memory_note(args(json!({ "text": "Dana keeps two hives." }))).await);
+    assert_eq!((again["noop"].clone(), again["already_noted"].clone()), (json!(true), json!(true)));
+    assert_eq!(revision(&tools).await, after);
+    // A project-scoped search sees the project's notes and the shared ones, not another's.
+    for (topic, text) in [
+        ("projects/alpha/bees", "Alpha's hives face south."),
+        ("projects/beta/bees", "Beta's hives face north."),
+    ] {
+        answer(&tools.memory_note(args(json!({ "text": text, "topic": topic }))).await);
+    }
+    let scoped =
+        reply(&tools.memory_search(args(json!({ "query": "hives", "project": "alpha" }))).await).1;
+    assert!(
+        scoped.contains("Alpha's hives") && scoped.contains("Dana keeps two hives."),
+        "{scoped}"
+    );
+    assert!(!scoped.contains("Beta's hives"), "{scoped}");
+    let after = revision(&tools).await;
     for bad in [
         json!({ "text": "x", "time": "2024-13" }),
         json!({ "text": " " }),

@@ -1196,6 +1196,24 @@ async fn a_note_is_archived_and_cited_and_a_bad_one_changes_nothing() {
         .call(Method::POST, "/api/memory/notes", Some(json!({"text": "Use metric.", "core": true})))
         .await;
     assert_eq!(pinned.status, StatusCode::OK, "{}", pinned.body);
+    let again = server
+        .call(Method::POST, "/api/memory/notes", Some(json!({"text": "Dana keeps two hives."})))
+        .await;
+    assert_eq!((again.status, again.body["noop"].clone()), (StatusCode::OK, json!(true)));
+    for (topic, text) in [
+        ("projects/alpha/bees", "Alpha's hives face south."),
+        ("projects/beta/bees", "Beta's hives face north."),
+    ] {
+        let body = json!({"text": text, "topic": topic});
+        assert_eq!(
+            server.call(Method::POST, "/api/memory/notes", Some(body)).await.status,
+            StatusCode::OK
+        );
+    }
+    let scoped = server.get("/api/memory/search?q=hives&project=alpha&topics_only=true").await;
+    let paths = scoped.body["hits"].to_string();
+    assert!(paths.contains("projects/alpha/bees.md") && paths.contains("notes.md"), "{paths}");
+    assert!(!paths.contains("projects/beta"), "{paths}");
     let after = server.revision().await;
     for bad in [
         json!({"text": "x", "time": "2024-13"}),

@@ -37,6 +37,18 @@ fn a_note_is_archived_cited_recalled_and_pinned_with_core() {
     let link = notes.split("](../").nth(1).expect("a citation").split('#').next().expect("a path");
     let archive = std::fs::read_to_string(home.path().join("memory").join(link)).expect("archive");
     assert!(archive.contains("Dana's garden is in Leeds, by the river."), "{archive}");
+    // The same note again (a run that was interrupted after installing, retried): nothing
+    // changes, and the answer says so.
+    let status = |home: &std::path::Path| {
+        json(&scriptorium(home, &["status", "--json"]))["revision"].clone()
+    };
+    let before = status(home.path());
+    let again = scriptorium(home.path(), &["note", "Dana's garden is in Leeds, by the river."]);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("already noted in topics/notes.md"));
+    assert_eq!(status(home.path()), before, "nothing installed twice");
+    let notes = std::fs::read_to_string(home.path().join("memory/topics/notes.md")).expect("notes");
+    assert_eq!(notes.matches("Dana's garden is in Leeds").count(), 1, "{notes}");
     let hits = json(&scriptorium(
         home.path(),
         &["search", "where is the garden", "--topics-only", "--json"],

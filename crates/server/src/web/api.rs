@@ -358,6 +358,7 @@ async fn note(State(state): State<AppState>, body: Result<Bytes, BytesRejection>
     }
     state
         .blocking(move |_, backend| {
+            use scriptorium_backend::edit::NoteOutcome;
             let note = scriptorium_backend::edit::Note {
                 text: body.text,
                 core: body.core,
@@ -368,7 +369,12 @@ async fn note(State(state): State<AppState>, body: Result<Bytes, BytesRejection>
             let outcome = memory
                 .note(&note, NOTE_ORIGIN, scriptorium_backend::memory::wall_clock())
                 .map_err(txn)?;
-            Ok(Json(update_result(&outcome)))
+            Ok(Json(match outcome {
+                NoteOutcome::Noted(outcome) => update_result(&outcome),
+                NoteOutcome::AlreadyNoted { topic_path, block_id } => {
+                    scriptorium_backend::edit::already_noted(&topic_path, &block_id)
+                }
+            }))
         })
         .await
 }
