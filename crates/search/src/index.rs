@@ -458,10 +458,7 @@ fn search_plan(searcher: &tantivy::Searcher, fields: &Fields, plan: &Plan) -> Re
             ))));
         }
         if let Some(prefix) = &plan.prefix {
-            must.push(filter(Box::new(RangeQuery::new(
-                Bound::Included(Key::Path.term(fields, prefix)),
-                Bound::Excluded(Key::Path.term(fields, &format!("{prefix}\u{10FFFF}"))),
-            ))));
+            must.push(filter(under(fields, prefix)));
         }
         if let Some(scope) = &plan.project {
             must.push(filter(project_filter(fields, scope)));
@@ -723,28 +720,30 @@ impl SourceLookup for CommittedLookup<'_> {
     }
 }
 
+/// Documents with a path (file or logical path) under `prefix`.
+fn under(fields: &Fields, prefix: &str) -> Box<dyn TantivyQuery> {
+    Box::new(RangeQuery::new(
+        Bound::Included(Key::Path.term(fields, prefix)),
+        Bound::Excluded(Key::Path.term(fields, &format!("{prefix}\u{10FFFF}"))),
+    ))
+}
+
 /// Documents in `scope`: blocks outside `topics/projects/`, inside the project's directory or
 /// in its single file, and records of the project's archives.
 fn project_filter(fields: &Fields, scope: &ProjectScope) -> Box<dyn TantivyQuery> {
-    let under = |prefix: &str| -> Box<dyn TantivyQuery> {
-        Box::new(RangeQuery::new(
-            Bound::Included(Key::Path.term(fields, prefix)),
-            Bound::Excluded(Key::Path.term(fields, &format!("{prefix}\u{10FFFF}"))),
-        ))
-    };
     let projects = format!("topics/{}/", scriptorium_topics_format::project::PROJECTS_DIR);
     let shared: Box<dyn TantivyQuery> = Box::new(BooleanQuery::new(vec![
         (
             Occur::Must,
             Box::new(TermQuery::new(Key::Kind.term(fields, KIND_BLOCK), IndexRecordOption::Basic)),
         ),
-        (Occur::MustNot, under(&projects)),
+        (Occur::MustNot, under(fields, &projects)),
     ]));
     let archives = TermSetQuery::new(scope.archives.iter().map(|a| Key::File.term(fields, a)));
     let file = TermQuery::new(Key::File.term(fields, &scope.topic_file), IndexRecordOption::Basic);
     Box::new(BooleanQuery::new(vec![
         (Occur::Should, shared),
-        (Occur::Should, under(&scope.topics)),
+        (Occur::Should, under(fields, &scope.topics)),
         (Occur::Should, Box::new(file)),
         (Occur::Should, Box::new(archives)),
     ]))
