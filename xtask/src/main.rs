@@ -6,8 +6,9 @@
 //!   edge fails.
 //! - `tidy`: the repository rules that a compiler cannot check (listed in `xtask/src/tidy.rs`).
 //! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
-//! - `recall`: the recall-quality harness on the LoCoMo dev split (recall@5, recall@10, and the
-//!   share of negative queries that return nothing).
+//! - `recall`: the recall-quality harness on the LoCoMo dev split (recall_any/all@5 and @10,
+//!   and the share of unrelated questions that return nothing), through the library and
+//!   through `scriptorium search --top-k 5`.
 //! - `snapshots [--accept]`: the snapshot suites (insta) of every package that has them; a
 //!   changed snapshot fails and leaves a `.snap.new` beside it; with `--accept` the new
 //!   snapshots replace the old ones, and the files that changed are listed for review.
@@ -171,13 +172,20 @@ fn data_dir() -> anyhow::Result<PathBuf> {
     data.canonicalize().with_context(|| format!("resolving {}", data.display()))
 }
 
-/// `cargo xtask recall`: recall@k on LoCoMo and the negative-query share.
+/// `cargo xtask recall`: recall@k on LoCoMo and the share of unrelated questions answered with
+/// nothing, through the library (with a sweep of the relevance floor) and through the real
+/// `scriptorium search --top-k 5`.
 fn recall() -> anyhow::Result<()> {
     let data = data_dir()?;
+    let mut build = cargo();
+    build.args(["build", "--release", "--locked", "-p", "scriptorium-cli"]);
+    run_step("cargo build --release -p scriptorium-cli", build)?;
     let mut cmd = cargo();
     cmd.args(["run", "--release", "--locked", "-p", "scriptorium-search", "--example", "recall"])
         .arg("--")
-        .arg(&data);
+        .arg(&data)
+        .arg("--cli")
+        .arg(repo_root().join("target/release/scriptorium"));
     run_step("recall harness (LoCoMo dev split)", cmd)
 }
 

@@ -38,6 +38,7 @@
 pub mod config;
 pub mod edit;
 pub mod engine;
+pub mod hits;
 pub mod inspect;
 pub mod interface;
 pub mod local;

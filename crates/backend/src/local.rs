@@ -161,6 +161,18 @@ impl LocalBackend {
         crate::project::project_scope(Some(store), project, with_sources)
     }
 
+    /// The sessions of the archives `hits` come from ([`crate::hits::labels`]); empty (with a
+    /// warning) when the store cannot be listed: records are then named by their archives.
+    pub fn session_labels(
+        &self,
+        hits: &[scriptorium_search::Hit],
+    ) -> std::collections::BTreeMap<String, crate::hits::SessionLabel> {
+        crate::hits::labels(self.inner.store.as_ref(), hits).unwrap_or_else(|error| {
+            tracing::warn!(%error, "the session store could not be read");
+            Default::default()
+        })
+    }
+
     /// Recall for one turn, fenced (topic blocks only; empty when nothing is relevant).
     pub fn recall(&self, query: &str) -> String {
         let mut q = Query::new(query);

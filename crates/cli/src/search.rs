@@ -61,8 +61,16 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         query.project = Some(project_scope_in(&sessions, project, query.include_sources)?);
     }
     let (hits, adoption) = memory.search_reporting(&query)?;
+    // Sessions name the records' archives; without them a record is named by its archive.
+    let labels = scriptorium_backend::hits::labels_in(&home.sessions(), &hits).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "the session store could not be read: records are named by their archives");
+        Default::default()
+    });
+    let label = |hit: &scriptorium_search::Hit| labels.get(&hit.path);
     if args.json {
-        let mut doc = serde_json::json!({ "hits": hits });
+        let rows: Vec<serde_json::Value> =
+            hits.iter().map(|hit| scriptorium_backend::hits::to_json(hit, label(hit))).collect();
+        let mut doc = serde_json::json!({ "hits": rows });
         if let Some(outside) = adoption.as_ref().and_then(|a| a.report()) {
             doc["outside_edits"] = outside;
         }
@@ -79,9 +87,33 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         outln!("nothing recalled");
     } else {
         for hit in &hits {
-            outln!("{}  ({:.2})", hit.link(), hit.score);
+            outln!("{}  ({:.2})", scriptorium_backend::hits::origin(hit, label(hit)), hit.score);
             outln!("    {}", hit.snippet.replace('\n', " "));
+            outln!("    {}", hit.link());
+            if !hit.collapsed.is_empty() {
+                outln!("    + {}", collapsed_note(hit));
+            }
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a hit's [`scriptorium_search::Hit::collapsed`] matches are, in words.
+fn collapsed_note(hit: &scriptorium_search::Hit) -> String {
+    let cited = hit.collapsed.iter().filter(|id| hit.refs.contains(id)).count();
+    let copies = hit.collapsed.len() - cited;
+    let mut parts = Vec::new();
+    if cited > 0 {
+        parts.push(format!(
+            "{cited} cited record{} (its evidence)",
+            if cited == 1 { "" } else { "s" }
+        ));
+    }
+    if copies > 0 {
+        parts.push(format!(
+            "{copies} match{} with the same text",
+            if copies == 1 { "" } else { "es" }
+        ));
+    }
+    parts.join(", ")
 }

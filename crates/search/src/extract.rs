@@ -11,7 +11,16 @@ use scriptorium_topics_format::{TopicFile, parse_tree};
 use tantivy::TantivyDocument;
 
 use crate::model::{DateEncoding, parse_temporal};
-use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, Key, index_text};
+use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, Key, fingerprint, index_text};
+use crate::tokenize::for_each_token;
+
+/// Turns before a record that are indexed as its context.
+const CONTEXT_BEFORE: usize = 2;
+/// Turns after a record that are indexed as its context (the reply it got).
+const CONTEXT_AFTER: usize = 1;
+/// Characters of each neighbouring turn in a record's context: the start of a long tool output
+/// says what it is about; its tail would only make every neighbour match everything.
+const CONTEXT_CHARS: usize = 500;
 
 /// Marks a citation whose target names no archived record (yet): the rest is the
 /// `sources/…#anchor` key, so the block is found again when that archive appears.
@@ -197,6 +206,11 @@ fn clean_text_counting(text: &str, steps: &mut usize) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The first `max` characters of `text`.
+fn truncate_at_char(text: &str, max: usize) -> &str {
+    text.char_indices().nth(max).map_or(text, |(at, _)| &text[..at])
+}
+
 /// The first index of `hay` whose byte satisfies `pred`, adding the bytes examined to `steps`.
 fn position(hay: &[u8], steps: &mut usize, pred: impl Fn(u8) -> bool) -> Option<usize> {
     let found = hay.iter().position(|&b| pred(b));
@@ -257,6 +271,7 @@ pub(crate) fn block_docs(
             doc.add_text(fields.keys, Key::Ref.text(reference));
         }
         doc.add_u64(fields.line, u64::from(unit.line));
+        doc.add_u64(fields.fingerprint, fingerprint(&content));
         docs.push(doc);
     }
     docs
@@ -272,16 +287,24 @@ pub(crate) struct SourceRecord {
 
 /// The records of one v2 archive (`rel` workspace-relative); an incomplete archive yields the
 /// frames before its first fault, as the strict scan does.
+///
+/// Each record's `context` field holds the text of the [`CONTEXT_BEFORE`] turns before it and
+/// the [`CONTEXT_AFTER`] after it in the same archive (one archive is one session), so a short
+/// reply ("Yes, last weekend!") is found by the question it answers; only trusted turns count.
 pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceRecord> {
     let scanned = scan(rel, text);
     let logical = rel.replace("/_v2/", "/");
+    let bodies: Vec<String> = scanned
+        .frames
+        .iter()
+        .map(|frame| clean_text(frame.content().unwrap_or(frame.record)))
+        .collect();
     let mut records = Vec::with_capacity(scanned.frames.len());
-    for frame in &scanned.frames {
+    for (at, frame) in scanned.frames.iter().enumerate() {
         let trusted = frame.trust() == TrustState::Trusted;
         let label = frame.speaker_label();
         let display = frame.speaker_display();
         let speaker_id = frame.speaker_id();
-        let body = frame.content().unwrap_or(frame.record);
         let timestamp = frame.timestamp();
         let date = timestamp
             .get(..10)
@@ -305,7 +328,23 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
         doc.add_text(fields.anchor, frame.anchor);
         let akey = format!("{rel}#{}", frame.anchor);
         doc.add_text(fields.keys, Key::Anchor.text(&akey));
-        doc.add_text(fields.text, index_text(&clean_text(body), "", &[], &dates, speaker_text));
+        doc.add_text(fields.text, index_text(&bodies[at], "", &[], &dates, speaker_text));
+        let mut context = String::new();
+        let neighbours =
+            at.saturating_sub(CONTEXT_BEFORE)..(at + CONTEXT_AFTER + 1).min(bodies.len());
+        // Only trusted turns lend their words: a pending record is never recalled, nor does it
+        // steer what is.
+        let trusted_neighbour =
+            |&n: &usize| n != at && scanned.frames[n].trust() == TrustState::Trusted;
+        for body in neighbours.filter(trusted_neighbour).map(|n| &bodies[n]) {
+            if !context.is_empty() {
+                context.push(' ');
+            }
+            context.push_str(truncate_at_char(body, CONTEXT_CHARS));
+        }
+        if !context.is_empty() {
+            doc.add_text(fields.context, context);
+        }
         doc.add_text(fields.content, frame.record);
         add_dates(&mut doc, fields, &date);
         let mut speakers: Vec<String> = Vec::new();
@@ -317,6 +356,17 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
         }
         for value in &speakers {
             doc.add_text(fields.keys, Key::Speaker.text(value));
+        }
+        let mut words: Vec<String> = Vec::new();
+        for name in [display.as_deref(), label].into_iter().flatten() {
+            for_each_token(name, |word, _, _| {
+                if !words.iter().any(|w| w == word) {
+                    words.push(word.to_owned());
+                }
+            });
+        }
+        for word in &words {
+            doc.add_text(fields.keys, Key::SpeakerWord.text(word));
         }
         if let Some(id) = &speaker_id {
             doc.add_text(fields.speaker_id, id);
@@ -330,6 +380,7 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
         doc.add_u64(fields.trusted, u64::from(trusted));
         doc.add_text(fields.keys, Key::Trusted.text(if trusted { "1" } else { "0" }));
         doc.add_u64(fields.line, u64::from(frame.line));
+        doc.add_u64(fields.fingerprint, fingerprint(&bodies[at]));
         records.push(SourceRecord { id: frame.source_id.to_owned(), akey, trusted, doc });
     }
     records

@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 use tantivy::collector::{DocSetCollector, TopDocs};
 use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::query::{
-    BooleanQuery, ConstScoreQuery, Occur, Query as TantivyQuery, RangeQuery, TermQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query as TantivyQuery, RangeQuery, TermQuery,
     TermSetQuery,
 };
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{
-    DocAddress, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Searcher, TantivyDocument,
-    Term,
+    DocAddress, DocSet, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Searcher,
+    TantivyDocument, Term,
 };
 
 use crate::directory::IndexDirectory;
@@ -26,10 +26,8 @@ use scriptorium_workspace_fs::{Fs as _, RealFs as WorkspaceFs};
 
 use crate::fs::{FileAccess, RealFs, Stat};
 use crate::model::{Changes, Hit, HitKind, Plan, ProjectScope, Query};
-use crate::schema::{
-    Fields, KIND_BLOCK, KIND_SOURCE, Key, SCHEMA_VERSION, build_schema, index_text,
-};
-use crate::tokenize::{ScriptoriumTokenizer, TOKENIZER_NAME, for_each_token, query_terms};
+use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, Key, SCHEMA_VERSION, build_schema};
+use crate::tokenize::{ScriptoriumTokenizer, TOKENIZER_NAME, find_term, query_terms};
 
 /// The manifest file, beside tantivy's own files in the index directory.
 const MANIFEST: &str = "scriptorium-manifest.json";
@@ -39,6 +37,21 @@ const WRITER_ARENA: usize = 15_000_000;
 const MIN_MERGE_LAYER: u32 = 100;
 /// How many segments of one level are merged together (see [`merge_policy`]).
 const MIN_MERGE_SEGMENTS: usize = 4;
+/// A match in a record's context weighs this much of a match in its own text (tuned on the
+/// LoCoMo dev split, `examples/recall.rs`, as are the two weights below).
+const CONTEXT_WEIGHT: f32 = 0.5;
+/// A query word naming a record's speaker adds this times the name's IDF to the record's score.
+const SPEAKER_WEIGHT: f32 = 2.5;
+/// Candidates ranked (tantivy's top documents) per hit asked for, at least [`MIN_CANDIDATES`]:
+/// the floor and the collapsing of one fact's copies consume some.
+const CANDIDATES_PER_HIT: usize = 8;
+/// See [`CANDIDATES_PER_HIT`].
+const MIN_CANDIDATES: usize = 40;
+/// The relevance floor weighs terms as in a memory of at least this many documents (see
+/// `search_plan`).
+const FLOOR_MIN_DOCS: f32 = 1000.0;
+/// Query terms kept from a long query: the rarest (highest IDF).
+const MAX_QUERY_TERMS: usize = 32;
 /// Characters of recall text in a hit.
 const CONTENT_CHARS: usize = 1200;
 /// Characters of a snippet.
@@ -404,109 +417,273 @@ impl Snapshot {
 }
 
 fn search_plan(searcher: &tantivy::Searcher, fields: &Fields, plan: &Plan) -> Result<Vec<Hit>> {
-    {
-        let terms = query_terms(&plan.text);
-        if terms.is_empty() {
-            return Ok(Vec::new());
+    if plan.prefix.as_deref().is_some_and(|p| p.starts_with("sources")) && !plan.include_sources {
+        return Ok(Vec::new());
+    }
+    let total_docs = searcher.num_docs() as f32;
+    let idf = |df: f32| (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln();
+    // The floor's weights: IDF as if the memory held at least `FLOOR_MIN_DOCS` documents. In a
+    // small memory every word is "common" (half the documents mention the garden app) and a
+    // word absent from it outweighs all the others, so "garden app deadline" would miss the
+    // paragraph about the garden app's due date.
+    let floor_docs = total_docs.max(FLOOR_MIN_DOCS);
+    let floor_idf = |df: f32| (1.0 + (floor_docs - df + 0.5) / (df + 0.5)).ln();
+    let mut terms: Vec<QueryTerm> = Vec::new();
+    for term in query_terms(&plan.text) {
+        let text = Term::from_field_text(fields.text, &term);
+        let context = Term::from_field_text(fields.context, &term);
+        let speaker = Key::SpeakerWord.term(fields, &term);
+        let text_df = searcher.doc_freq(&text)?;
+        terms.push(QueryTerm {
+            weight: floor_idf(text_df as f32),
+            text_df,
+            context_df: searcher.doc_freq(&context)?,
+            speaker_df: searcher.doc_freq(&speaker)?,
+            term,
+        });
+    }
+    if terms.len() > MAX_QUERY_TERMS {
+        // A long prompt: its rarest words say what it is about.
+        let mut by_weight: Vec<usize> = (0..terms.len()).collect();
+        by_weight.sort_by(|&a, &b| terms[b].weight.total_cmp(&terms[a].weight).then(a.cmp(&b)));
+        let keep: HashSet<usize> = by_weight.into_iter().take(MAX_QUERY_TERMS).collect();
+        terms = terms
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| keep.contains(i))
+            .map(|(_, t)| t)
+            .collect();
+    }
+    let mut clauses: Vec<(Occur, Box<dyn TantivyQuery>)> = Vec::new();
+    for term in &terms {
+        if term.text_df > 0 {
+            let t = Term::from_field_text(fields.text, &term.term);
+            clauses
+                .push((Occur::Should, Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs))));
         }
-        if plan.prefix.as_deref().is_some_and(|p| p.starts_with("sources")) && !plan.include_sources
-        {
-            return Ok(Vec::new());
+        if term.context_df > 0 {
+            let t = Term::from_field_text(fields.context, &term.term);
+            let query = TermQuery::new(t, IndexRecordOption::WithFreqs);
+            clauses
+                .push((Occur::Should, Box::new(BoostQuery::new(Box::new(query), CONTEXT_WEIGHT))));
         }
-        let total_docs = searcher.num_docs() as f32;
-        let mut weights: Vec<(String, f32)> = Vec::with_capacity(terms.len());
-        let mut clauses: Vec<(Occur, Box<dyn TantivyQuery>)> = Vec::new();
-        for term in terms {
-            let t = Term::from_field_text(fields.text, &term);
-            let df = searcher.doc_freq(&t)? as f32;
-            let idf = (1.0 + (total_docs - df + 0.5) / (df + 0.5)).ln();
-            if df > 0.0 {
-                clauses.push((
-                    Occur::Should,
-                    Box::new(TermQuery::new(t, IndexRecordOption::WithFreqs)),
-                ));
-            }
-            weights.push((term, idf));
+        if term.speaker_df > 0 {
+            let t = Key::SpeakerWord.term(fields, &term.term);
+            let query = TermQuery::new(t, IndexRecordOption::Basic);
+            let score = SPEAKER_WEIGHT * idf(term.speaker_df as f32);
+            clauses.push((Occur::Should, Box::new(ConstScoreQuery::new(Box::new(query), score))));
         }
-        if clauses.is_empty() {
-            return Ok(Vec::new());
-        }
-        let total_weight: f32 = weights.iter().map(|(_, w)| w).sum();
-        let mut must: Vec<(Occur, Box<dyn TantivyQuery>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
-        let filter = |q: Box<dyn TantivyQuery>| -> (Occur, Box<dyn TantivyQuery>) {
-            (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
-        };
+    }
+    if terms.iter().all(|t| t.text_df == 0 && t.context_df == 0) {
+        return Ok(Vec::new());
+    }
+    let total_weight: f32 = terms.iter().map(|t| t.weight).sum();
+    let mut must: Vec<(Occur, Box<dyn TantivyQuery>)> =
+        vec![(Occur::Must, Box::new(BooleanQuery::new(clauses)))];
+    let filter = |q: Box<dyn TantivyQuery>| -> (Occur, Box<dyn TantivyQuery>) {
+        (Occur::Must, Box::new(ConstScoreQuery::new(q, 0.0)))
+    };
+    must.push(filter(Box::new(TermQuery::new(
+        Key::Trusted.term(fields, "1"),
+        IndexRecordOption::Basic,
+    ))));
+    if !plan.include_sources {
         must.push(filter(Box::new(TermQuery::new(
-            Key::Trusted.term(fields, "1"),
+            Key::Kind.term(fields, KIND_BLOCK),
             IndexRecordOption::Basic,
         ))));
-        if !plan.include_sources {
-            must.push(filter(Box::new(TermQuery::new(
-                Key::Kind.term(fields, KIND_BLOCK),
-                IndexRecordOption::Basic,
-            ))));
-        }
-        if let Some(speaker) = &plan.speaker {
-            must.push(filter(Box::new(TermQuery::new(
-                Key::Kind.term(fields, KIND_SOURCE),
-                IndexRecordOption::Basic,
-            ))));
-            must.push(filter(Box::new(TermQuery::new(
-                Key::Speaker.term(fields, speaker),
-                IndexRecordOption::Basic,
-            ))));
-        }
-        if let Some(prefix) = &plan.prefix {
-            must.push(filter(under(fields, prefix)));
-        }
-        if let Some(scope) = &plan.project {
-            must.push(filter(project_filter(fields, scope)));
-        }
-        if let Some(window) = plan.window {
-            let range = |key: Key, (lo, hi): (u64, u64)| -> (Occur, Box<dyn TantivyQuery>) {
-                (
-                    Occur::Should,
-                    Box::new(RangeQuery::new(
-                        Bound::Included(key.number_term(fields, lo)),
-                        Bound::Included(key.number_term(fields, hi)),
-                    )),
-                )
-            };
-            must.push(filter(Box::new(BooleanQuery::new(vec![
-                range(Key::Day, window.days),
-                range(Key::Month, window.months),
-                range(Key::Year, window.years),
-            ]))));
-        }
-        let query = BooleanQuery::new(must);
-        let limit = (plan.top_k * 4).max(20);
-        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
-        let mut hits = Vec::with_capacity(plan.top_k);
-        let mut doc_terms: Vec<String> = Vec::new();
-        for (score, address) in top {
-            let doc: TantivyDocument = searcher.doc(address)?;
-            let stored = StoredDoc::read(&doc, fields);
-            let text = stored.index_text();
-            doc_terms.clear();
-            for_each_token(&text, |token, _, _| doc_terms.push(token.to_owned()));
-            let matched: f32 = weights
-                .iter()
-                .filter(|(term, _)| doc_terms.iter().any(|t| t == term))
-                .map(|(_, w)| w)
-                .sum();
-            if total_weight > 0.0 && matched / total_weight < plan.min_coverage {
-                continue;
-            }
-            let first_term =
-                weights.iter().map(|(t, _)| t.as_str()).find(|t| doc_terms.iter().any(|d| d == t));
-            hits.push(stored.into_hit(score, first_term));
-            if hits.len() == plan.top_k {
-                break;
-            }
-        }
-        Ok(hits)
     }
+    if let Some(speaker) = &plan.speaker {
+        must.push(filter(Box::new(TermQuery::new(
+            Key::Kind.term(fields, KIND_SOURCE),
+            IndexRecordOption::Basic,
+        ))));
+        must.push(filter(Box::new(TermQuery::new(
+            Key::Speaker.term(fields, speaker),
+            IndexRecordOption::Basic,
+        ))));
+    }
+    if let Some(prefix) = &plan.prefix {
+        must.push(filter(under(fields, prefix)));
+    }
+    if let Some(scope) = &plan.project {
+        must.push(filter(project_filter(fields, scope)));
+    }
+    if let Some(window) = plan.window {
+        let range = |key: Key, (lo, hi): (u64, u64)| -> (Occur, Box<dyn TantivyQuery>) {
+            (
+                Occur::Should,
+                Box::new(RangeQuery::new(
+                    Bound::Included(key.number_term(fields, lo)),
+                    Bound::Included(key.number_term(fields, hi)),
+                )),
+            )
+        };
+        must.push(filter(Box::new(BooleanQuery::new(vec![
+            range(Key::Day, window.days),
+            range(Key::Month, window.months),
+            range(Key::Year, window.years),
+        ]))));
+    }
+    let query = BooleanQuery::new(must);
+    let limit = (plan.top_k * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
+    let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+    let ranked = rerank(searcher, fields, &terms, total_weight, plan.min_coverage, &top)?;
+    collapse(searcher, fields, plan.top_k, &terms, ranked)
+}
+
+/// One analyzed query term and its document frequencies.
+struct QueryTerm {
+    term: String,
+    /// The term's IDF in the `text` field (as in a memory of at least [`FLOOR_MIN_DOCS`]
+    /// documents): its share of the query's weight in the relevance floor.
+    weight: f32,
+    text_df: u64,
+    context_df: u64,
+    speaker_df: u64,
+}
+
+/// A candidate after [`rerank`].
+struct Ranked {
+    score: f32,
+    address: DocAddress,
+    /// The first query term the document's own text holds (for the snippet).
+    first_term: Option<usize>,
+}
+
+/// Applies the relevance floor and the coordination factor to tantivy's candidates: which query
+/// terms each candidate holds (in its text or its context) is read from the postings of those
+/// terms, a candidate below [`Query::min_coverage`] is dropped, and the others are scored
+/// `bm25 × matched terms / query terms` (the coordination factor), best first.
+fn rerank(
+    searcher: &Searcher,
+    fields: &Fields,
+    terms: &[QueryTerm],
+    total_weight: f32,
+    min_coverage: f32,
+    top: &[(f32, DocAddress)],
+) -> Result<Vec<Ranked>> {
+    // in_text[c][t], in_context[c][t]: whether candidate c holds term t.
+    let mut in_text = vec![vec![false; terms.len()]; top.len()];
+    let mut in_context = vec![vec![false; terms.len()]; top.len()];
+    let mut by_segment: BTreeMap<u32, Vec<(tantivy::DocId, usize)>> = BTreeMap::new();
+    for (c, (_, address)) in top.iter().enumerate() {
+        by_segment.entry(address.segment_ord).or_default().push((address.doc_id, c));
+    }
+    for (segment, mut docs) in by_segment {
+        docs.sort_unstable();
+        let reader = searcher.segment_reader(segment);
+        for (field, holds, df) in [
+            (fields.text, &mut in_text, (|t: &QueryTerm| t.text_df) as fn(&QueryTerm) -> u64),
+            (fields.context, &mut in_context, |t: &QueryTerm| t.context_df),
+        ] {
+            let inverted = reader.inverted_index(field)?;
+            for (t, term) in terms.iter().enumerate().filter(|(_, term)| df(term) > 0) {
+                let key = Term::from_field_text(field, &term.term);
+                let Some(mut postings) = inverted
+                    .read_postings(&key, IndexRecordOption::Basic)
+                    .map_err(tantivy::TantivyError::from)?
+                else {
+                    continue;
+                };
+                for &(doc, c) in &docs {
+                    if postings.doc() < doc {
+                        postings.seek(doc);
+                    }
+                    if postings.doc() == doc {
+                        holds[c][t] = true;
+                    }
+                }
+            }
+        }
+    }
+    let mut ranked = Vec::with_capacity(top.len());
+    for (c, &(score, address)) in top.iter().enumerate() {
+        let held = |t: usize| in_text[c][t] || in_context[c][t];
+        let matched = (0..terms.len()).filter(|&t| held(t)).count();
+        if matched == 0 {
+            continue;
+        }
+        let weight: f32 = (0..terms.len()).filter(|&t| held(t)).map(|t| terms[t].weight).sum();
+        if total_weight > 0.0 && weight / total_weight < min_coverage {
+            continue;
+        }
+        let coord = matched as f32 / terms.len() as f32;
+        let first_term = (0..terms.len()).find(|&t| in_text[c][t]);
+        ranked.push(Ranked { score: score * coord, address, first_term });
+    }
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.address.cmp(&b.address)));
+    Ok(ranked)
+}
+
+/// One hit per fact: walks the ranked candidates and keeps the first `top_k` that say something
+/// new. A source record a kept block cites, or a hit with the text of a kept one, joins that
+/// hit's [`Hit::collapsed`]; a block citing (or repeating) kept source records takes the place
+/// of the best of them and absorbs them all, so the curated paragraph, with its citations, is
+/// what is returned.
+fn collapse(
+    searcher: &Searcher,
+    fields: &Fields,
+    top_k: usize,
+    terms: &[QueryTerm],
+    ranked: Vec<Ranked>,
+) -> Result<Vec<Hit>> {
+    let mut hits: Vec<Hit> = Vec::with_capacity(top_k);
+    let mut prints: Vec<u64> = Vec::with_capacity(top_k);
+    for candidate in ranked {
+        if hits.len() == top_k {
+            break;
+        }
+        let doc: TantivyDocument = searcher.doc(candidate.address)?;
+        let stored = StoredDoc::read(&doc, fields);
+        let print = stored.fingerprint;
+        let first_term = candidate.first_term.map(|t| terms[t].term.as_str());
+        let hit = stored.into_hit(candidate.score, first_term);
+        if hit.kind == HitKind::Source {
+            let home = (0..hits.len())
+                .find(|&i| hits[i].kind == HitKind::Block && hits[i].refs.contains(&hit.id))
+                .or_else(|| prints.iter().position(|p| *p == print));
+            match home {
+                Some(at) => hits[at].collapsed.push(hit.id),
+                None => {
+                    hits.push(hit);
+                    prints.push(print);
+                }
+            }
+            continue;
+        }
+        if let Some(at) =
+            (0..hits.len()).find(|&i| hits[i].kind == HitKind::Block && prints[i] == print)
+        {
+            hits[at].collapsed.push(hit.id);
+            continue;
+        }
+        // A block stands for the kept records it cites or repeats: it takes the place of the
+        // best of them.
+        let absorbed: Vec<usize> = (0..hits.len())
+            .filter(|&i| {
+                hits[i].kind == HitKind::Source
+                    && (hit.refs.contains(&hits[i].id) || prints[i] == print)
+            })
+            .collect();
+        let Some(&best) = absorbed.first() else {
+            hits.push(hit);
+            prints.push(print);
+            continue;
+        };
+        let mut block = hit;
+        block.score = hits[best].score;
+        for &i in absorbed.iter().rev() {
+            let source = hits.remove(i);
+            prints.remove(i);
+            let mut ids = vec![source.id];
+            ids.extend(source.collapsed);
+            block.collapsed.splice(0..0, ids);
+        }
+        hits.insert(best, block);
+        prints.insert(best, print);
+    }
+    Ok(hits)
 }
 
 impl Index {
@@ -763,6 +940,7 @@ struct StoredDoc {
     speaker_display: Option<String>,
     speaker_label: Option<String>,
     line: u64,
+    fingerprint: u64,
 }
 
 impl StoredDoc {
@@ -789,19 +967,7 @@ impl StoredDoc {
             speaker_display: first(fields.speaker_display),
             speaker_label: first(fields.speaker_label),
             line: doc.get_first(fields.line).and_then(|v| v.as_u64()).unwrap_or(0),
-        }
-    }
-
-    /// The text the document was indexed under (see `extract`).
-    fn index_text(&self) -> String {
-        let headings: Vec<&str> = self.headings.iter().map(String::as_str).collect();
-        let dates: Vec<&str> = self.dates.iter().map(String::as_str).collect();
-        match self.kind {
-            HitKind::Block => index_text(&self.content, &self.path, &headings, &dates, None),
-            HitKind::Source => {
-                let speaker = self.speaker_display.as_deref().or(self.speaker_label.as_deref());
-                index_text(&self.content, "", &headings, &dates, speaker)
-            }
+            fingerprint: doc.get_first(fields.fingerprint).and_then(|v| v.as_u64()).unwrap_or(0),
         }
     }
 
@@ -828,6 +994,7 @@ impl StoredDoc {
             speaker_id: self.speaker_id,
             speaker_display: self.speaker_display,
             speaker_label: self.speaker_label,
+            collapsed: Vec::new(),
         }
     }
 }
@@ -844,13 +1011,7 @@ fn snippet(content: &str, term: Option<&str>) -> String {
     let flat = content.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut start_token = 0;
     if let Some(term) = term {
-        let mut found = None;
-        for_each_token(&flat, |token, from, _| {
-            if found.is_none() && token == term {
-                found = Some(from);
-            }
-        });
-        start_token = found.unwrap_or(0);
+        start_token = find_term(&flat, term).unwrap_or(0);
     }
     let chars_before = flat[..start_token].chars().count();
     let skip = chars_before.saturating_sub(SNIPPET_CHARS / 4);

@@ -10,14 +10,38 @@
 //!
 //! What is indexed: one document per block paragraph (its identity ID, so the anchor `#^<block id>`
 //! resolves in the file; aliases are not repeated) and one per v2 archive frame (anchor
-//! `#source-…`). Text is tokenized into Unicode words, lower-cased, with CJK runs as unigrams +
-//! bigrams. Ranking is tantivy's BM25; a block is recallable only when every source it cites is
-//! archived and trusted; pending source records are never returned.
+//! `#source-…`). Text is analyzed into Unicode words, lower-cased and reduced to their English
+//! (Snowball) stems, with CJK runs as unigrams + bigrams; a query goes through the same
+//! analyzer. A document's `text` is its content, its logical path, its headings, its dates (with
+//! the month by name) and its speaker; a source record also has a `context` field, the two turns
+//! before it and the one after it in its session, so that a short reply is found by the question
+//! it answers. A block is recallable only when every source it cites is archived and trusted;
+//! pending source records are never returned, nor lend their words as context.
+//!
+//! # Ranking
+//!
+//! A document's score is the sum of tantivy's BM25 over `text` and over `context` (weighted
+//! 0.5), plus, for each query word that names the document's speaker, 2.5 times that name's IDF
+//! (so "what did Jon say about the studio" prefers Jon's words about the studio to Gina's words
+//! to Jon); tantivy's best candidates are then scored `bm25 × matched terms / query terms` (a
+//! coordination factor: a hit holding every query word beats one repeating a single word). A long
+//! query keeps its 32 rarest terms. The weights were tuned on the LoCoMo dev split
+//! (`examples/recall.rs`, `cargo xtask recall`).
 //!
 //! The relevance floor (see `ARCHITECTURE.md#cratessearch`): stopwords are dropped from the query,
-//! so every hit matches a non-stopword term; and a hit must match at least [`Query::min_coverage`]
-//! of the query's weight (the IDF of its terms), so a query whose key terms are absent from memory
-//! returns nothing even when a common word (a name, "favorite") matches.
+//! so every hit matches a non-stopword term; and a hit must hold, in its text or its context, at
+//! least [`Query::min_coverage`] of the query's weight (the IDF of its terms), so a query whose
+//! key terms are absent from memory returns nothing even when a common word (a name,
+//! "favorite") matches.
+//!
+//! # One hit per fact
+//!
+//! The ranked candidates are walked best first and a hit is kept only when it says something
+//! new: a source record that a kept block cites, or a hit whose text (case and whitespace
+//! folded) equals a kept hit's, is listed in that hit's [`Hit::collapsed`] instead of being
+//! returned; a block that cites (or repeats) source records already kept takes the place of the
+//! best of them and absorbs them. So a block and its evidence are one result, the block, with
+//! the matching records it cites in `collapsed`.
 //!
 //! # Limitations
 //!

@@ -9,7 +9,7 @@ use crate::tokenize::TOKENIZER_NAME;
 
 /// Bumped whenever the schema or what is indexed changes: an index of another version is
 /// rebuilt.
-pub(crate) const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// `kind` values.
 pub(crate) const KIND_BLOCK: &str = "block";
@@ -34,6 +34,9 @@ pub(crate) enum Key {
     Anchor,
     /// Lower-cased speaker id, display and label (filter).
     Speaker,
+    /// Each analyzed word of a speaker's display name or label: a query naming the speaker
+    /// ranks the speaker's own records higher (see `index.rs`, "Ranking").
+    SpeakerWord,
     /// `1` when trusted, `0` when pending.
     Trusted,
     /// A block's source references.
@@ -55,6 +58,7 @@ impl Key {
             Key::Path => 'p',
             Key::Anchor => 'a',
             Key::Speaker => 's',
+            Key::SpeakerWord => 'w',
             Key::Trusted => 't',
             Key::Ref => 'r',
             Key::Day => 'd',
@@ -89,7 +93,7 @@ impl Key {
     }
 }
 
-/// The fields of the one schema: two indexed (`text`, `keys`), the rest stored.
+/// The fields of the one schema: three indexed (`text`, `context`, `keys`), the rest stored.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Fields {
     /// Every [`Key`] of the document (indexed, not stored).
@@ -104,6 +108,9 @@ pub(crate) struct Fields {
     pub(crate) anchor: Field,
     /// The searched text.
     pub(crate) text: Field,
+    /// A source record's conversational context: the turns around it in its session (indexed,
+    /// not stored; searched with a lower weight).
+    pub(crate) context: Field,
     /// The display text.
     pub(crate) content: Field,
     /// Heading path (one value per level).
@@ -122,6 +129,8 @@ pub(crate) struct Fields {
     pub(crate) refs: Field,
     /// 1-based start line.
     pub(crate) line: Field,
+    /// [`fingerprint`] of the document's text: hits with equal fingerprints say the same thing.
+    pub(crate) fingerprint: Field,
 }
 
 pub(crate) fn build_schema() -> (Schema, Fields) {
@@ -137,7 +146,8 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         id: builder.add_text_field("id", STORED),
         file: builder.add_text_field("file", STORED),
         anchor: builder.add_text_field("anchor", STORED),
-        text: builder.add_text_field("text", text_options),
+        text: builder.add_text_field("text", text_options.clone()),
+        context: builder.add_text_field("context", text_options),
         content: builder.add_text_field("content", STORED),
         headings: builder.add_text_field("headings", STORED),
         dates: builder.add_text_field("dates", STORED),
@@ -147,12 +157,29 @@ pub(crate) fn build_schema() -> (Schema, Fields) {
         trusted: builder.add_u64_field("trusted", STORED),
         refs: builder.add_text_field("refs", STORED),
         line: builder.add_u64_field("line", STORED),
+        fingerprint: builder.add_u64_field("fingerprint", STORED),
     };
     (builder.build(), fields)
 }
 
-/// The text a document is indexed under; recomputed from the stored fields at query time to
-/// check which query terms a hit matches.
+/// English month names, for [`index_text`].
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
+/// The text a document is indexed under: its content, its logical path, headings, dates (with
+/// the month by name) and speaker.
 pub(crate) fn index_text(
     content: &str,
     path: &str,
@@ -172,10 +199,37 @@ pub(crate) fn index_text(
     for date in dates {
         text.push(' ');
         text.push_str(date);
+        // The month by name, so that "what did she do in May" meets a record of 2023-05-08.
+        if let Some(name) = date
+            .get(5..7)
+            .and_then(|m| m.parse::<usize>().ok())
+            .and_then(|m| MONTHS.get(m.wrapping_sub(1)))
+        {
+            text.push(' ');
+            text.push_str(name);
+        }
     }
     if let Some(speaker) = speaker {
         text.push(' ');
         text.push_str(speaker);
     }
     text
+}
+
+/// A hash of `text` with case and whitespace folded: two hits with the same fingerprint say the
+/// same thing (a note archived and filed, a message imported twice), and only the better ranked
+/// is returned.
+pub(crate) fn fingerprint(text: &str) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+    let mut feed = |byte: u8| hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            feed(b' ');
+        }
+        for c in word.chars().flat_map(char::to_lowercase) {
+            let mut buf = [0; 4];
+            c.encode_utf8(&mut buf).bytes().for_each(&mut feed);
+        }
+    }
+    hash
 }

@@ -391,7 +391,7 @@ function searchList() {
       const path = String(h.path || '');
       const isTopic = h.kind !== 'source' && !path.startsWith('sources/');
       list.append(el('button', { type: 'button', class: 'row hit', disabled: !isTopic, title: path, onclick: () => openTopic(path, h.anchor) },
-        el('span', { class: 'row-main', text: rel(path) }),
+        el('span', { class: 'row-main', text: h.origin || rel(path) }),
         el('span', { class: 'hit-text', text: h.content || '' })));
     }
   return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Search results' }), list);

@@ -33,6 +33,7 @@
 //! # }
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -45,15 +46,16 @@ use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use scriptorium_backend::edit::{Note, NoteOutcome, already_noted};
 use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
+use scriptorium_backend::hits;
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
 use scriptorium_backend::project::project_scope_in;
 use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_backend::wire::{Code, WireError};
-use scriptorium_search::{Hit, HitKind, MAX_TOP_K, ProjectScope, Query, fence};
+use scriptorium_search::{Hit, MAX_TOP_K, ProjectScope, Query, fence};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// Results `memory_search` returns when `top_k` is not given.
 pub const DEFAULT_SEARCH_TOP_K: usize = 8;
@@ -302,8 +304,23 @@ impl Inner {
             query.project = Some(scope.unwrap_or_else(|| ProjectScope::new(&project, Vec::new())));
         }
         let (hits, adoption) = memory.search_reporting(&query).map_err(|e| search_error(&e))?;
-        let mut text =
-            if hits.is_empty() { NO_MEMORY_MATCHED.to_owned() } else { fence(&render_hits(&hits)) };
+        // The records' sessions, by title and project (the CLI's layout: `sessions/` beside
+        // `memory/`); without them a record is named by its archive.
+        let labels = self
+            .root
+            .parent()
+            .map(|home| hits::labels_in(&home.join("sessions"), &hits))
+            .transpose()
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "the session store could not be read");
+                None
+            })
+            .unwrap_or_default();
+        let mut text = if hits.is_empty() {
+            NO_MEMORY_MATCHED.to_owned()
+        } else {
+            fence(&render_hits(&hits, &labels))
+        };
         // Outside the fence: what this search did about edits made outside a transaction.
         if let Some(note) = adoption.as_ref().and_then(|a| a.note()) {
             text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
@@ -448,17 +465,20 @@ impl Inner {
 
 /// The recall text of `hits` in the reference's tool form: per hit `--- <path><anchor>`, a
 /// `speaker: {json}` line for a source record, then its content; blank lines between.
-fn render_hits(hits: &[Hit]) -> String {
+fn render_hits(hits: &[Hit], labels: &BTreeMap<String, hits::SessionLabel>) -> String {
     let blocks: Vec<String> = hits
         .iter()
         .map(|hit| {
-            let mut block = format!("--- {}\n", hit.link());
-            if hit.kind == HitKind::Source {
-                let speaker = json!({
-                    "id": hit.speaker_id, "display": hit.speaker_display,
-                    "label": hit.speaker_label,
-                });
-                block.push_str(&format!("speaker: {speaker}\n"));
+            let mut block = format!("--- {}\n", hits::origin(hit, labels.get(&hit.path)));
+            block.push_str(&format!("link: {}\n", hit.link()));
+            let cited: Vec<&str> = hit
+                .collapsed
+                .iter()
+                .filter(|id| hit.refs.contains(id))
+                .map(String::as_str)
+                .collect();
+            if !cited.is_empty() {
+                block.push_str(&format!("evidence: {}\n", cited.join(", ")));
             }
             block.push_str(&hit.content);
             block

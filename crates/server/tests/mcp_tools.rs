@@ -163,7 +163,9 @@ async fn search_fences_the_recall_once() {
     assert_eq!(text.matches("<memory-context>").count(), 1, "{text}");
     assert_eq!(text.matches("</memory-context>").count(), 1, "{text}");
     assert!(text.starts_with("<memory-context>\n") && text.ends_with("</memory-context>"));
-    assert!(text.contains("--- topics/garden.md#^"), "{text}");
+    assert!(text.contains("--- topics/garden.md › Garden\n"), "{text}");
+    assert!(text.contains("link: topics/garden.md#^"), "{text}");
+    assert!(text.contains("evidence: "), "the record the block cites: {text}");
     assert!(text.contains("Dana is planning a vegetable garden."), "{text}");
     let only_sources = json!({ "query": "vegetable garden", "path_prefix": "sources" });
     let (_, sources) = reply(&tools.memory_search(args(only_sources)).await);

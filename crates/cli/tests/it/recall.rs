@@ -219,3 +219,40 @@ fn rebuild_promotes_a_legacy_root_core_through_a_transaction() {
     let core = json(&scriptorium(home.path(), &["core", "--json"]));
     assert!(core["rendered"].as_str().expect("render").contains("plain language"));
 }
+
+/// One hit per fact, named for a person: the block stands for the record it cites (listed in
+/// `collapsed`, not returned again), every hit says where it comes from (`origin`: a block's
+/// heading path, a record's session, speaker and date), and the text output says so too.
+#[test]
+fn a_block_stands_for_its_evidence_and_every_hit_names_its_origin() {
+    let home = example_home();
+    let doc = json(&scriptorium(home.path(), &["search", "two users share the plot", "--json"]));
+    let hits = doc["hits"].as_array().expect("a list");
+    let block = &hits[0];
+    assert_eq!(block["kind"], "block", "{doc}");
+    assert_eq!(
+        block["origin"], "topics/projects/garden-planner.md › Garden planner › Requirements",
+        "{doc}"
+    );
+    let cited = block["collapsed"].as_array().expect("collapsed");
+    assert_eq!(cited.len(), 1, "{doc}");
+    assert!(block["refs"].as_array().expect("refs").contains(&cited[0]), "{doc}");
+    assert!(hits.iter().all(|h| h["id"] != cited[0]), "the record is not repeated: {doc}");
+
+    let records = json(&scriptorium(
+        home.path(),
+        &["search", "two users share the plot", "--prefix", "sources", "--json"],
+    ));
+    let record = &records["hits"][0];
+    assert_eq!(record["id"], cited[0], "{records}");
+    // No session of this home holds the archive (it was copied in): named by the archive.
+    assert_eq!(record["origin"], "openprogram session garden-2024 · Owner · 2024-04-09");
+
+    let out = scriptorium(home.path(), &["search", "two users share the plot"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("topics/projects/garden-planner.md › Garden planner › Requirements  ("),
+        "{text}"
+    );
+    assert!(text.contains("    + 1 cited record (its evidence)\n"), "{text}");
+}

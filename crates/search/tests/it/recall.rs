@@ -163,6 +163,11 @@ fn ids(hits: &[scriptorium_search::Hit]) -> Vec<String> {
     hits.iter().map(|h| h.id.clone()).collect()
 }
 
+/// The IDs of the hits and of the matches they stand for ([`scriptorium_search::Hit::collapsed`]).
+fn found(hits: &[scriptorium_search::Hit]) -> Vec<String> {
+    hits.iter().flat_map(|h| std::iter::once(&h.id).chain(&h.collapsed)).cloned().collect()
+}
+
 #[test]
 fn finds_blocks_and_sources_with_resolving_anchors() {
     let ws = workspace();
@@ -179,6 +184,12 @@ fn finds_blocks_and_sources_with_resolving_anchors() {
     let text = std::fs::read_to_string(ws.root().join(&block.path)).expect("test step");
     assert!(text.contains(&format!(" {}\n", &block.anchor[1..])), "block anchor resolves");
 
+    // The record the block cites is its evidence, not a hit of its own (one hit per fact).
+    assert_eq!(block.collapsed, ["openprogram/s1/u1"]);
+    assert!(!ids(&hits).contains(&"openprogram/s1/u1".to_owned()), "{hits:?}");
+    let mut records = Query::new("budget tracker Flask");
+    records.path_prefix = Some("sources".into());
+    let hits = index.search("r1", &records).expect("test step");
     let source = hits.iter().find(|h| h.kind == HitKind::Source).expect("the source record");
     assert_eq!(source.id, "openprogram/s1/u1");
     assert_eq!(source.speaker_display.as_deref(), Some("Craig"));
@@ -229,7 +240,7 @@ fn incremental_update_sees_new_block_and_drops_deleted_one() {
 
     let hits = index.search("r2", &Query::new("greyhound Pixel")).expect("test step");
     assert!(ids(&hits).contains(&"0a1b2c3d".to_owned()), "{hits:?}");
-    assert!(ids(&hits).contains(&"openprogram/s1/u3".to_owned()), "the appended record");
+    assert!(found(&hits).contains(&"openprogram/s1/u3".to_owned()), "the appended record");
     assert!(
         !ids(&index.search("r2", &Query::new("bicycle repair")).expect("test step"))
             .contains(&"4d5ed8b5".to_owned())
@@ -308,7 +319,7 @@ fn cjk_query_finds_cjk_text() {
     let mut index = Index::open(ws.root()).expect("test step");
     let hits = index.search("r1", &Query::new("写入流程")).expect("test step");
     assert!(ids(&hits).contains(&"abc12345".to_owned()), "{hits:?}");
-    assert!(ids(&hits).contains(&"openprogram/s2/u1".to_owned()));
+    assert!(found(&hits).contains(&"openprogram/s2/u1".to_owned()));
 }
 
 #[test]
@@ -333,10 +344,10 @@ fn filters() {
     let mut dates = q("Craig Dave budget bicycle bike");
     dates.date_from = Some("2024-03-16".into());
     dates.date_to = Some("2024-03-31".into());
-    let found = ids(&index.search("r1", &dates).expect("test step"));
-    assert!(found.contains(&"4d5ed8b5".to_owned()), "month 2024-03 overlaps: {found:?}");
-    assert!(found.contains(&"openprogram/s1/u2".to_owned()));
-    assert!(!found.contains(&"6dfc15f1".to_owned()));
+    let within = found(&index.search("r1", &dates).expect("test step"));
+    assert!(within.contains(&"4d5ed8b5".to_owned()), "month 2024-03 overlaps: {within:?}");
+    assert!(within.contains(&"openprogram/s1/u2".to_owned()));
+    assert!(!within.contains(&"6dfc15f1".to_owned()));
     dates.date_from = Some("2024-04".into());
     dates.date_to = Some("2024-03".into());
     let err = index.search("r1", &dates).unwrap_err();
@@ -442,7 +453,7 @@ fn a_hint_from_a_revision_the_index_does_not_reflect_falls_back_to_the_manifest(
     assert!(report.full_walk, "the index is at r1, not r2");
     assert_eq!(report.reindexed, ["sources/openprogram/_v2/s1.md", rel]);
     let hits = index.search("r3", &Query::new("greyhound Pixel")).expect("test step");
-    assert!(ids(&hits).contains(&"openprogram/s1/u3".to_owned()), "the record: {hits:?}");
+    assert!(found(&hits).contains(&"openprogram/s1/u3".to_owned()), "the record: {hits:?}");
     assert!(ids(&hits).contains(&"0a1b2c3d".to_owned()), "the block citing it: {hits:?}");
 }
 
@@ -687,8 +698,17 @@ fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
     query.top_k = 10;
     query.min_coverage = 0.0;
     let everything = index.search("r1", &query).expect("test step");
+    // Paths of the hits and of the records they stand for (`openprogram/<thread>/<message>` is
+    // archived in `sources/openprogram/_v2/<thread>.md`).
     let paths = |hits: &[scriptorium_search::Hit]| {
-        let mut paths: Vec<String> = hits.iter().map(|h| h.path.clone()).collect();
+        let archived = |id: &String| {
+            let thread = id.split('/').nth(1).expect("a source id");
+            format!("sources/openprogram/_v2/{thread}.md")
+        };
+        let mut paths: Vec<String> = hits
+            .iter()
+            .flat_map(|h| std::iter::once(h.path.clone()).chain(h.collapsed.iter().map(archived)))
+            .collect();
         paths.sort();
         paths.dedup();
         paths
@@ -719,4 +739,118 @@ fn a_project_scope_sees_its_topics_the_shared_ones_and_its_sessions() {
     // A project with no topics and no sessions still sees the shared topics.
     query.project = Some(scriptorium_search::ProjectScope::new("/srv/gamma", Vec::new()));
     assert_eq!(paths(&index.search("r1", &query).expect("test step")), ["topics/owner.md"]);
+}
+
+/// A conversation archived as one session, with the helpers the ranking tests share.
+fn conversation(turns: &[(&str, &str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("test step");
+    let records: Vec<ArchiveRecord> = turns
+        .iter()
+        .map(|(message, speaker, text)| {
+            record("talk", message, speaker, text, "2023-05-08T13:56:00Z")
+        })
+        .collect();
+    archive(dir.path(), &records);
+    std::fs::create_dir_all(dir.path().join("topics")).expect("test step");
+    dir
+}
+
+#[test]
+fn words_meet_their_other_forms() {
+    let dir = conversation(&[
+        ("m1", "Mel", "We painted the fence and went running."),
+        ("m2", "Ana", "Totally unrelated chatter about tea."),
+    ]);
+    let mut index = Index::open(dir.path()).expect("test step");
+    for query in ["painting fences", "Who runs?", "the paints"] {
+        let hits = index.search("r1", &Query::new(query)).expect("test step");
+        assert_eq!(ids(&hits).first().map(String::as_str), Some("openprogram/talk/m1"), "{query}");
+    }
+}
+
+/// A short reply is found by the question it answers: the turns around a record are indexed
+/// as its context (with a lower weight), within its own session only.
+#[test]
+fn a_reply_is_found_by_the_question_it_answers() {
+    let dir = conversation(&[
+        ("m1", "Caroline", "How did the adoption agency interview go?"),
+        ("m2", "Melanie", "Really well, they loved us!"),
+        ("m3", "Caroline", "So glad to hear it."),
+    ]);
+    archive(
+        dir.path(),
+        &[record("other", "m1", "Jon", "Really well, thanks.", "2023-05-09T10:00:00Z")],
+    );
+    let mut index = Index::open(dir.path()).expect("test step");
+    let hits = index.search("r1", &Query::new("adoption agency interview")).expect("test step");
+    let found = ids(&hits);
+    assert_eq!(found[0], "openprogram/talk/m1", "the turn that says it ranks first: {hits:?}");
+    assert!(found.contains(&"openprogram/talk/m2".to_owned()), "the reply: {hits:?}");
+    assert!(!found.contains(&"openprogram/other/m1".to_owned()), "another session: {hits:?}");
+}
+
+/// A query naming a speaker ranks that speaker's own words above someone else's words about
+/// them; the date's month is searchable by name.
+#[test]
+fn speakers_and_months_are_searchable() {
+    let dir = conversation(&[
+        ("m1", "Gina", "Jon, your dance studio idea sounds great."),
+        ("m2", "Jon", "My dance studio opens next month."),
+    ]);
+    let mut index = Index::open(dir.path()).expect("test step");
+    let hits = index.search("r1", &Query::new("Jon's dance studio")).expect("test step");
+    assert_eq!(ids(&hits)[0], "openprogram/talk/m2", "{hits:?}");
+    let hits = index.search("r1", &Query::new("dance studio in May")).expect("test step");
+    assert_eq!(hits.len(), 2, "both turns are of May 2023: {hits:?}");
+}
+
+/// One hit per fact: a block and the record it cites are one hit (the block, with the record
+/// as its evidence), and the same text twice is one hit.
+#[test]
+fn one_hit_per_fact() {
+    let dir = conversation(&[
+        ("m1", "Ana", "The owner prefers metric units."),
+        ("m2", "Ana", "the owner   PREFERS metric units."),
+    ]);
+    let root = dir.path();
+    let d1 = definition(root, "owner.md", "e-aaaaaaaaaa", "2023-05-08", "openprogram/talk/m1");
+    write_topic(
+        root,
+        "owner.md",
+        &format!("# Owner\n\nThe owner prefers metric units.[^e-aaaaaaaaaa] ^a1b2c3d4\n\n{d1}\n"),
+    );
+    let mut index = Index::open(root).expect("test step");
+    let hits = index.search("r1", &Query::new("metric units")).expect("test step");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].kind, HitKind::Block);
+    assert_eq!(hits[0].id, "a1b2c3d4");
+    let mut collapsed = hits[0].collapsed.clone();
+    collapsed.sort();
+    assert_eq!(collapsed, ["openprogram/talk/m1", "openprogram/talk/m2"]);
+
+    // Records only: the two copies are still one hit.
+    let mut records = Query::new("metric units");
+    records.path_prefix = Some("sources".into());
+    let hits = index.search("r1", &records).expect("test step");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].collapsed.len(), 1, "{hits:?}");
+}
+
+/// A long prompt keeps its rarest words: a message of forty common words and one rare one
+/// still finds the record with the rare one.
+#[test]
+fn a_long_query_keeps_its_rarest_words() {
+    let filler: Vec<String> = (0..40).map(|n| format!("common{n}")).collect();
+    let chatter = filler.join(" ");
+    let mut turns: Vec<(String, String)> =
+        (0..5).map(|n| (format!("m{n}"), chatter.clone())).collect();
+    turns.push(("rare".into(), "The xylophone is tuned.".into()));
+    let refs: Vec<(&str, &str, &str)> =
+        turns.iter().map(|(m, t)| (m.as_str(), "Ana", t.as_str())).collect();
+    let dir = conversation(&refs);
+    let mut index = Index::open(dir.path()).expect("test step");
+    let mut query = Query::new(format!("{chatter} xylophone"));
+    query.min_coverage = 0.0;
+    let hits = index.search("r1", &query).expect("test step");
+    assert!(ids(&hits).contains(&"openprogram/talk/rare".to_owned()), "{hits:?}");
 }

@@ -1,7 +1,8 @@
 //! The LoCoMo recall harness, shared by `examples/recall.rs` (release, prints the figures) and
-//! the data suite (asserts floors): import the dev conversations' turns as v2 source records,
-//! run every QA question, and measure recall@k of the evidence turns and the share of negative
-//! queries that return nothing.
+//! the data suite (asserts floors): import the dev conversations' turns as v2 source records
+//! (each LoCoMo session one archived session, as an agent's sessions are), run every QA
+//! question, and measure recall@k of the evidence turns and the share of negative queries that
+//! return nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,14 +11,18 @@ use scriptorium_search::{Index, Query};
 use scriptorium_topics_format::source::{ArchiveRecord, plan_append};
 use serde_json::Value;
 
-/// The negative set: questions about things absent from the conversations.
+/// The negative set: questions on subjects absent from the conversations.
 pub(crate) const NEGATIVE: &str = include_str!("negative.txt");
+/// Questions about the conversations' people asking for facts absent from them (reported).
+pub(crate) const ABSENT: &str = include_str!("absent.txt");
 
 /// The figures of one run.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Figures {
     /// The relevance floor used.
     pub(crate) min_coverage: f32,
+    /// How many hits each question asked for (the @10 figures need 10).
+    pub(crate) depth: usize,
     /// Answerable questions with evidence (categories 1–4).
     pub(crate) questions: usize,
     /// Share with any evidence turn in the top 5.
@@ -32,6 +37,10 @@ pub(crate) struct Figures {
     pub(crate) negatives: usize,
     /// Share of negative queries returning nothing.
     pub(crate) negative_empty: f64,
+    /// Absent-fact questions run (`absent.txt`).
+    pub(crate) absent: usize,
+    /// Share of absent-fact questions returning nothing.
+    pub(crate) absent_empty: f64,
     /// Adversarial (category 5) questions run.
     pub(crate) adversarial: usize,
     /// Share of adversarial questions returning nothing.
@@ -82,20 +91,30 @@ pub(crate) fn session_timestamp(text: &str) -> Option<String> {
 
 /// Imports `locomo-dev.json` (under `data/locomo/`) into a fresh workspace and indexes it.
 pub(crate) fn prepare(data: &Path) -> Locomo {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let qa = archive_into(data, dir.path());
+    std::fs::create_dir_all(dir.path().join("topics")).expect("create topics/");
+    let mut index = Index::open(dir.path()).expect("open the index");
+    index.sync("locomo", None).expect("index LoCoMo");
+    Locomo { _dir: dir, index, qa }
+}
+
+/// Archives every LoCoMo dev session under `<memory>/sources/` and returns the QA items.
+pub(crate) fn archive_into(data: &Path, memory: &Path) -> Vec<(String, Vec<String>, u64)> {
     let json = std::fs::read_to_string(data.join("locomo").join("locomo-dev.json"))
         .expect("locomo-dev.json is readable");
     let samples: Vec<Value> = serde_json::from_str(&json).expect("locomo-dev.json is JSON");
-    let dir = tempfile::tempdir().expect("a temp dir");
     let mut qa = Vec::new();
     for sample in &samples {
         let sample_id = sample["sample_id"].as_str().expect("sample_id");
         let conversation = &sample["conversation"];
-        let mut records = Vec::new();
         let mut session = 1;
         while let Some(turns) = conversation[format!("session_{session}")].as_array() {
             let timestamp = conversation[format!("session_{session}_date_time")]
                 .as_str()
                 .and_then(session_timestamp);
+            let thread = format!("{sample_id}-s{session}");
+            let mut records = Vec::new();
             for turn in turns {
                 let speaker = turn["speaker"].as_str().unwrap_or("unknown");
                 let dia_id = turn["dia_id"].as_str().unwrap_or("");
@@ -105,20 +124,20 @@ pub(crate) fn prepare(data: &Path) -> Locomo {
                 }
                 let ordinal = records.len() as u64;
                 let mut record =
-                    ArchiveRecord::new("locomo", sample_id, dia_id, ordinal, "user", text);
+                    ArchiveRecord::new("locomo", &thread, dia_id, ordinal, "user", text);
                 record.timestamp = timestamp.clone();
                 record.speaker_id = Some(speaker.to_owned());
                 record.speaker_display = Some(speaker.to_owned());
                 records.push(record);
             }
+            let plan = plan_append(&records, &BTreeMap::new()).expect("LoCoMo turns archive");
+            for write in plan.writes {
+                let path = memory.join(&write.rel_path);
+                std::fs::create_dir_all(path.parent().expect("archive paths have a parent"))
+                    .expect("create the archive directory");
+                std::fs::write(path, write.new_text).expect("write the archive");
+            }
             session += 1;
-        }
-        let plan = plan_append(&records, &BTreeMap::new()).expect("LoCoMo turns archive");
-        for write in plan.writes {
-            let path = dir.path().join(&write.rel_path);
-            std::fs::create_dir_all(path.parent().expect("archive paths have a parent"))
-                .expect("create the archive directory");
-            std::fs::write(path, write.new_text).expect("write the archive");
         }
         for item in sample["qa"].as_array().into_iter().flatten() {
             let question = item["question"].as_str().unwrap_or("").to_owned();
@@ -135,27 +154,26 @@ pub(crate) fn prepare(data: &Path) -> Locomo {
                         .map(str::to_owned)
                         .collect::<Vec<_>>()
                 })
-                .map(|dia| format!("locomo/{sample_id}/{dia}"))
+                .map(|dia| {
+                    // `D<session>:<turn>` is archived in the session's own thread.
+                    let session = dia.trim_start_matches('D').split(':').next().unwrap_or("");
+                    format!("locomo/{sample_id}-s{session}/{dia}")
+                })
                 .collect::<Vec<_>>();
             qa.push((question, evidence, category));
         }
     }
-    std::fs::create_dir_all(dir.path().join("topics")).expect("create topics/");
-    let mut index = Index::open(dir.path()).expect("open the index");
-    index.sync("locomo", None).expect("index LoCoMo");
-    Locomo { _dir: dir, index, qa }
+    qa
 }
 
 fn share(count: usize, total: usize) -> f64 {
     if total == 0 { 0.0 } else { count as f64 / total as f64 }
 }
 
-/// Runs every question with the floor `min_coverage`.
+/// Runs every question with the floor `min_coverage` through the library.
 pub(crate) fn measure(locomo: &mut Locomo, min_coverage: f32) -> Figures {
-    let mut figures = Figures { min_coverage, ..Figures::default() };
-    let (mut at5, mut at10, mut strict5, mut strict10) = (0, 0, 0, 0);
-    let (mut adversarial_empty, mut negative_empty) = (0, 0);
-    let search = |index: &mut Index, text: &str| {
+    let index = &mut locomo.index;
+    measure_with(&locomo.qa, min_coverage, 10, |text| {
         let mut query = Query::new(text);
         query.top_k = 10;
         query.min_coverage = min_coverage;
@@ -163,21 +181,41 @@ pub(crate) fn measure(locomo: &mut Locomo, min_coverage: f32) -> Figures {
             .search("locomo", &query)
             .expect("search")
             .into_iter()
-            .map(|h| h.id)
-            .collect::<Vec<_>>()
-    };
-    for (question, evidence, category) in locomo.qa.clone() {
-        let ids = search(&mut locomo.index, &question);
-        if category == 5 {
+            .map(|h| std::iter::once(h.id).chain(h.collapsed).collect())
+            .collect()
+    })
+}
+
+/// Runs every question through `search`, which returns, per hit, its ID and the IDs it stands
+/// for ([`scriptorium_search::Hit::collapsed`]: a record with the same text counts as found),
+/// at most `depth` hits (5 or 10: the @10 figures need 10).
+pub(crate) fn measure_with(
+    qa: &[(String, Vec<String>, u64)],
+    min_coverage: f32,
+    depth: usize,
+    mut search: impl FnMut(&str) -> Vec<Vec<String>>,
+) -> Figures {
+    let mut figures = Figures { min_coverage, depth, ..Figures::default() };
+    let (mut at5, mut at10, mut strict5, mut strict10) = (0, 0, 0, 0);
+    let (mut adversarial_empty, mut negative_empty) = (0, 0);
+    for (question, evidence, category) in qa {
+        let hits = search(question);
+        if *category == 5 {
             figures.adversarial += 1;
-            adversarial_empty += usize::from(ids.is_empty());
+            adversarial_empty += usize::from(hits.is_empty());
             continue;
         }
         if evidence.is_empty() {
             continue;
         }
         figures.questions += 1;
-        let within = |k: usize| ids.iter().take(k).filter(|id| evidence.contains(id)).count();
+        let within = |k: usize| {
+            let mut found: Vec<&String> =
+                hits.iter().take(k).flatten().filter(|id| evidence.contains(id)).collect();
+            found.sort();
+            found.dedup();
+            found.len()
+        };
         let distinct = {
             let mut e = evidence.clone();
             e.sort();
@@ -189,10 +227,19 @@ pub(crate) fn measure(locomo: &mut Locomo, min_coverage: f32) -> Figures {
         strict5 += usize::from(within(5) >= distinct);
         strict10 += usize::from(within(10) >= distinct);
     }
-    for line in NEGATIVE.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    let questions = |text: &'static str| {
+        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'))
+    };
+    for line in questions(NEGATIVE) {
         figures.negatives += 1;
-        negative_empty += usize::from(search(&mut locomo.index, line).is_empty());
+        negative_empty += usize::from(search(line).is_empty());
     }
+    let mut absent_empty = 0;
+    for line in questions(ABSENT) {
+        figures.absent += 1;
+        absent_empty += usize::from(search(line).is_empty());
+    }
+    figures.absent_empty = share(absent_empty, figures.absent);
     figures.recall_at_5 = share(at5, figures.questions);
     figures.recall_at_10 = share(at10, figures.questions);
     figures.strict_at_5 = share(strict5, figures.questions);
@@ -204,19 +251,24 @@ pub(crate) fn measure(locomo: &mut Locomo, min_coverage: f32) -> Figures {
 
 impl std::fmt::Display for Figures {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pct = |share: f64| format!("{:.1}%", share * 100.0);
+        let deep = |share: f64| if self.depth >= 10 { pct(share) } else { "-".to_owned() };
         write!(
             f,
-            "floor {:.2}: recall@5 {:.1}% recall@10 {:.1}% (all evidence: @5 {:.1}% @10 {:.1}%) \
-             over {} questions; negatives empty {:.1}% of {}; adversarial empty {:.1}% of {}",
+            "floor {:.2}: recall_any@5 {} recall_any@10 {} recall_all@5 {} recall_all@10 {} \
+             over {} questions; unrelated empty {} of {}; absent facts empty {} of {}; \
+             adversarial empty {} of {}",
             self.min_coverage,
-            self.recall_at_5 * 100.0,
-            self.recall_at_10 * 100.0,
-            self.strict_at_5 * 100.0,
-            self.strict_at_10 * 100.0,
+            pct(self.recall_at_5),
+            deep(self.recall_at_10),
+            pct(self.strict_at_5),
+            deep(self.strict_at_10),
             self.questions,
-            self.negative_empty * 100.0,
+            pct(self.negative_empty),
             self.negatives,
-            self.adversarial_empty * 100.0,
+            pct(self.absent_empty),
+            self.absent,
+            pct(self.adversarial_empty),
             self.adversarial,
         )
     }

@@ -20,7 +20,7 @@ use scriptorium_backend::engine::{
 use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
 use scriptorium_backend::summary::{update_result, workspace_status};
 use scriptorium_backend::wire::Code;
-use scriptorium_search::{HitKind, MAX_TOP_K};
+use scriptorium_search::MAX_TOP_K;
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{parse_tree, tokens};
 use scriptorium_workspace_fs::read::{ReadError, read_with_meta, resolve_in};
@@ -294,21 +294,13 @@ async fn search(State(state): State<AppState>, Query(query): Query<SearchQuery>)
                 })?;
                 q.project = Some(scope);
             }
-            let (hits, adoption) = backend
-                .memory()
-                .search_reporting(&q)
-                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.wire_code(), e.to_string()))?;
+            let (hits, adoption) = backend.memory().search_reporting(&q).map_err(|e| {
+                ApiError::new(StatusCode::BAD_REQUEST, e.wire_code(), e.to_string())
+            })?;
+            let labels = backend.session_labels(&hits);
             let rows: Vec<Value> = hits
                 .iter()
-                .map(|h| {
-                    json!({
-                        "path": h.path,
-                        "anchor": h.anchor,
-                        "kind": match h.kind { HitKind::Block => "block", HitKind::Source => "source" },
-                        "score": h.score,
-                        "content": h.content,
-                    })
-                })
+                .map(|h| scriptorium_backend::hits::to_json(h, labels.get(&h.path)))
                 .collect();
             let mut doc = json!({ "hits": rows });
             if let Some(outside) = adoption.as_ref().and_then(|a| a.report()) {

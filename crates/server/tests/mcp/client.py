@@ -125,7 +125,7 @@ async def exercise(server, root, word, topic, summary):
                   f"the recall is fenced exactly once: {recall}")
             inner = recall.split(FENCE_OPEN, 1)[1].split(FENCE_CLOSE, 1)[0]
             check(word in inner, f"{word!r} is recalled inside the fence: {recall}")
-            check(f"--- {topic}#^" in inner, f"the hit names {topic}: {recall}")
+            check(f"link: {topic}#^" in inner, f"the hit links {topic}: {recall}")
 
             grep = ok_text(await session.call_tool("memory_grep", {"query": word}), "memory_grep")
             check(any(line.startswith(f"{topic}:") for line in grep.splitlines()),
