@@ -1,4 +1,5 @@
-//! Criterion: the per-turn methods of `LocalBackend` on a workspace of 10 000 blocks —
+//! Criterion: the per-turn methods of `LocalBackend` on a workspace of 10 000 blocks (and the
+//! p50 / p99 of recall from 10 000 timed calls, printed first) —
 //! `search` (recall, fenced, end to end: revision stat, index query, fence) and
 //! `system_prompt` (the fenced core block, cached per revision). The async trait methods call
 //! exactly these (`MemoryBackend::search` → `LocalBackend::recall`,
@@ -54,6 +55,21 @@ fn backend(c: &mut Criterion) {
         .collect();
     let found = queries.iter().filter(|q| !backend.recall(q).is_empty()).count();
     assert!(found > 32, "most queries recall something ({found} of 64)");
+    // p50 / p99 from individual timings (the budgets: ≤ 100 µs and ≤ 1 ms).
+    let mut samples: Vec<std::time::Duration> = (0..10_000)
+        .map(|n| {
+            let started = std::time::Instant::now();
+            std::hint::black_box(backend.recall(&queries[n % queries.len()]));
+            started.elapsed()
+        })
+        .collect();
+    samples.sort();
+    println!(
+        "backend recall over 10000 calls: p50 {:?} p99 {:?} max {:?}",
+        samples[samples.len() / 2],
+        samples[samples.len() * 99 / 100],
+        samples[samples.len() - 1]
+    );
     let mut i = 0;
     c.bench_function("backend/search_fenced_10k_blocks", |b| {
         b.iter(|| {

@@ -257,7 +257,11 @@ pub(crate) fn block_docs(
         doc.add_text(fields.keys, Key::File.text(rel));
         doc.add_text(fields.keys, Key::Path.text(rel));
         doc.add_text(fields.anchor, format!("^{}", unit.identity));
-        doc.add_text(fields.text, index_text(&content, rel, &headings, &dates, None));
+        // Only what can be recalled is searchable: a pending block is stored (its trust is
+        // looked up and changes with its sources) but holds no search terms.
+        if trusted {
+            doc.add_text(fields.text, index_text(&content, rel, &headings, &dates, None));
+        }
         doc.add_text(fields.content, &content);
         for heading in &headings {
             doc.add_text(fields.headings, heading);
@@ -328,7 +332,9 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
         doc.add_text(fields.anchor, frame.anchor);
         let akey = format!("{rel}#{}", frame.anchor);
         doc.add_text(fields.keys, Key::Anchor.text(&akey));
-        doc.add_text(fields.text, index_text(&bodies[at], "", &[], &dates, speaker_text));
+        if trusted {
+            doc.add_text(fields.text, index_text(&bodies[at], "", &[], &dates, speaker_text));
+        }
         let mut context = String::new();
         let neighbours =
             at.saturating_sub(CONTEXT_BEFORE)..(at + CONTEXT_AFTER + 1).min(bodies.len());
@@ -342,7 +348,7 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
             }
             context.push_str(truncate_at_char(body, CONTEXT_CHARS));
         }
-        if !context.is_empty() {
+        if trusted && !context.is_empty() {
             doc.add_text(fields.context, context);
         }
         doc.add_text(fields.content, frame.record);
@@ -365,7 +371,7 @@ pub(crate) fn source_docs(fields: &Fields, rel: &str, text: &str) -> Vec<SourceR
                 }
             });
         }
-        for word in &words {
+        for word in words.iter().filter(|_| trusted) {
             doc.add_text(fields.keys, Key::SpeakerWord.text(word));
         }
         if let Some(id) = &speaker_id {

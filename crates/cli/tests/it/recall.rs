@@ -256,3 +256,88 @@ fn a_block_stands_for_its_evidence_and_every_hit_names_its_origin() {
     );
     assert!(text.contains("    + 1 cited record (its evidence)\n"), "{text}");
 }
+
+/// Notes a person keeps (topic, text), and questions asked as people ask them (other words,
+/// other forms) with the note each must find in its top 5; and questions about nothing in
+/// memory, which must find nothing. The relevance floor must do both on a small memory, where
+/// every word is "common".
+const NOTES: &[(&str, &str)] = &[
+    ("people/dana", "Dana's sister Marta lives in Lisbon and visits every August."),
+    ("people/dana", "Dana is allergic to peanuts and carries an epinephrine pen."),
+    ("people/luis", "Luis, the neighbour, grows chili peppers and shares the garden plot."),
+    ("projects/garden-planner", "The garden planner app stores its data in a single SQLite file."),
+    ("projects/garden-planner", "The first release of the garden planner is due on 10 May 2024."),
+    (
+        "projects/garden-planner",
+        "Dana decided to write the planner's user interface in plain HTML, without a framework.",
+    ),
+    ("preferences", "Dana prefers metric units in every answer."),
+    ("preferences", "Dana wants short answers without jargon."),
+    ("work/infra", "The production database is backed up every night at 02:00 to an S3 bucket."),
+    ("work/infra", "Deployments go through GitHub Actions and need a review from Priya."),
+    ("work/team", "Priya leads the backend team and reviews every database migration."),
+    ("travel", "Dana booked a train to Porto for the conference in October."),
+    ("health", "Dana runs five kilometres every Tuesday and Thursday morning."),
+    ("home", "The boiler was serviced in January; the next service is due next winter."),
+    ("books", "Dana is reading a biography of Ada Lovelace."),
+    ("cooking", "Dana bakes sourdough bread on Sundays."),
+    ("pets", "Dana's cat is called Miso and needs a thyroid pill every morning."),
+    ("car", "Dana's car needs new winter tyres before November."),
+    ("finance", "Dana pays the mortgage on the first day of each month."),
+    ("learning", "Dana is learning Portuguese with a tutor on Wednesday evenings."),
+];
+
+#[test]
+fn realistic_questions_find_their_note_and_unrelated_ones_nothing() {
+    let home = tempfile::tempdir().expect("temp dir");
+    assert_eq!(scriptorium(home.path(), &["init"]).status.code(), Some(0));
+    for (topic, text) in NOTES {
+        let out =
+            scriptorium(home.path(), &["note", text, "--topic", topic, "--time", "2024-04-02"]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let asked = [
+        ("Where does Dana's sister live?", 0),
+        ("Is Dana allergic to anything?", 1),
+        ("what does luis grow", 2),
+        ("which database does the garden planner use", 3),
+        ("when is the garden planner release due", 4),
+        ("which framework does the planner UI use", 5),
+        ("units preference", 6),
+        ("when are the nightly database backups", 8),
+        ("who reviews deployments", 9),
+        ("who leads the backend team", 10),
+        ("train to Porto", 11),
+        ("when does Dana go running", 12),
+        ("when is the boiler service due", 13),
+        ("what book is Dana reading", 14),
+        ("what pill does Miso need", 16),
+        ("winter tyres for the car", 17),
+        ("when is the mortgage paid", 18),
+        ("Portuguese lessons", 19),
+    ];
+    let mut missed = Vec::new();
+    for (question, note) in asked {
+        let doc = json(&scriptorium(home.path(), &["search", question, "--top-k", "5", "--json"]));
+        let found = doc["hits"].as_array().expect("hits").iter().any(|h| {
+            h["kind"] == "block" && h["content"].as_str().is_some_and(|c| c.contains(NOTES[note].1))
+        });
+        if !found {
+            missed.push(format!("{question:?} → {:?}: {doc}", NOTES[note].1));
+        }
+    }
+    assert!(missed.is_empty(), "questions that missed their note:\n{}", missed.join("\n"));
+    for question in [
+        "How do I configure a Kubernetes ingress?",
+        "What is the capital of Mongolia?",
+        "Recommend a good science fiction movie",
+        "What is the boiling point of nitrogen?",
+        "How do I rebase a git branch onto upstream?",
+        "Explain quantum entanglement simply",
+        "What is the exchange rate of the yen?",
+        "Write a haiku about autumn leaves",
+    ] {
+        let doc = json(&scriptorium(home.path(), &["search", question, "--json"]));
+        assert_eq!(doc["hits"], serde_json::json!([]), "{question}: {doc}");
+    }
+}
