@@ -16,7 +16,9 @@
 //! the month by name) and its speaker; a source record also has a `context` field, the two turns
 //! before it and the one after it in its session, so that a short reply is found by the question
 //! it answers. A block is recallable only when every source it cites is archived and trusted;
-//! pending source records are never returned, nor lend their words as context.
+//! pending source records are never returned, nor lend their words as context: a pending
+//! document is stored (its trust is looked up, and changes with its sources) without search
+//! terms, so no query can match it.
 //!
 //! # Ranking
 //!
