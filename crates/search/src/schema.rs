@@ -9,7 +9,7 @@ use crate::tokenize::TOKENIZER_NAME;
 
 /// Bumped whenever the schema or what is indexed changes: an index of another version is
 /// rebuilt.
-pub(crate) const SCHEMA_VERSION: u32 = 3;
+pub(crate) const SCHEMA_VERSION: u32 = 4;
 
 /// `kind` values.
 pub(crate) const KIND_BLOCK: &str = "block";
