@@ -53,19 +53,23 @@ pub fn labels(
 }
 
 /// [`labels`] with the embedded store at `sessions` (none when the directory does not exist
-/// or no hit is a source record).
-///
-/// # Errors
-///
-/// The store's, when it exists but cannot be opened or listed.
-pub fn labels_in(
-    sessions: &Path,
-    hits: &[Hit],
-) -> Result<BTreeMap<String, SessionLabel>, scriptorium_session_dag::Error> {
+/// or no hit is a source record). A store that cannot be opened or listed is logged and yields
+/// no labels: a search never fails for it, its records are named by their archives.
+pub fn labels_in(sessions: &Path, hits: &[Hit]) -> BTreeMap<String, SessionLabel> {
     if !hits.iter().any(|h| h.kind == HitKind::Source) || !sessions.is_dir() {
-        return Ok(BTreeMap::new());
+        return BTreeMap::new();
     }
-    labels(&EmbeddedStore::open(sessions)?, hits)
+    labels_or_warn(EmbeddedStore::open(sessions).and_then(|store| labels(&store, hits)))
+}
+
+/// The labels, or none (logged) when the store failed.
+pub(crate) fn labels_or_warn(
+    found: Result<BTreeMap<String, SessionLabel>, scriptorium_session_dag::Error>,
+) -> BTreeMap<String, SessionLabel> {
+    found.unwrap_or_else(|error| {
+        tracing::warn!(%error, "the session store could not be read: records are named by their archives");
+        BTreeMap::new()
+    })
 }
 
 /// One line that says where a hit comes from: a block's file and heading path; a record's
@@ -104,10 +108,10 @@ pub fn origin(hit: &Hit, label: Option<&SessionLabel>) -> String {
 /// session is known.
 pub fn to_json(hit: &Hit, label: Option<&SessionLabel>) -> Value {
     let mut value = serde_json::to_value(hit).unwrap_or(Value::Null);
-    if let (Some(object), Some(label)) = (value.as_object_mut(), label) {
-        object.insert("session".into(), serde_json::to_value(label).unwrap_or(Value::Null));
-    }
     if let Some(object) = value.as_object_mut() {
+        if let Some(label) = label {
+            object.insert("session".into(), serde_json::to_value(label).unwrap_or(Value::Null));
+        }
         object.insert("origin".into(), Value::String(origin(hit, label)));
     }
     value

@@ -167,10 +167,7 @@ impl LocalBackend {
         &self,
         hits: &[scriptorium_search::Hit],
     ) -> std::collections::BTreeMap<String, crate::hits::SessionLabel> {
-        crate::hits::labels(self.inner.store.as_ref(), hits).unwrap_or_else(|error| {
-            tracing::warn!(%error, "the session store could not be read");
-            Default::default()
-        })
+        crate::hits::labels_or_warn(crate::hits::labels(self.inner.store.as_ref(), hits))
     }
 
     /// Recall for one turn, fenced (topic blocks only; empty when nothing is relevant).

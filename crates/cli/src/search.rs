@@ -62,10 +62,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     }
     let (hits, adoption) = memory.search_reporting(&query)?;
     // Sessions name the records' archives; without them a record is named by its archive.
-    let labels = scriptorium_backend::hits::labels_in(&home.sessions(), &hits).unwrap_or_else(|e| {
-        tracing::warn!(error = %e, "the session store could not be read: records are named by their archives");
-        Default::default()
-    });
+    let labels = scriptorium_backend::hits::labels_in(&home.sessions(), &hits);
     let label = |hit: &scriptorium_search::Hit| labels.get(&hit.path);
     if args.json {
         let rows: Vec<serde_json::Value> =

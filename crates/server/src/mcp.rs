@@ -310,11 +310,6 @@ impl Inner {
             .root
             .parent()
             .map(|home| hits::labels_in(&home.join("sessions"), &hits))
-            .transpose()
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "the session store could not be read");
-                None
-            })
             .unwrap_or_default();
         let mut text = if hits.is_empty() {
             NO_MEMORY_MATCHED.to_owned()
