@@ -13,10 +13,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, TryLockEr
 use std::time::{Duration, Instant};
 
 use scriptorium_history::{CommitRequest, History, Time};
-use scriptorium_search::{Changes, Hit, Index, Query, Snapshot};
+use scriptorium_search::{Ahead, Changes, FileAccess as _, Hit, Index, Overlay, Query, Snapshot};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{
-    ArchiveEvent, InstallEvent, InstallObserver, LockTimeout, Observation, Options, Workspace,
+    ArchiveEvent, InstallEvent, InstallObserver, InstallingEvent, LockTimeout, Observation,
+    Options, Workspace,
 };
 use scriptorium_views::{render_core, write_views};
 use scriptorium_workspace_fs::read::{FsSources, read_in};
@@ -182,6 +183,30 @@ pub struct Derived {
     wiring: Wiring,
     /// Archive files appended since the last install (committed with the next one).
     archived: Mutex<Vec<String>>,
+    /// The index update the coming install started ([`InstallObserver::installing`]).
+    ahead: Mutex<Option<IndexAhead>>,
+}
+
+/// An index update prepared beside an install's durable steps, waiting for its outcome.
+struct IndexAhead {
+    /// Takes the installed revision; dropped unsent, the install failed.
+    go: std::sync::mpsc::Sender<String>,
+    job: std::thread::JoinHandle<scriptorium_search::Result<Ahead>>,
+}
+
+impl IndexAhead {
+    /// Tells the update the install's outcome (`None`: failed) and waits for it.
+    fn finish(
+        self,
+        revision: Option<&str>,
+    ) -> std::thread::Result<scriptorium_search::Result<Ahead>> {
+        if let Some(revision) = revision {
+            // A send fails only when the job ended already (with an error it returns).
+            let _ = self.go.send(revision.to_owned());
+        }
+        drop(self.go);
+        self.job.join()
+    }
 }
 
 /// The engine's creation order, as the views read it.
@@ -203,7 +228,13 @@ impl Derived {
         if let Some(history) = history {
             let _ = cell.set(history);
         }
-        Derived { history: cell, index: Arc::default(), wiring, archived: Mutex::default() }
+        Derived {
+            history: cell,
+            index: Arc::default(),
+            wiring,
+            archived: Mutex::default(),
+            ahead: Mutex::default(),
+        }
     }
 
     /// Renders the views the install changed and writes them; returns the files written or
@@ -305,6 +336,61 @@ impl InstallObserver for Derived {
         }
     }
 
+    /// Starts the index update beside the install's durable steps: the changed files are
+    /// taken from the stage (their text, and the `stat` they keep once live); the update
+    /// prepares the new segment and waits for [`installed`](Self::installed) to commit it, or
+    /// for [`abandoned`](Self::abandoned) to drop it.
+    fn installing(&self, event: &InstallingEvent<'_>) {
+        if !self.wiring.index {
+            return;
+        }
+        let mut paths = event.changed_files.to_vec();
+        paths.extend(event.adopted.iter().cloned());
+        paths.extend(self.archived.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned());
+        let hint = Changes { since: event.base_revision.as_str().to_owned(), paths };
+        let mut overlay = Overlay::default();
+        for change in event.changes {
+            let file = match &change.after {
+                Some(after) => {
+                    let staged = event.staged_topics.join(&change.path);
+                    // Without its stat the file cannot be stamped: the sync after the install
+                    // reads it instead.
+                    let Ok(Some(stat)) = scriptorium_search::RealFs.stat(&staged) else {
+                        return;
+                    };
+                    Some((stat, after.file.text.as_bytes().to_vec()))
+                }
+                None => None,
+            };
+            overlay.insert(format!("topics/{}", change.path), file);
+        }
+        let (go, outcome) = std::sync::mpsc::channel::<String>();
+        let root = event.root.to_path_buf();
+        let slot = Arc::clone(&self.index);
+        let job = std::thread::Builder::new().name("index-ahead".to_owned()).spawn(move || {
+            with_index(&root, &slot, |index| {
+                index.sync_ahead(&hint, &overlay, || outcome.recv().ok())
+            })
+        });
+        match job {
+            Ok(job) => {
+                *self.ahead.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(IndexAhead { go, job });
+            }
+            Err(error) => {
+                tracing::debug!(%error, "no thread for the index update; it follows the install");
+            }
+        }
+    }
+
+    fn abandoned(&self) {
+        if let Some(ahead) = self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take()
+            && let Ok(Err(error)) = ahead.finish(None)
+        {
+            tracing::warn!(%error, "dropping the index update of a failed install failed");
+        }
+    }
+
     fn installed(&self, event: &InstallEvent<'_>) -> Observation {
         let mut after = AfterInstall::default();
         let mut changed = event.installed.changed_files.clone();
@@ -322,9 +408,18 @@ impl InstallObserver for Derived {
             paths: changed.clone(),
         };
         let revision = event.installed.revision.as_str();
+        let ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take();
         let indexed = std::thread::scope(|scope| {
             let index_job = self.wiring.index.then(|| {
                 scope.spawn(|| {
+                    // The update prepared beside the install commits now; one that could not
+                    // prepare (the index was behind) gives way to a sync.
+                    match ahead.map(|ahead| ahead.finish(Some(revision))) {
+                        Some(Ok(Ok(Ahead::Committed(_)))) => return Ok(()),
+                        Some(Ok(Err(err))) => return Err(err.to_string()),
+                        Some(Err(_)) => return Err("the index update panicked".to_owned()),
+                        Some(Ok(Ok(Ahead::Behind | Ahead::Abandoned))) | None => {}
+                    }
                     with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
                         .map(|_| ())
                         .map_err(|err| err.to_string())
@@ -892,6 +987,66 @@ mod tests {
             )
             .expect("write");
         staged.validate().expect("valid").install().expect("install");
+    }
+
+    /// An install's index update is prepared beside the install (`installing`) and published
+    /// only once it happened: an install failing at any of its filesystem calls leaves the index
+    /// at a revision the workspace had, and the next search finds what is installed.
+    #[test]
+    fn an_install_failing_at_any_step_never_publishes_its_index_update() {
+        use std::sync::Arc;
+
+        use scriptorium_txn::{FaultFs, Fs, InstallObserver, Options, RealFs};
+
+        use super::{Derived, Wiring};
+
+        let edit = |fs: Arc<dyn Fs>, root: &std::path::Path| -> bool {
+            let observer = Arc::new(Derived::new(None, Wiring { views: false, index: true }));
+            let observers: Vec<Arc<dyn InstallObserver>> = vec![observer];
+            let Ok(ws) =
+                Workspace::open_with(root, Options { fs, observers, ..Options::default() })
+            else {
+                return false;
+            };
+            let path = root.join("topics/people/dana.md");
+            let base = std::fs::read_to_string(path).expect("the topic");
+            let Ok(mut staged) = ws.begin(BeginOptions::default()) else { return false };
+            let text = base.replace("Dana keeps bees.", "Dana keeps bees and a tortoise.");
+            staged.write_file("topics/people/dana.md", &text).is_ok()
+                && staged.validate().is_ok_and(|v| v.install().is_ok())
+        };
+        let counting = Arc::new(FaultFs::counting(Arc::new(RealFs)));
+        let reference = tempfile::tempdir().expect("tempdir");
+        drop(keeping_bees(reference.path()));
+        assert!(edit(counting.clone(), reference.path()), "the uninterrupted edit installs");
+        let calls = counting.calls();
+        let mut failed = 0;
+        for k in 0..calls {
+            let dir = tempfile::tempdir().expect("tempdir");
+            drop(keeping_bees(dir.path()));
+            let before = Workspace::open(dir.path()).expect("open").revision().expect("revision");
+            if edit(Arc::new(FaultFs::fail_at(Arc::new(RealFs), k)), dir.path()) {
+                continue;
+            }
+            failed += 1;
+            let after = Workspace::open(dir.path()).expect("open").revision().expect("revision");
+            let index = scriptorium_search::Index::open(dir.path()).expect("index");
+            let indexed = index.revision().map(str::to_owned);
+            assert!(
+                indexed.as_deref() == Some(before.as_str())
+                    || indexed.as_deref() == Some(after.as_str()),
+                "call {k}: the index is at {indexed:?}, the workspace went {before} -> {after}"
+            );
+            drop(index);
+            let memory = MemoryWorkspace::open(dir.path(), false).expect("open");
+            let hits = memory.search(&Query::new("tortoise")).expect("search");
+            assert_eq!(
+                hits.iter().any(|h| h.kind == HitKind::Block),
+                after != before,
+                "call {k}: the search finds exactly what is installed"
+            );
+        }
+        assert!(failed > 5, "faults inside the install were injected ({failed} of {calls})");
     }
 
     /// Regression: a write killed after archiving its batch but before indexing the archive

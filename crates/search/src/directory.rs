@@ -37,7 +37,8 @@ use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
 use tantivy::Directory;
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr,
+    AntiCallToken, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite, WatchCallback,
+    WatchHandle, WritePtr,
 };
 
 /// The files kept in slots (tantivy's names).
@@ -54,11 +55,14 @@ const HEADER: usize = 32;
 pub(crate) struct IndexDirectory {
     inner: MmapDirectory,
     root: PathBuf,
+    /// Whether writes are fsynced (tantivy's protocol) or left to the page cache (the index
+    /// checks itself after a reboot instead: see the crate docs, *Durability*).
+    synced: bool,
 }
 
 impl IndexDirectory {
-    pub(crate) fn open(root: &Path) -> tantivy::Result<IndexDirectory> {
-        Ok(IndexDirectory { inner: MmapDirectory::open(root)?, root: root.to_path_buf() })
+    pub(crate) fn open(root: &Path, synced: bool) -> tantivy::Result<IndexDirectory> {
+        Ok(IndexDirectory { inner: MmapDirectory::open(root)?, root: root.to_path_buf(), synced })
     }
 
     fn slotted(path: &Path) -> bool {
@@ -105,6 +109,9 @@ impl IndexDirectory {
         bytes.extend_from_slice(content);
         // In place (the same inode): a crash mid-write tears this slot only.
         RealFs.write(&target, &bytes, 0o600)?;
+        if !self.synced {
+            return Ok(());
+        }
         if path == Path::new(META) {
             RealFs.sync_file(&target)?;
         }
@@ -191,7 +198,28 @@ impl Directory for IndexDirectory {
     }
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
-        self.inner.open_write(path)
+        if self.synced {
+            return self.inner.open_write(path);
+        }
+        let full = self.root.join(path);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "tantivy writes its segment files through the file this returns; this is \
+                      MmapDirectory's open_write (a new file, never through a symlink) without \
+                      its fsync at the end"
+        )]
+        let file = {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&full)
+        };
+        let file = file.map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                OpenWriteError::FileAlreadyExists(path.to_path_buf())
+            } else {
+                OpenWriteError::wrap_io_error(e, path.to_path_buf())
+            }
+        })?;
+        Ok(io::BufWriter::new(Box::new(Unsynced(file))))
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
@@ -216,6 +244,9 @@ impl Directory for IndexDirectory {
     }
 
     fn sync_directory(&self) -> io::Result<()> {
+        if !self.synced {
+            return Ok(());
+        }
         self.inner.sync_directory()
     }
 
@@ -225,6 +256,26 @@ impl Directory for IndexDirectory {
 
     fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
         self.inner.watch(watch_callback)
+    }
+}
+
+/// A new index file whose end (`terminate`) leaves it to the page cache, where tantivy's own
+/// writer fsyncs it.
+struct Unsynced(std::fs::File);
+
+impl io::Write for Unsynced {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl TerminatingWrite for Unsynced {
+    fn terminate_ref(&mut self, _: AntiCallToken) -> io::Result<()> {
+        io::Write::flush(&mut self.0)
     }
 }
 
@@ -238,7 +289,7 @@ mod tests {
 
     fn dir() -> (tempfile::TempDir, IndexDirectory) {
         let tmp = tempfile::tempdir().expect("a temp dir");
-        let dir = IndexDirectory::open(tmp.path()).expect("open");
+        let dir = IndexDirectory::open(tmp.path(), true).expect("open");
         (tmp, dir)
     }
 

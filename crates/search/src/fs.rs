@@ -32,8 +32,15 @@ pub trait FileAccess: Send + Sync {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// The entries of a directory (full paths), in any order.
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
-    /// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename.
-    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Writes `bytes` to `path` atomically: a temporary file beside it, then a rename; fsynced
+    /// unless `synced` is false (see [`FileAccess::boot_id`]).
+    fn write_atomic(&self, path: &Path, bytes: &[u8], synced: bool) -> io::Result<()>;
+    /// The identity of the running boot of the machine, when the platform tells it: while it
+    /// is known, the index writes without fsync and checks itself after a reboot (see the
+    /// crate docs, *Durability*). `None` (the default) keeps every write synced.
+    fn boot_id(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The real filesystem, through `scriptorium-workspace-fs` (no symlink followed: `stat` is
@@ -65,12 +72,19 @@ impl FileAccess for RealFs {
         Ok(WorkspaceFs.read_dir(path)?.into_iter().map(|(name, _)| path.join(name)).collect())
     }
 
-    /// A temporary beside `path` (`*.tmp`), fsynced and renamed over it; the directory is not
-    /// fsynced (the manifest is a cache checked when read: see
-    /// `scriptorium_workspace_fs::Durability::Cache`).
-    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    /// A temporary beside `path` (`*.tmp`), renamed over it: fsynced when `synced`, the
+    /// directory never (the manifest is a cache checked when read: see
+    /// `scriptorium_workspace_fs::Durability`).
+    fn write_atomic(&self, path: &Path, bytes: &[u8], synced: bool) -> io::Result<()> {
         let tmp = path.with_extension("tmp");
-        write_atomic(&WorkspaceFs, &tmp, path, bytes, 0o600, Durability::Cache)
-            .map_err(|e| e.source)
+        let durability = if synced { Durability::Cache } else { Durability::Unsynced };
+        write_atomic(&WorkspaceFs, &tmp, path, bytes, 0o600, durability).map_err(|e| e.source)
+    }
+
+    /// Linux's `/proc/sys/kernel/random/boot_id`; `None` elsewhere or when unreadable.
+    fn boot_id(&self) -> Option<String> {
+        let bytes = WorkspaceFs.read(Path::new("/proc/sys/kernel/random/boot_id")).ok()?;
+        let id = String::from_utf8(bytes).ok()?.trim().to_owned();
+        (!id.is_empty()).then_some(id)
     }
 }

@@ -64,12 +64,19 @@ const SNIPPET_CHARS: usize = 240;
 struct Payload {
     version: u32,
     revision: String,
+    /// The boot during which this commit was written without fsync (empty: it was synced);
+    /// see the crate docs, *Durability*.
+    #[serde(default)]
+    boot: String,
 }
 
 /// The per-file state of the last sync.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Manifest {
     version: u32,
+    /// The revision of the commit it was written after (checked after a reboot).
+    #[serde(default)]
+    revision: String,
     files: BTreeMap<String, FileStamp>,
 }
 
@@ -90,6 +97,33 @@ pub struct SyncReport {
     pub removed: Vec<String>,
     /// Whether the whole workspace was walked (no usable hint or manifest).
     pub full_walk: bool,
+}
+
+/// Files an index update reads from here rather than from the workspace (workspace-relative
+/// paths): a transaction's files before its install makes them live, each with the `stat` it
+/// will have once live (`None`: the install deletes it). See [`Index::sync_ahead`].
+#[derive(Clone, Debug, Default)]
+pub struct Overlay {
+    files: BTreeMap<String, Option<(Stat, Vec<u8>)>>,
+}
+
+impl Overlay {
+    /// `rel` will hold `bytes` with `stat`, or be gone (`None`).
+    pub fn insert(&mut self, rel: impl Into<String>, file: Option<(Stat, Vec<u8>)>) {
+        self.files.insert(rel.into(), file);
+    }
+}
+
+/// What [`Index::sync_ahead`] came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ahead {
+    /// Committed at the revision `decide` gave.
+    Committed(SyncReport),
+    /// `decide` said the install failed: nothing was published.
+    Abandoned,
+    /// The index does not reflect the revision the transaction began from (or has no
+    /// manifest yet): nothing was prepared; sync once the install is done.
+    Behind,
 }
 
 /// A persisted recall index of one memory workspace, in `<memory>/.scriptorium/index/`.
@@ -113,6 +147,9 @@ pub struct Index {
     root: PathBuf,
     dir: PathBuf,
     fs: Arc<dyn FileAccess>,
+    /// The running boot when the platform tells it: writes are then left unsynced (see the
+    /// crate docs, *Durability*).
+    boot: Option<String>,
     index: tantivy::Index,
     reader: IndexReader,
     fields: Fields,
@@ -144,12 +181,14 @@ impl Index {
     pub fn open_with(memory_root: &Path, fs: Arc<dyn FileAccess>) -> Result<Index> {
         let dir = memory_root.join(".scriptorium").join("index");
         let (schema, fields) = build_schema();
-        let opened = open_existing(&dir, &schema);
+        let boot = fs.boot_id();
+        let opened = open_existing(&dir, &schema, boot.as_deref(), fs.as_ref());
         let (index, reader, revision) = match opened {
             Some(found) => found,
-            None => create_fresh(&dir, schema)?,
+            None => create_fresh(&dir, schema, boot.as_deref())?,
         };
         Ok(Index {
+            boot,
             root: memory_root.to_path_buf(),
             dir,
             fs,
@@ -218,7 +257,57 @@ impl Index {
         // A hint covers only what changed since its revision: an index that is further behind
         // would never see the files changed in between.
         let hint = hint.filter(|h| stored.as_deref() == Some(h.since.as_str()));
-        // Taken out of `self` for the sync: on any error below it is dropped, which discards
+        match self.update(hint, None, || Some(revision.to_owned()))? {
+            Ahead::Committed(report) => Ok(report),
+            Ahead::Abandoned | Ahead::Behind => {
+                unreachable!("an update without an overlay always commits")
+            }
+        }
+    }
+
+    /// Prepares the index update of a transaction that is about to install (its files in
+    /// `overlay`, read from there instead of the workspace), then asks `decide` for the
+    /// revision it installed: `Some` commits at that revision, `None` (the install failed)
+    /// drops what was prepared. The work before `decide` (documents, the new segment's files
+    /// and their fsyncs) thus runs beside the install's own durable steps, and nothing is
+    /// visible to a search before the install happened.
+    ///
+    /// Only an index that reflects `hint.since` (the revision the transaction began from)
+    /// and has a manifest prepares anything; otherwise the answer is [`Ahead::Behind`] at once,
+    /// `decide` is not called, and the caller syncs once the install is done.
+    pub fn sync_ahead(
+        &mut self,
+        hint: &Changes,
+        overlay: &Overlay,
+        decide: impl FnOnce() -> Option<String>,
+    ) -> Result<Ahead> {
+        self.reader.reload()?;
+        let stored = read_payload(&self.index).map(|p| p.revision);
+        if stored.as_deref() != Some(hint.since.as_str()) {
+            return Ok(Ahead::Behind);
+        }
+        self.update(Some(hint), Some(overlay), decide)
+    }
+
+    /// The update behind [`Index::sync`] and [`Index::sync_ahead`] (which passes its
+    /// `overlay`); `hint` is usable (it starts at the stored revision) or `None`.
+    fn update(
+        &mut self,
+        hint: Option<&Changes>,
+        overlay: Option<&Overlay>,
+        decide: impl FnOnce() -> Option<String>,
+    ) -> Result<Ahead> {
+        let manifest_path = self.dir.join(MANIFEST);
+        let mut manifest = self.load_manifest(&manifest_path);
+        let fresh = self.revision.as_deref().is_none_or(str::is_empty) || manifest.files.is_empty();
+        let full_walk = fresh || hint.is_none();
+        if full_walk && overlay.is_some() {
+            // A walk would read the tree the transaction has not replaced yet.
+            return Ok(Ahead::Behind);
+        }
+        let empty = Overlay::default();
+        let overlay = overlay.unwrap_or(&empty);
+        // Taken out of `self` for the update: on any error below it is dropped, which discards
         // the queued operations and releases the lock instead of leaking them into the next
         // commit.
         let mut writer = match self.writer.take() {
@@ -226,10 +315,6 @@ impl Index {
             None => new_writer(&self.index)?,
         };
         let searcher = self.reader.searcher();
-        let manifest_path = self.dir.join(MANIFEST);
-        let mut manifest = self.load_manifest(&manifest_path);
-        let fresh = self.revision.as_deref().is_none_or(str::is_empty) || manifest.files.is_empty();
-        let full_walk = fresh || hint.is_none();
         let candidates: BTreeSet<String> = match hint {
             Some(changes) if !full_walk => {
                 changes.paths.iter().filter_map(|p| normalize_rel(p)).collect()
@@ -247,7 +332,11 @@ impl Index {
         let mut changed: BTreeMap<String, Option<String>> = BTreeMap::new();
         for rel in &candidates {
             let path = self.root.join(rel);
-            let stat = self.fs.stat(&path).map_err(|e| Error::io(&path, e))?;
+            let staged = overlay.files.get(rel);
+            let stat = match staged {
+                Some(file) => file.as_ref().map(|(stat, _)| *stat),
+                None => self.fs.stat(&path).map_err(|e| Error::io(&path, e))?,
+            };
             let old = manifest.files.get(rel).copied();
             let Some(stat) = stat.filter(|s| s.is_file && indexable(rel)) else {
                 if old.is_some() {
@@ -259,7 +348,10 @@ impl Index {
             if !fresh && hint.is_none() && old.is_some_and(|o| same_stat(&o, &stat)) {
                 continue;
             }
-            let bytes = self.fs.read(&path).map_err(|e| Error::io(&path, e))?;
+            let bytes = match staged {
+                Some(Some((_, bytes))) => bytes.clone(),
+                _ => self.fs.read(&path).map_err(|e| Error::io(&path, e))?,
+            };
             let hash = fnv1a(&bytes);
             let stamp =
                 FileStamp { size: stat.size, mtime_ns: stat.mtime_ns, inode: stat.inode, hash };
@@ -338,22 +430,32 @@ impl Index {
         report.reindexed.sort();
         report.removed.sort();
 
+        // The new segment is written (and synced) here; only the commit below publishes it.
+        let mut prepared = writer.prepare_commit()?;
+        let Some(revision) = decide() else {
+            prepared.abort()?;
+            self.writer = Some(writer);
+            return Ok(Ahead::Abandoned);
+        };
         let payload = serde_json::to_string(&Payload {
             version: SCHEMA_VERSION,
-            revision: revision.to_owned(),
+            revision: revision.clone(),
+            boot: self.boot.clone().unwrap_or_default(),
         })
         .map_err(|e| Error::Index { message: e.to_string() })?;
-        let mut prepared = writer.prepare_commit()?;
         prepared.set_payload(&payload);
         prepared.commit()?;
         self.writer = Some(writer);
         self.reader.reload()?;
-        self.revision = Some(revision.to_owned());
         manifest.version = SCHEMA_VERSION;
+        manifest.revision.clone_from(&revision);
+        self.revision = Some(revision);
         let bytes =
             serde_json::to_vec(&manifest).map_err(|e| Error::Index { message: e.to_string() })?;
-        self.fs.write_atomic(&manifest_path, &bytes).map_err(|e| Error::io(&manifest_path, e))?;
-        Ok(report)
+        self.fs
+            .write_atomic(&manifest_path, &bytes, self.boot.is_none())
+            .map_err(|e| Error::io(&manifest_path, e))?;
+        Ok(Ahead::Committed(report))
     }
 
     /// Searches at `current_revision`: when the index already reflects it, nothing but the
@@ -803,16 +905,58 @@ fn reader_for(index: &tantivy::Index) -> tantivy::Result<IndexReader> {
 fn open_existing(
     dir: &Path,
     schema: &tantivy::schema::Schema,
+    boot: Option<&str>,
+    fs: &dyn FileAccess,
 ) -> Option<(tantivy::Index, IndexReader, Option<String>)> {
-    let index = tantivy::Index::open(IndexDirectory::open(dir).ok()?).ok()?;
+    let index = tantivy::Index::open(IndexDirectory::open(dir, boot.is_none()).ok()?).ok()?;
     let payload = read_payload(&index)?;
     if payload.version != SCHEMA_VERSION || index.schema() != *schema {
+        return None;
+    }
+    if let Some(now) = boot
+        && !payload.boot.is_empty()
+        && payload.boot != now
+        && !survived_reboot(dir, &index, &payload, now, fs)
+    {
         return None;
     }
     register(&index);
     let reader = reader_for(&index).ok()?;
     let revision = (!payload.revision.is_empty()).then_some(payload.revision);
     Some((index, reader, revision))
+}
+
+/// Marks an index checked after a reboot (its content is the boot it was checked in).
+const BOOT_CHECKED: &str = "scriptorium-boot-checked";
+
+/// Whether an index last written without fsync in an earlier boot came through the reboot
+/// intact (see the crate docs, *Durability*): every file its commit uses must be whole (tantivy's
+/// checksum in each file's footer), and a manifest written after another commit than the one
+/// read is dropped (the next sync walks the workspace). Checked once per boot.
+fn survived_reboot(
+    dir: &Path,
+    index: &tantivy::Index,
+    payload: &Payload,
+    now: &str,
+    fs: &dyn FileAccess,
+) -> bool {
+    let marker = dir.join(BOOT_CHECKED);
+    if fs.read(&marker).is_ok_and(|bytes| bytes == now.as_bytes()) {
+        return true;
+    }
+    // tantivy checks the files of the committed segments that exist against the checksum in
+    // their footers; one that is missing fails the reader's open after this.
+    let intact = index.validate_checksum().is_ok_and(|damaged| damaged.is_empty());
+    if !intact {
+        return false;
+    }
+    let manifest_path = dir.join(MANIFEST);
+    let manifest: Option<Manifest> =
+        fs.read(&manifest_path).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    if manifest.is_some_and(|m| m.revision != payload.revision) {
+        let _ = fs.write_atomic(&manifest_path, b"{}", false);
+    }
+    fs.write_atomic(&marker, now.as_bytes(), false).is_ok()
 }
 
 /// tantivy's settings, with doc store blocks of [`DOCSTORE_BLOCK`] bytes: a hit reads its stored
@@ -826,6 +970,7 @@ fn index_settings() -> IndexSettings {
 fn create_fresh(
     dir: &Path,
     schema: tantivy::schema::Schema,
+    boot: Option<&str>,
 ) -> Result<(tantivy::Index, IndexReader, Option<String>)> {
     match WorkspaceFs.remove_tree(dir) {
         Ok(()) => {}
@@ -834,13 +979,20 @@ fn create_fresh(
     }
     scriptorium_workspace_fs::create_dir_all(&WorkspaceFs, dir, 0o700)
         .map_err(|e| Error::io(dir, e.source))?;
-    let index = tantivy::Index::create(IndexDirectory::open(dir)?, schema, index_settings())?;
+    let index = tantivy::Index::create(
+        IndexDirectory::open(dir, boot.is_none())?,
+        schema,
+        index_settings(),
+    )?;
     register(&index);
     let mut writer: IndexWriter<TantivyDocument> =
         index.writer_with_num_threads(1, WRITER_ARENA)?;
-    let payload =
-        serde_json::to_string(&Payload { version: SCHEMA_VERSION, revision: String::new() })
-            .map_err(|e| Error::Index { message: e.to_string() })?;
+    let payload = serde_json::to_string(&Payload {
+        version: SCHEMA_VERSION,
+        revision: String::new(),
+        boot: boot.unwrap_or_default().to_owned(),
+    })
+    .map_err(|e| Error::Index { message: e.to_string() })?;
     let mut prepared = writer.prepare_commit()?;
     prepared.set_payload(&payload);
     prepared.commit()?;

@@ -45,6 +45,25 @@
 //! best of them and absorbs them. So a block and its evidence are one result, the block, with
 //! the matching records it cites in `collapsed`.
 //!
+//! # Durability
+//!
+//! The index is derived state: everything in it can be rebuilt from `topics/` and `sources/`.
+//! So it does not pay for durability on every commit. Where the platform names the running
+//! boot ([`FileAccess::boot_id`]: Linux's `boot_id`), nothing the index writes is fsynced —
+//! not its segment files, not tantivy's `meta.json` slot, not the manifest — and each commit
+//! records the boot it was written in. A killed process loses nothing (the kernel's page
+//! cache holds every write it made, in order); only a power loss or a kernel crash can, and
+//! both mean a new boot. An index opened in another boot than its last commit's is therefore
+//! checked once: every file of its committed segments must exist and match the checksum in its
+//! footer (else it is rebuilt from scratch), and a manifest written after a different commit
+//! than the one that survived is dropped (the next sync walks the workspace). The check is
+//! recorded per boot (`scriptorium-boot-checked`), so later processes skip it. Without a boot
+//! identity every write is synced as tantivy does it.
+//!
+//! With the engine, an install's index update is prepared beside the install's own durable
+//! steps ([`Index::sync_ahead`]): the new segment is built from the staged files while the
+//! engine fsyncs and swaps, and published only once the install happened.
+//!
 //! # Limitations
 //!
 //! - Legacy forms are not indexed: `sources/<provider>/<thread>.md`, `sources/D<n>.md` and
@@ -95,7 +114,7 @@ mod tokenize;
 pub use error::{Error, ErrorCode, Result};
 pub use fence::{SYSTEM_NOTE, fence, is_fenced, sanitize};
 pub use fs::{FileAccess, RealFs, Stat};
-pub use index::{Index, Snapshot, SyncReport};
+pub use index::{Ahead, Index, Overlay, Snapshot, SyncReport};
 pub use model::{
     Changes, DEFAULT_MIN_COVERAGE, DEFAULT_TOP_K, Hit, HitKind, MAX_TOP_K, ProjectScope, Query,
     recall_text,

@@ -15,7 +15,9 @@ use crate::begin::{Begin, BeginOptions, CachedBaseline};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, Meta, exchange_unsupported};
 use crate::ids::{Revision, TxnId};
-use crate::observer::{ChangedFile, InstallEvent, Observation, ObserverFailure};
+use crate::observer::{
+    ChangedFile, InstallEvent, InstallObserver, InstallingEvent, Observation, ObserverFailure,
+};
 use crate::prepare::Prepared;
 use crate::recover::{finish_install, recover, recover_intent};
 use crate::stage::{Stage, write_spare_manifest};
@@ -198,10 +200,32 @@ fn install(validated: Validated) -> Result<Installed> {
         changed_files.sort();
     }
 
+    // What is installed is final now: the observers may start on it beside the durable steps
+    // (they are told below whether it happened).
+    let mut adopted = prepared.adopted.clone();
+    adopted.sort();
+    let adopted_paths: Vec<String> = adopted
+        .iter()
+        .map(|rel| format!("topics/{rel}"))
+        .chain(sources_outside.iter().cloned())
+        .collect();
+    let changes: Vec<ChangedFile> = change_list(&baseline, &prepared, &adopted);
+    let stage_topics = stage.topics.clone();
+    let announced = Announced::new(
+        &ws.inner.observers,
+        &InstallingEvent {
+            root: &layout.root,
+            base_revision: &begin.revision,
+            changed_files: &changed_files,
+            adopted: &adopted_paths,
+            changes: &changes,
+            staged_topics: &stage_topics,
+        },
+    );
+
     // The staged tree must be durable before it becomes live. A stage recycled from the
     // previous install's old tree keeps the inodes of files that did not change, which were
     // made durable when they were installed: only what this transaction wrote is synced.
-    let stage_topics = stage.topics.clone();
     make_durable(fs, &stage)?;
 
     // The new manifest: the live hashes, with the changed files' new ones.
@@ -292,20 +316,13 @@ fn install(validated: Validated) -> Result<Installed> {
     write_spare_manifest(&ws, &begin.live);
 
     // The installed tree: the baseline with the changed files replaced.
-    let mut adopted = prepared.adopted.clone();
-    adopted.sort();
-    let changes: Vec<ChangedFile> = change_list(&baseline, &prepared, &adopted);
     let tree = updated_baseline(&ws, baseline, &prepared);
     let mut installed = Installed {
         txn_id: stage.txn_id.clone(),
         revision: new_revision,
         base_revision: begin.revision.clone(),
         changed_files,
-        adopted: adopted
-            .iter()
-            .map(|rel| format!("topics/{rel}"))
-            .chain(sources_outside.iter().cloned())
-            .collect(),
+        adopted: adopted_paths,
         block_ids: std::mem::take(&mut prepared.block_ids),
         evidence_ids: std::mem::take(&mut prepared.evidence_ids),
         covered: std::mem::take(&mut prepared.covered),
@@ -324,6 +341,7 @@ fn install(validated: Validated) -> Result<Installed> {
         None => begin.runtime.clone(),
     };
     let creation_order = &runtime.state.creation_order;
+    announced.disarm();
     let mut observed = Vec::new();
     for observer in &ws.inner.observers {
         let event = InstallEvent {
@@ -352,6 +370,38 @@ fn install(validated: Validated) -> Result<Installed> {
         baseline: tree,
     });
     Ok(installed)
+}
+
+/// The observers told that an install is coming ([`InstallObserver::installing`]): dropped
+/// before [`disarm`](Self::disarm) (the install failed on the way), it tells them it was
+/// abandoned.
+struct Announced<'a> {
+    observers: &'a [Arc<dyn InstallObserver>],
+    armed: bool,
+}
+
+impl<'a> Announced<'a> {
+    fn new(observers: &'a [Arc<dyn InstallObserver>], event: &InstallingEvent<'_>) -> Self {
+        for observer in observers {
+            observer.installing(event);
+        }
+        Announced { observers, armed: true }
+    }
+
+    /// The install happened: the observers hear it from `installed`.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Announced<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            for observer in self.observers {
+                observer.abandoned();
+            }
+        }
+    }
 }
 
 /// The `sources/…` paths whose bytes differ from the record's manifest (new, changed or gone),

@@ -64,6 +64,9 @@
 //! 1. recovery of any crashed install; compare-and-set: the current revision must be the one
 //!    read at `begin` (`CONCURRENT_UPDATE` otherwise, retryable); a transaction that changes
 //!    nothing stops here (after writing `runtime.json` if its counters moved);
+//!    then the observers hear that the install is coming ([`InstallObserver::installing`]:
+//!    the search index prepares its new segment beside the durable steps below, and makes it
+//!    visible only once told the install happened, step 8; told it failed, it drops it);
 //! 2. one `syncfs` makes every staged file and directory durable (only what the transaction
 //!    wrote is dirty: a recycled stage keeps the already durable inodes of unchanged files);
 //! 3. write the intent record (`txn_id`, stage, the inodes of the live and the staged
@@ -77,7 +80,8 @@
 //! 7. move the old tree to `.scriptorium/txn/spare` (best effort, no fsync; removed with the
 //!    stage when a spare exists already), remove the stage and the intent record, fsync
 //!    `.scriptorium/`;
-//! 8. tell the observers (still under the lock), release the lock.
+//! 8. tell the observers (still under the lock), release the lock. An install that fails
+//!    after step 1 tells them so ([`InstallObserver::abandoned`]).
 //!
 //! Without `RENAME_EXCHANGE` (`EINVAL`/`ENOSYS`/`EOPNOTSUPP`, remembered per workspace
 //! handle) step 4 becomes two renames: `topics` → `<stage>/old-topics`, then `<stage>/topics`
@@ -199,7 +203,8 @@ pub use ids::{Clock, IdSource, RandomIds, Revision, SeqIds, SystemClock, TxnId, 
 pub use install::{Installed, Validated};
 pub use lock::LockTimeout;
 pub use observer::{
-    ArchiveEvent, ChangedFile, InstallEvent, InstallObserver, Observation, ObserverFailure,
+    ArchiveEvent, ChangedFile, InstallEvent, InstallObserver, InstallingEvent, Observation,
+    ObserverFailure,
 };
 pub use sources::LiveSources;
 pub use stage::{MAX_NAME_BYTES, MAX_PATH_BYTES, Rejected, Staged, writable_path};

@@ -42,6 +42,30 @@ pub struct InstallEvent<'a> {
     pub creation_order: &'a CreationOrder,
 }
 
+/// What an observer is told when an install is about to make itself durable
+/// ([`InstallObserver::installing`]): the install passed its compare-and-set under the write
+/// lock, and what it will install is final; only its durable steps (which can still fail on
+/// I/O) remain.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct InstallingEvent<'a> {
+    /// The memory root.
+    pub root: &'a Path,
+    /// The revision the transaction started from.
+    pub base_revision: &'a Revision,
+    /// Workspace paths whose bytes the install changes (as [`Installed::changed_files`] will
+    /// list them; appended archives are already written).
+    pub changed_files: &'a [String],
+    /// Files edited outside any transaction that the install adopts (as
+    /// [`Installed::adopted`]).
+    pub adopted: &'a [String],
+    /// The files the install changes, in tree order (`after` holds each file's new text).
+    pub changes: &'a [ChangedFile],
+    /// The staged `topics/` directory that becomes the live one: a changed file is at
+    /// `staged_topics/<path>` until the install returns, with the inode it keeps once live.
+    pub staged_topics: &'a Path,
+}
+
 /// An observer's account of one install: its report (for the caller to read back through
 /// [`Installed::report`](crate::Installed::report)) and, when something failed, what.
 #[derive(Clone, Default)]
@@ -84,6 +108,19 @@ pub trait InstallObserver: Send + Sync {
     /// Called once per install that changed something (a transaction that changes nothing is
     /// not observed).
     fn installed(&self, event: &InstallEvent<'_>) -> Observation;
+
+    /// Called under the write lock once an install that changes something is certain of what it
+    /// installs, before its durable steps (the staged files' fsyncs, the intent record, the
+    /// swap, the revision record): an observer may start work here that
+    /// [`installed`](Self::installed) finishes, so that it runs beside those steps. Whatever it
+    /// starts must not become visible before `installed` is called: the install may still fail,
+    /// and then [`abandoned`](Self::abandoned) is called instead.
+    fn installing(&self, _event: &InstallingEvent<'_>) {}
+
+    /// Called, still under the write lock, when an install that [`installing`](Self::installing)
+    /// announced failed (nothing was installed, or the install is unfinished and the next
+    /// `open` completes it): the observer drops what it started.
+    fn abandoned(&self) {}
 
     /// Called once per archive append that wrote something
     /// ([`Workspace::archive_sources`](crate::Workspace::archive_sources)), still under the

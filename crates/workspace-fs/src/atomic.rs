@@ -14,6 +14,10 @@ pub enum Durability {
     /// power loss may bring the old file back. For derived caches that are checked when read
     /// (the search index's manifest), where the directory fsync would only add latency.
     Cache,
+    /// Nothing is fsynced: a crash of the process leaves the old or the new bytes (the page
+    /// cache outlives it); after a power loss the file may hold either, or be empty. For
+    /// derived state that is checked after a reboot (the search index, see its crate docs).
+    Unsynced,
 }
 
 /// Replaces `target` with `bytes` atomically: `temp` (a fresh name the caller chose, in a
@@ -34,14 +38,16 @@ pub fn write_atomic(
 ) -> Result<(), Error> {
     let result = (|| {
         fs.write(temp, bytes, mode).map_err(Error::at("write", temp))?;
-        fs.sync_file(temp).map_err(Error::at("fsync", temp))?;
+        if durability != Durability::Unsynced {
+            fs.sync_file(temp).map_err(Error::at("fsync", temp))?;
+        }
         fs.rename(temp, target).map_err(Error::at("rename", temp))
     })();
     if let Err(error) = result {
         let _ = fs.remove_file(temp);
         return Err(error);
     }
-    if durability == Durability::Cache {
+    if durability != Durability::Durable {
         return Ok(());
     }
     let dir = target.parent().unwrap_or(Path::new("."));

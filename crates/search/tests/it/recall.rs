@@ -35,9 +35,9 @@ impl FileAccess for CountingFs {
         self.calls.fetch_add(1, Ordering::SeqCst);
         RealFs.read_dir(path)
     }
-    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    fn write_atomic(&self, path: &Path, bytes: &[u8], synced: bool) -> io::Result<()> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        RealFs.write_atomic(path, bytes)
+        RealFs.write_atomic(path, bytes, synced)
     }
 }
 
@@ -853,4 +853,142 @@ fn a_long_query_keeps_its_rarest_words() {
     query.min_coverage = 0.0;
     let hits = index.search("r1", &query).expect("test step");
     assert!(ids(&hits).contains(&"openprogram/talk/rare".to_owned()), "{hits:?}");
+}
+
+/// The real filesystem, with a boot identity the test sets (a reboot is a new one).
+struct BootFs {
+    boot: std::sync::Mutex<String>,
+}
+
+impl BootFs {
+    fn new(boot: &str) -> Arc<BootFs> {
+        Arc::new(BootFs { boot: std::sync::Mutex::new(boot.to_owned()) })
+    }
+}
+
+impl FileAccess for BootFs {
+    fn stat(&self, path: &Path) -> io::Result<Option<Stat>> {
+        RealFs.stat(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        RealFs.read(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        RealFs.read_dir(path)
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8], synced: bool) -> io::Result<()> {
+        RealFs.write_atomic(path, bytes, synced)
+    }
+    fn boot_id(&self) -> Option<String> {
+        Some(self.boot.lock().expect("test step").clone())
+    }
+}
+
+/// Flips one byte in the middle of the largest segment file, as a power loss may leave it.
+fn damage_a_segment_file(dir: &Path) {
+    let largest = std::fs::read_dir(dir)
+        .expect("test step")
+        .map(|e| e.expect("test step").path())
+        .filter(|p| {
+            p.file_name().is_some_and(|n| n.to_string_lossy().as_bytes().get(32) == Some(&b'.'))
+        })
+        .max_by_key(|p| std::fs::metadata(p).expect("test step").len())
+        .expect("a segment file");
+    let mut bytes = std::fs::read(&largest).expect("test step");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&largest, bytes).expect("test step");
+}
+
+#[test]
+fn an_index_written_without_fsync_is_checked_once_after_a_reboot() {
+    let ws = workspace();
+    let root = ws.root();
+    let dir = root.join(".scriptorium/index");
+    let mut index = Index::open_with(root, BootFs::new("boot-a")).expect("test step");
+    index.sync("r1", None).expect("test step");
+    drop(index);
+
+    // A reboot that kept every file: the index is checked, kept, and the check recorded.
+    let index = Index::open_with(root, BootFs::new("boot-b")).expect("test step");
+    assert_eq!(index.revision(), Some("r1"), "an intact index is kept");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("scriptorium-boot-checked")).expect("recorded"),
+        "boot-b"
+    );
+    drop(index);
+
+    // A damaged file in the same boot is not looked for again (nothing can have been lost)...
+    let hint = append_paragraph(root, "r1", 7, "Craig mentioned a theremin.");
+    let mut index = Index::open_with(root, BootFs::new("boot-b")).expect("test step");
+    index.sync("r2", Some(&hint)).expect("test step");
+    drop(index);
+    // ...but after a reboot it makes the index start again, and the next sync fills it.
+    damage_a_segment_file(&dir);
+    let mut index = Index::open_with(root, BootFs::new("boot-c")).expect("test step");
+    assert_eq!(index.revision(), None, "a damaged index is rebuilt");
+    assert_eq!(ids(&index.search("r2", &Query::new("theremin")).expect("test step")), ["00000007"]);
+}
+
+#[test]
+fn after_a_reboot_a_manifest_of_another_commit_is_dropped() {
+    let ws = workspace();
+    let root = ws.root();
+    let dir = root.join(".scriptorium/index");
+    let mut index = Index::open_with(root, BootFs::new("boot-a")).expect("test step");
+    index.sync("r1", None).expect("test step");
+    let hint = append_paragraph(root, "r1", 7, "Craig mentioned a theremin.");
+    index.sync("r2", Some(&hint)).expect("test step");
+    drop(index);
+    // The power loss kept the manifest of `r2` but the index's commit of `r1`: stand in for it
+    // by naming another commit in the manifest.
+    let manifest = dir.join("scriptorium-manifest.json");
+    let text = std::fs::read_to_string(&manifest).expect("test step");
+    assert!(text.contains("\"revision\":\"r2\""), "{text}");
+    std::fs::write(&manifest, text.replace("\"revision\":\"r2\"", "\"revision\":\"r9\""))
+        .expect("test step");
+    let mut index = Index::open_with(root, BootFs::new("boot-b")).expect("test step");
+    assert_eq!(index.revision(), Some("r2"));
+    // Its stamps are not trusted: the next catch-up reads every file again.
+    let report = index.sync("r3", None).expect("test step");
+    assert!(report.full_walk);
+    assert!(report.reindexed.len() > 2, "every file re-read: {report:?}");
+    assert_eq!(ids(&index.search("r3", &Query::new("theremin")).expect("test step")), ["00000007"]);
+}
+
+#[test]
+fn an_update_prepared_ahead_is_published_only_once_the_install_happened() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    // The transaction's file: staged beside the live one (as the engine stages it).
+    let rel = "topics/projects/budget.md";
+    let staged = root.join("staged-budget.md");
+    let mut text = std::fs::read_to_string(root.join(rel)).expect("test step");
+    text.push_str("\nCraig mentioned a theremin.[^e-aaaaaaaaaa] ^00000007\n");
+    std::fs::write(&staged, &text).expect("test step");
+    let stat = RealFs.stat(&staged).expect("test step").expect("staged");
+    let mut overlay = scriptorium_search::Overlay::default();
+    overlay.insert(rel, Some((stat, text.into_bytes())));
+    let hint = Changes { since: "r1".to_owned(), paths: vec![rel.to_owned()] };
+
+    // The install failed: nothing is published.
+    let outcome = index.sync_ahead(&hint, &overlay, || None).expect("test step");
+    assert_eq!(outcome, scriptorium_search::Ahead::Abandoned);
+    assert_eq!(index.revision(), Some("r1"));
+    assert!(index.search("r1", &Query::new("theremin")).expect("test step").is_empty());
+
+    // It happened: the prepared segment is published at the installed revision.
+    let outcome = index.sync_ahead(&hint, &overlay, || Some("r2".to_owned())).expect("test step");
+    assert!(matches!(outcome, scriptorium_search::Ahead::Committed(_)), "{outcome:?}");
+    assert_eq!(index.revision(), Some("r2"));
+    assert_eq!(ids(&index.search("r2", &Query::new("theremin")).expect("test step")), ["00000007"]);
+
+    // An index that is not at the transaction's base prepares nothing and asks nothing.
+    let stale = Changes { since: "r1".to_owned(), paths: vec![rel.to_owned()] };
+    let outcome = index
+        .sync_ahead(&stale, &overlay, || panic!("not asked when nothing was prepared"))
+        .expect("test step");
+    assert_eq!(outcome, scriptorium_search::Ahead::Behind);
 }
