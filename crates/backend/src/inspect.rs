@@ -3,7 +3,8 @@
 //!
 //! Everything here reads files only under the memory root, never follows a symlink, never shells
 //! out, and caps its output (the Python implementation's caps: 400 lines / 40 000 characters per
-//! read, 200 grep matches, 500 listed files, 300-character snippets).
+//! read, 200 grep matches, 500 listed files, 300-character snippets); a longer read comes in
+//! pages ([`Window`]) and says where the next one starts.
 
 use std::path::{Component, Path};
 
@@ -201,23 +202,119 @@ pub fn grep(
 pub struct Excerpt {
     /// Workspace-relative path.
     pub path: String,
-    /// The text (capped at [`MAX_READ_LINES`] lines and [`MAX_READ_CHARS`] characters).
+    /// The text: the lines of the window asked for, at most [`MAX_READ_LINES`] lines and
+    /// [`MAX_READ_CHARS`] characters.
     pub text: String,
-    /// Whether the text was cut.
+    /// Whether the text was cut (more lines follow at [`Excerpt::next_offset`]).
     pub truncated: bool,
+    /// The 0-based line of the read (file, section, block or record) the text starts at.
+    pub offset: usize,
+    /// The lines of the whole read.
+    pub total_lines: usize,
+    /// Where the rest starts when the text was cut: pass it as the next `offset`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+    /// The archived record read by its `source-…` anchor, with its place in the conversation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<Record>,
 }
 
-fn cap(text: &str) -> (String, bool) {
+/// An archived record read by its anchor ([`get`] with a `source-…` block).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Record {
+    /// Its source id (`provider/thread/message`).
+    pub source_id: String,
+    /// Its anchor (`source-…`).
+    pub anchor: String,
+    /// Its 1-based place among the archive's records (one archive is one conversation).
+    pub position: usize,
+    /// The records in the archive.
+    pub records: usize,
+    /// The turn before it in the conversation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Turn>,
+    /// The turn after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<Turn>,
+    /// The blocks citing it (filled by the caller from the search index, which `get` does not
+    /// open).
+    pub cited_by: Vec<Citing>,
+}
+
+/// A block citing a [`Record`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Citing {
+    /// The topic file (workspace-relative).
+    pub path: String,
+    /// The block ID.
+    pub block_id: String,
+    /// Its first [`SNIPPET_CHARS`] characters, on one line.
+    pub snippet: String,
+}
+
+/// At most this many citing blocks are listed with a record.
+pub const MAX_CITING: usize = 20;
+
+impl Citing {
+    /// The citing blocks among search hits (block hits; others are skipped).
+    pub fn from_hits(hits: &[scriptorium_search::Hit]) -> Vec<Citing> {
+        hits.iter()
+            .filter(|h| h.kind == scriptorium_search::HitKind::Block)
+            .map(|h| Citing {
+                path: h.path.clone(),
+                block_id: h.id.clone(),
+                snippet: h
+                    .content
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(SNIPPET_CHARS)
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// A neighbouring turn of a [`Record`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Turn {
+    /// Its anchor (`get` it with this as the block).
+    pub anchor: String,
+    /// Its first [`SNIPPET_CHARS`] characters, on one line.
+    pub snippet: String,
+}
+
+/// Which lines of a read [`get`] returns: from line `offset` (0-based), at most `limit` lines
+/// (and never more than [`MAX_READ_LINES`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Window {
+    /// The first line.
+    pub offset: usize,
+    /// At most this many lines (`None`: [`MAX_READ_LINES`]).
+    pub limit: Option<usize>,
+}
+
+/// The lines of `text` in `window`, capped at [`MAX_READ_LINES`] lines and
+/// [`MAX_READ_CHARS`] characters; the number of lines of `text`; and where the next page
+/// starts when more follow.
+fn page(text: &str, window: Window) -> (String, usize, Option<usize>) {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let limit = window.limit.unwrap_or(MAX_READ_LINES).clamp(1, MAX_READ_LINES);
     let mut out = String::new();
-    let mut truncated = false;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        if i == MAX_READ_LINES || out.chars().count() + line.chars().count() > MAX_READ_CHARS {
-            truncated = true;
+    let mut chars = 0;
+    let mut end = window.offset.min(lines.len());
+    for line in lines.iter().skip(window.offset).take(limit) {
+        let n = line.chars().count();
+        // A first line longer than the cap still comes whole: a page is never empty.
+        if end > window.offset && chars + n > MAX_READ_CHARS {
             break;
         }
         out.push_str(line);
+        chars += n;
+        end += 1;
     }
-    (out, truncated)
+    (out, lines.len(), (end < lines.len()).then_some(end))
 }
 
 /// A v2 archive without its metadata lines (`speaker-id`, `source-meta`, `record-lines`).
@@ -283,29 +380,85 @@ fn block(text: &str, id: &str) -> Option<String> {
     Some(out)
 }
 
-/// Reads a file, one heading section of it, or one block paragraph with its definitions.
+/// Reads a file, one heading section of it, one block paragraph with its definitions, or one
+/// archived record by its `source-…` anchor (the block; `path` is its archive, and may carry
+/// the anchor itself as a citation link does: `sources/…/s1.md#source-…`, with or without the
+/// leading `../` of a link written in a topic file). `window` pages through what was read.
 pub fn get(
     root: &Path,
     path: &str,
     heading: Option<&str>,
     block_id: Option<&str>,
+    window: Window,
 ) -> Result<Excerpt, InspectError> {
-    let rel = checked(path)?;
-    let mut text = read_text(root, &rel)?;
-    if rel.starts_with("sources/") && is_v2_source_path(&rel) && scan(&rel, &text).complete {
-        text = without_meta(&text);
+    let (path, anchor) = match path.split_once('#') {
+        Some((file, anchor)) if block_id.is_none() => (file, Some(anchor)),
+        _ => (path, None),
+    };
+    let mut unlinked = path.trim_start();
+    while let Some(rest) = unlinked.strip_prefix("../") {
+        unlinked = rest;
     }
+    let path = if unlinked.starts_with("sources/") { unlinked } else { path };
+    let rel = checked(path)?;
+    let block_id = block_id.or(anchor).map(|id| id.trim().trim_start_matches(['#', '^']));
+    let raw = read_text(root, &rel)?;
+    let archive = rel.starts_with("sources/") && is_v2_source_path(&rel);
+    let mut record = None;
+    let mut text =
+        if archive && scan(&rel, &raw).complete { without_meta(&raw) } else { raw.clone() };
     if let Some(heading) = heading {
         text = section(&text, heading)
             .ok_or_else(|| InspectError::NoSuchPart(format!("heading not found: {heading}")))?;
     }
     if let Some(id) = block_id {
-        let id = id.trim_start_matches('^');
-        text = block(&text, id)
-            .ok_or_else(|| InspectError::NoSuchPart(format!("block not found: {id}")))?;
+        let found = if archive && id.starts_with("source-") {
+            archived(&rel, &raw, id).map(|(text, found)| {
+                record = Some(found);
+                text
+            })
+        } else {
+            block(&text, id)
+        };
+        text = found.ok_or_else(|| InspectError::NoSuchPart(format!("block not found: {id}")))?;
     }
-    let (text, truncated) = cap(&text);
-    Ok(Excerpt { path: rel, text, truncated })
+    let (text, total_lines, next_offset) = page(&text, window);
+    Ok(Excerpt {
+        path: rel,
+        text,
+        truncated: next_offset.is_some(),
+        offset: window.offset,
+        total_lines,
+        next_offset,
+        record,
+    })
+}
+
+/// The record of archive `rel` (text `raw`) anchored `anchor`, with its neighbours.
+fn archived(rel: &str, raw: &str, anchor: &str) -> Option<(String, Record)> {
+    let scanned = scan(rel, raw);
+    let at = scanned.frames.iter().position(|f| f.anchor == anchor)?;
+    let frame = &scanned.frames[at];
+    let turn = |i: Option<usize>| {
+        let f = scanned.frames.get(i?)?;
+        let one_line = f.record.split_whitespace().collect::<Vec<_>>().join(" ");
+        Some(Turn {
+            anchor: f.anchor.to_owned(),
+            snippet: one_line.chars().take(SNIPPET_CHARS).collect(),
+        })
+    };
+    let record = Record {
+        source_id: frame.source_id.to_owned(),
+        anchor: frame.anchor.to_owned(),
+        position: at + 1,
+        records: scanned.frames.len(),
+        previous: turn(at.checked_sub(1)),
+        next: turn(Some(at + 1)),
+        cited_by: Vec::new(),
+    };
+    let mut text = frame.record.to_owned();
+    text.push('\n');
+    Some((text, record))
 }
 
 #[cfg(test)]
@@ -361,30 +514,114 @@ mod tests {
     #[test]
     fn get_reads_a_file_a_section_or_a_block() {
         let dir = workspace();
-        let whole = get(dir.path(), "topics/people/dave.md", None, None).expect("get");
+        let whole =
+            get(dir.path(), "topics/people/dave.md", None, None, Window::default()).expect("get");
         assert!(whole.text.contains("## Home"));
-        let home = get(dir.path(), "topics/people/dave.md", Some("home"), None).expect("get");
+        let home = get(dir.path(), "topics/people/dave.md", Some("home"), None, Window::default())
+            .expect("get");
         assert!(home.text.starts_with("## Home\n"));
         assert!(!home.text.contains("bike"));
-        let block = get(dir.path(), "topics/people/dave.md", None, Some("^aaaa1111")).expect("get");
+        let block =
+            get(dir.path(), "topics/people/dave.md", None, Some("^aaaa1111"), Window::default())
+                .expect("get");
         assert_eq!(
             block.text,
             "Dave runs a bike shop.[^e-1] ^aaaa1111\n\n[^e-1]: Time: `2024`; Sources: [shop](x)\n"
         );
-        let missing = get(dir.path(), "topics/people/dave.md", None, Some("cccc3333"));
+        let missing =
+            get(dir.path(), "topics/people/dave.md", None, Some("cccc3333"), Window::default());
         assert_eq!(missing.expect_err("no such block").code(), "MEMORY_NOT_FOUND");
         assert_eq!(
-            get(dir.path(), "../x", None, None).expect_err("outside").code(),
+            get(dir.path(), "../x", None, None, Window::default()).expect_err("outside").code(),
             "PATH_OUTSIDE_WORKSPACE"
         );
         assert_eq!(
-            get(dir.path(), "topics/none.md", None, None).expect_err("missing").code(),
+            get(dir.path(), "topics/none.md", None, None, Window::default())
+                .expect_err("missing")
+                .code(),
             "NOT_FOUND"
         );
         assert_eq!(
-            get(dir.path(), ".scriptorium/runtime.json", None, None).expect_err("internal").code(),
+            get(dir.path(), ".scriptorium/runtime.json", None, None, Window::default())
+                .expect_err("internal")
+                .code(),
             "PATH_OUTSIDE_WORKSPACE"
         );
+    }
+
+    #[test]
+    fn a_record_is_read_by_its_anchor_with_the_turns_around_it() {
+        use scriptorium_topics_format::source::{ArchiveRecord, plan_append};
+        let dir = workspace();
+        let records: Vec<ArchiveRecord> = ["Hi, I am Ana.", "I moved to Lisbon.", "Bye."]
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                ArchiveRecord::new("openprogram", "s1", format!("u{i}"), i as u64, "user", *text)
+            })
+            .collect();
+        let plan = plan_append(&records, &std::collections::BTreeMap::new()).expect("plan");
+        let rel = &plan.writes[0].rel_path;
+        fs::create_dir_all(dir.path().join(rel).parent().expect("parent")).expect("mkdir");
+        fs::write(dir.path().join(rel), &plan.writes[0].new_text).expect("write");
+        let raw = fs::read_to_string(dir.path().join(rel)).expect("read");
+        let anchors: Vec<String> =
+            scan(rel, &raw).frames.iter().map(|f| f.anchor.to_owned()).collect();
+
+        // By the block, by the link a topic file writes, and by the path with its anchor.
+        for (path, block) in [
+            (rel.clone(), Some(anchors[1].as_str())),
+            (format!("../../{rel}#{}", anchors[1]), None),
+            (format!("{rel}#{}", anchors[1]), None),
+        ] {
+            let got = get(dir.path(), &path, None, block, Window::default()).expect("the record");
+            assert!(got.text.contains("I moved to Lisbon."), "{got:?}");
+            assert!(!got.text.contains("Ana") && !got.text.contains("source-meta"), "{got:?}");
+            let record = got.record.expect("a record");
+            assert_eq!((record.position, record.records), (2, 3));
+            assert_eq!(record.source_id, "openprogram/s1/u1");
+            assert_eq!(record.previous.expect("a turn before").anchor, anchors[0]);
+            assert!(record.next.expect("a turn after").snippet.contains("Bye."));
+        }
+        let first = get(dir.path(), rel, None, Some(&anchors[0]), Window::default()).expect("get");
+        assert!(first.record.expect("a record").previous.is_none());
+        let missing = get(dir.path(), rel, None, Some("source-0000"), Window::default());
+        assert_eq!(missing.expect_err("no such record").code(), "MEMORY_NOT_FOUND");
+        let escape = get(dir.path(), "../../etc/passwd#source-1", None, None, Window::default());
+        assert_eq!(escape.expect_err("outside").code(), "PATH_OUTSIDE_WORKSPACE");
+    }
+
+    #[test]
+    fn a_long_read_comes_in_pages_that_say_where_the_rest_starts() {
+        let dir = workspace();
+        let body: String = (0..1000).map(|i| format!("line {i}\n")).collect();
+        fs::write(dir.path().join("topics/long.md"), &body).expect("write");
+        let first = get(dir.path(), "topics/long.md", None, None, Window::default()).expect("get");
+        assert_eq!((first.total_lines, first.next_offset), (1000, Some(MAX_READ_LINES)));
+        assert!(first.truncated && first.text.ends_with(&format!("line {}\n", MAX_READ_LINES - 1)));
+        let mut offset = 0;
+        let mut pages = String::new();
+        loop {
+            let page =
+                get(dir.path(), "topics/long.md", None, None, Window { offset, limit: Some(300) })
+                    .expect("a page");
+            assert_eq!(page.offset, offset);
+            pages.push_str(&page.text);
+            match page.next_offset {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        assert_eq!(pages, body, "the pages add up to the file");
+        let past =
+            get(dir.path(), "topics/long.md", None, None, Window { offset: 5000, limit: None });
+        let past = past.expect("past the end");
+        assert!(past.text.is_empty() && !past.truncated);
+        // A line longer than the character cap comes whole, alone.
+        let wide = format!("{}\nshort\n", "x".repeat(MAX_READ_CHARS + 10));
+        fs::write(dir.path().join("topics/wide.md"), &wide).expect("write");
+        let page = get(dir.path(), "topics/wide.md", None, None, Window::default()).expect("get");
+        assert_eq!((page.text.len(), page.next_offset), (MAX_READ_CHARS + 11, Some(1)));
     }
 
     #[test]
@@ -398,7 +635,9 @@ mod tests {
         )
         .expect("symlink");
         assert_eq!(
-            get(dir.path(), "topics/link.md", None, None).expect_err("link").code(),
+            get(dir.path(), "topics/link.md", None, None, Window::default())
+                .expect_err("link")
+                .code(),
             "NOT_FOUND"
         );
         assert!(grep(dir.path(), "secret", "", false).expect("grep").matches.is_empty());

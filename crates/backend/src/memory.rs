@@ -838,6 +838,52 @@ impl MemoryWorkspace {
         Ok(self.search_reporting(query)?.0)
     }
 
+    /// [`inspect::get`](crate::inspect::get) in this workspace; a record read by its anchor also
+    /// lists the blocks citing it (at most [`MAX_CITING`](crate::inspect::MAX_CITING), from the
+    /// search index: when the index cannot answer, none, and the failure is logged; a read never
+    /// fails for it).
+    pub fn get(
+        &self,
+        path: &str,
+        heading: Option<&str>,
+        block_id: Option<&str>,
+        window: crate::inspect::Window,
+    ) -> Result<crate::inspect::Excerpt, crate::inspect::InspectError> {
+        let mut excerpt =
+            crate::inspect::get(self.workspace.root(), path, heading, block_id, window)?;
+        self.add_citing(&mut excerpt);
+        Ok(excerpt)
+    }
+
+    /// Fills in the blocks citing the record `excerpt` read, if it read one (see
+    /// [`MemoryWorkspace::get`]).
+    pub fn add_citing(&self, excerpt: &mut crate::inspect::Excerpt) {
+        if let Some(record) = excerpt.record.as_mut() {
+            match self.cited_by(&record.source_id, crate::inspect::MAX_CITING) {
+                Ok(hits) => record.cited_by = crate::inspect::Citing::from_hits(&hits),
+                Err(error) => {
+                    tracing::warn!(%error, "the blocks citing a record could not be listed");
+                }
+            }
+        }
+    }
+
+    /// The blocks citing the source record `source_id` (at most `limit`, in file and line
+    /// order), from the search index brought to the installed revision.
+    pub fn cited_by(&self, source_id: &str, limit: usize) -> Result<Vec<Hit>, SearchError> {
+        let revision = self.workspace.installed_revision().map_err(SearchError::Txn)?;
+        let slot = &self.derived.index;
+        if let Some(snapshot) = slot.snapshot().filter(|s| s.revision() == Some(revision.as_str()))
+        {
+            return snapshot.citing(source_id, limit).map_err(SearchError::Search);
+        }
+        with_index(self.workspace.root(), slot, |index| {
+            index.sync(revision.as_str(), None)?;
+            index.citing(source_id, limit)
+        })
+        .map_err(SearchError::Search)
+    }
+
     /// [`MemoryWorkspace::search`], also saying what it did about outside edits (`None` when
     /// it did not look: the check interval had not passed).
     pub fn search_reporting(

@@ -31,9 +31,17 @@ pub(crate) struct GetArgs {
     /// Only this heading's section (case-insensitive).
     #[arg(long)]
     heading: Option<String>,
-    /// Only this block's paragraph and the definitions it cites.
+    /// Only this block's paragraph and the definitions it cites; in an archive, the record
+    /// with this `source-…` anchor (a citation link `sources/….md#source-…` works as the
+    /// path too).
     #[arg(long)]
     block: Option<String>,
+    /// Start at this line (0-based) of what is read: how to read on after a cut.
+    #[arg(long, default_value_t = 0)]
+    offset: usize,
+    /// At most this many lines (up to 400).
+    #[arg(long)]
+    limit: Option<usize>,
     /// Print the result as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -93,21 +101,49 @@ pub(crate) fn grep(home: &Home, args: GrepArgs) -> anyhow::Result<ExitCode> {
 
 /// Runs `scriptorium get`.
 pub(crate) fn get(home: &Home, args: GetArgs) -> anyhow::Result<ExitCode> {
-    let excerpt = match inspect::get(
-        &root(home)?,
+    let window = inspect::Window { offset: args.offset, limit: args.limit };
+    let root = root(home)?;
+    let mut excerpt = match inspect::get(
+        &root,
         &args.path,
         args.heading.as_deref(),
         args.block.as_deref(),
+        window,
     ) {
         Ok(excerpt) => excerpt,
         Err(err) => return Err(refused(&err)),
     };
+    // Only a record needs the workspace (its citing blocks come from the search index).
+    if excerpt.record.is_some() {
+        crate::memory::open_for_reading(home)?.add_citing(&mut excerpt);
+    }
     if args.json {
         crate::output::document(&excerpt)?;
     } else {
         out!("{}", excerpt.text);
-        if excerpt.truncated {
-            eprintln!("(truncated)");
+        if let Some(record) = &excerpt.record {
+            outln!(
+                "\n— turn {} of {} in {} ({})",
+                record.position,
+                record.records,
+                excerpt.path,
+                record.source_id
+            );
+            for (label, turn) in [("before", &record.previous), ("after", &record.next)] {
+                if let Some(turn) = turn {
+                    outln!("  {label}: {}#{}  {}", excerpt.path, turn.anchor, turn.snippet);
+                }
+            }
+            for citing in &record.cited_by {
+                outln!("  cited by: {} ^{}  {}", citing.path, citing.block_id, citing.snippet);
+            }
+        }
+        if let Some(next) = excerpt.next_offset {
+            eprintln!(
+                "(cut: lines {}–{next} of {}; read on with --offset {next})",
+                excerpt.offset + 1,
+                excerpt.total_lines
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -471,6 +471,13 @@ impl Index {
         self.search_plan(&plan)
     }
 
+    /// The blocks citing the source record `source_id`, in file and line order, at most
+    /// `limit` (what the index holds now; see [`Index::sync`]). Blocks citing only pending
+    /// records are not indexed as citing, so they are not listed.
+    pub fn citing(&self, source_id: &str, limit: usize) -> Result<Vec<Hit>> {
+        citing(&self.reader.searcher(), &self.fields, source_id, limit)
+    }
+
     /// Searches what the index holds now, without comparing revisions.
     pub fn search_committed(&self, query: &Query) -> Result<Vec<Hit>> {
         self.search_plan(&Plan::new(query)?)
@@ -512,12 +519,45 @@ impl Snapshot {
         self.revision.as_deref()
     }
 
+    /// The blocks citing `source_id` in the snapshot (as [`Index::citing`]).
+    pub fn citing(&self, source_id: &str, limit: usize) -> Result<Vec<Hit>> {
+        citing(&self.searcher, &self.fields, source_id, limit)
+    }
+
     /// Searches the snapshot (as [`Index::search_committed`]).
     ///
     /// Errors: [`Error::InvalidArgument`] for a bad query.
     pub fn search(&self, query: &Query) -> Result<Vec<Hit>> {
         search_plan(&self.searcher, &self.fields, &Plan::new(query)?)
     }
+}
+
+/// See [`Index::citing`]: one term lookup, then the stored fields of each citing block.
+fn citing(
+    searcher: &tantivy::Searcher,
+    fields: &Fields,
+    source_id: &str,
+    limit: usize,
+) -> Result<Vec<Hit>> {
+    let query = BooleanQuery::new(vec![
+        (
+            Occur::Must,
+            Box::new(TermQuery::new(Key::Ref.term(fields, source_id), IndexRecordOption::Basic))
+                as Box<dyn TantivyQuery>,
+        ),
+        (
+            Occur::Must,
+            Box::new(TermQuery::new(Key::Kind.term(fields, KIND_BLOCK), IndexRecordOption::Basic)),
+        ),
+    ]);
+    let mut hits = Vec::new();
+    for address in searcher.search(&query, &DocSetCollector)? {
+        let doc: TantivyDocument = searcher.doc(address)?;
+        hits.push(StoredDoc::read(&doc, fields).into_hit(0.0, None));
+    }
+    hits.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
+    hits.truncate(limit);
+    Ok(hits)
 }
 
 fn search_plan(searcher: &tantivy::Searcher, fields: &Fields, plan: &Plan) -> Result<Vec<Hit>> {

@@ -190,9 +190,17 @@ struct GetArgs {
     /// Only this heading's section (case-insensitive, without the `#`s).
     #[serde(default)]
     heading: Option<String>,
-    /// Only this block's paragraph and the evidence definitions it cites (`1a2b3c4d`).
+    /// Only this block's paragraph and the evidence definitions it cites (`1a2b3c4d`); in an
+    /// archive (`sources/…`), the record with this anchor (`source-…`). A citation link
+    /// `sources/….md#source-…` also works as the path.
     #[serde(default)]
     block_id: Option<String>,
+    /// Start at this line (0-based) of what is read: how to read on after a cut.
+    #[serde(default)]
+    offset: Option<usize>,
+    /// At most this many lines (up to 400).
+    #[serde(default)]
+    limit: Option<usize>,
 }
 
 /// Arguments of `memory_browse`.
@@ -348,19 +356,37 @@ impl Inner {
         let memory = self.memory()?;
         let heading = given(args.heading);
         let block_id = given(args.block_id);
-        let excerpt = inspect::get(
-            memory.workspace().root(),
-            &args.path,
-            heading.as_deref(),
-            block_id.as_deref(),
-        )
-        .map_err(|e| inspect_error(&e, &args.path))?;
+        let window = inspect::Window { offset: args.offset.unwrap_or(0), limit: args.limit };
+        let excerpt = memory
+            .get(&args.path, heading.as_deref(), block_id.as_deref(), window)
+            .map_err(|e| inspect_error(&e, &args.path))?;
         let mut text = excerpt.text;
-        if excerpt.truncated {
+        if let Some(record) = &excerpt.record {
             text.push_str(&format!(
-                "\n(truncated at {} lines or {} characters: ask for a heading or a block)",
-                inspect::MAX_READ_LINES,
-                inspect::MAX_READ_CHARS
+                "\n(turn {} of {} of the conversation in {}, record {})",
+                record.position, record.records, excerpt.path, record.source_id
+            ));
+            for (label, turn) in [("before", &record.previous), ("after", &record.next)] {
+                if let Some(turn) = turn {
+                    text.push_str(&format!(
+                        "\n{label}: block_id {} — {}",
+                        turn.anchor, turn.snippet
+                    ));
+                }
+            }
+            for citing in &record.cited_by {
+                text.push_str(&format!(
+                    "\ncited by: {} block {} — {}",
+                    citing.path, citing.block_id, citing.snippet
+                ));
+            }
+        }
+        if let Some(next) = excerpt.next_offset {
+            text.push_str(&format!(
+                "\n(cut: lines {}–{next} of {}; call memory_get again with offset {next} for \
+                 the rest)",
+                excerpt.offset + 1,
+                excerpt.total_lines
             ));
         }
         Ok(Reply::Text(text))
@@ -559,8 +585,10 @@ impl MemoryTools {
     /// `memory_get`: a file, one heading section of it, or one block with its evidence.
     #[tool(
         name = "memory_get",
-        description = "Read a memory file (at most 400 lines / 40 000 characters), one heading \
-            section of it, or one block paragraph with the evidence definitions it cites.",
+        description = "Read a memory file (400 lines / 40 000 characters at a time: offset and \
+            limit page through it), one heading section of it, one block paragraph with the \
+            evidence definitions it cites, or the archived record a citation points to \
+            (path#source-… or block_id source-…) with the turns around it.",
         input_schema = input_schema::<GetArgs>(),
         annotations(read_only_hint = true)
     )]

@@ -307,3 +307,61 @@ async fn a_note_is_archived_and_cited_in_one_step_and_a_bad_one_changes_nothing(
     }
     assert_eq!(revision(&tools).await, after, "a refused note changes nothing");
 }
+
+/// The citation link of the fixture's topic, as written in its evidence definition.
+fn citation_link(root: &std::path::Path) -> String {
+    let topic = std::fs::read_to_string(root.join(support::TOPIC_PATH)).expect("the topic");
+    let start = topic.find("](").expect("a link") + 2;
+    let end = start + topic[start..].find(')').expect("its end");
+    topic[start..end].to_owned()
+}
+
+#[tokio::test]
+async fn a_citation_opens_the_record_it_cites() {
+    let (dir, tools) = fixture();
+    let link = citation_link(&dir.path().join("memory"));
+    assert!(link.contains("#source-"), "{link}");
+    let (is_error, text) = reply(&tools.memory_get(args(json!({ "path": link }))).await);
+    assert!(!is_error, "{text}");
+    assert!(text.contains("I'm planning a vegetable garden."), "{text}");
+    assert!(text.contains("turn 1 of 1 of the conversation in sources/"), "{text}");
+    assert!(!text.contains("source-meta"), "no archive metadata: {text}");
+    assert!(text.contains("\ncited by: topics/garden.md block "), "{text}");
+    // The same by archive and block, as a search hit names them.
+    let (archive, anchor) = link.trim_start_matches("../").split_once('#').expect("an anchor");
+    let (_, same) =
+        reply(&tools.memory_get(args(json!({ "path": archive, "block_id": anchor }))).await);
+    assert_eq!(same, text);
+    let error = refusal(
+        &tools.memory_get(args(json!({ "path": archive, "block_id": "source-0000" }))).await,
+    );
+    assert_eq!(error["code"], "MEMORY_NOT_FOUND", "{error}");
+}
+
+#[tokio::test]
+async fn a_long_read_says_where_it_was_cut_and_how_to_read_on() {
+    let (_dir, tools) = fixture();
+    let page = |offset: u64| {
+        let tools = &tools;
+        async move {
+            reply(
+                &tools
+                    .memory_get(args(
+                        json!({ "path": support::TOPIC_PATH, "offset": offset, "limit": 2 }),
+                    ))
+                    .await,
+            )
+            .1
+        }
+    };
+    let first = page(0).await;
+    assert!(first.starts_with("# Garden\n\n"), "{first}");
+    assert!(first.contains("(cut: lines 1–2 of "), "{first}");
+    assert!(first.contains("call memory_get again with offset 2"), "{first}");
+    let second = page(2).await;
+    assert!(second.starts_with("Dana is planning a vegetable garden."), "{second}");
+    let error = refusal(
+        &tools.memory_get(args(json!({ "path": support::TOPIC_PATH, "offset": -1 }))).await,
+    );
+    assert_eq!(error["code"], "INVALID_ARGUMENT", "{error}");
+}

@@ -287,6 +287,7 @@ async fn every_api_route_requires_the_token() {
         (Method::GET, "/api/memory/timeline"),
         (Method::GET, "/api/memory/search?q=x"),
         (Method::GET, "/api/memory/refs"),
+        (Method::GET, "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1"),
         (Method::POST, "/api/memory/changes"),
         (Method::POST, "/api/memory/notes"),
         (Method::PUT, "/api/memory/core"),
@@ -599,6 +600,49 @@ async fn path_traversal_and_symlinks_are_refused_on_every_path_route() {
     assert_eq!(server.get("/api/memory/timeline/1999").await.status, StatusCode::FORBIDDEN);
     let list = server.get("/api/memory/topics").await;
     assert!(!list.body.to_string().contains("link"), "symlinks are not listed: {}", list.body);
+}
+
+#[tokio::test]
+async fn a_citation_opens_its_record_with_its_turns_and_the_blocks_citing_it() {
+    let server = Server::new();
+    server.seed().await;
+    let topic = std::fs::read_to_string(server.memory().join("topics/projects/budget.md"))
+        .expect("the topic");
+    let link = source_link(&topic);
+    let (archive, anchor) = link.trim_start_matches("../").split_once('#').expect("an anchor");
+    let archive = archive.strip_prefix("sources/").expect("an archive");
+    let got = server.get(&format!("/api/memory/sources/{archive}?anchor={anchor}")).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.body);
+    assert!(got.body["text"].as_str().is_some_and(|t| t.contains("budget tracker in Flask")));
+    assert_eq!(got.body["record"]["anchor"], anchor, "{}", got.body);
+    assert_eq!(got.body["record"]["position"], 1, "{}", got.body);
+    assert_eq!(got.body["record"]["cited_by"][0]["path"], "topics/projects/budget.md");
+    assert_eq!(got.body["record"]["cited_by"][0]["block_id"], server.block_id().as_str());
+    // The whole archive, paged.
+    let whole = server.get(&format!("/api/memory/sources/{archive}?limit=1")).await;
+    assert_eq!(whole.status, StatusCode::OK, "{}", whole.body);
+    assert_eq!(whole.body["next_offset"], 1, "{}", whole.body);
+    // A record that is not there, a file that is not there, and paths that escape.
+    let missing = server.get(&format!("/api/memory/sources/{archive}?anchor=source-0")).await;
+    assert_eq!((missing.status, error_code(&missing)), (StatusCode::NOT_FOUND, "MEMORY_NOT_FOUND"));
+    let none = server.get("/api/memory/sources/openprogram/_v2/none.md").await;
+    assert_eq!((none.status, error_code(&none)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+    let outside = server.home.join("secret.md");
+    std::fs::write(&outside, "# Secret\n").expect("write");
+    std::os::unix::fs::symlink(&outside, server.memory().join("sources/link.md")).expect("link");
+    for attempt in ["..%2F..%2Fsecret.md", "%2e%2e/%2e%2e/secret.md", "..%5C..%5Csecret.md"] {
+        let got = server.get(&format!("/api/memory/sources/{attempt}")).await;
+        assert!(
+            got.status == StatusCode::FORBIDDEN || got.status == StatusCode::NOT_FOUND,
+            "{attempt}: {} {}",
+            got.status,
+            got.body
+        );
+        assert!(!got.body.to_string().contains("Secret"), "{attempt}: {}", got.body);
+    }
+    let link = server.get("/api/memory/sources/link.md").await;
+    assert_eq!(link.status, StatusCode::NOT_FOUND, "a symlink is not read: {}", link.body);
+    assert!(!link.body.to_string().contains("Secret"));
 }
 
 #[tokio::test]

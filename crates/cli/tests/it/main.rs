@@ -9,6 +9,7 @@ mod memory;
 mod model;
 mod note;
 mod outside;
+mod read;
 mod recall;
 mod sessions;
 mod setup;

@@ -61,6 +61,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/memory/recent", get(recent))
         .route("/api/memory/core", get(get_core).put(put_core))
         .route("/api/memory/search", get(search))
+        .route("/api/memory/sources/{*path}", get(get_source))
 }
 
 /// Unknown routes: a JSON 404.
@@ -607,6 +608,52 @@ async fn get_timeline(State(state): State<AppState>, UrlPath(date): UrlPath<Stri
             ))
         })
         .await
+}
+
+#[derive(Debug, Deserialize)]
+struct SourceQuery {
+    /// The record's anchor (`source-…`); without it, the archive.
+    anchor: Option<String>,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// An archive (`sources/<path>`, paged) or one record of it by `?anchor=source-…`: its text,
+/// its place in the conversation, the turns around it and the blocks citing it.
+async fn get_source(
+    State(state): State<AppState>,
+    UrlPath(path): UrlPath<String>,
+    Query(query): Query<SourceQuery>,
+) -> ApiResult {
+    let rel = format!("sources/{path}");
+    state
+        .blocking(move |_, backend| {
+            let memory = backend.memory();
+            let window = scriptorium_backend::inspect::Window {
+                offset: query.offset.unwrap_or(0),
+                limit: query.limit,
+            };
+            let anchor = query.anchor.as_deref().filter(|a| !a.trim().is_empty());
+            let excerpt =
+                memory.get(&rel, None, anchor, window).map_err(|e| inspect_refusal(&e, &rel))?;
+            serde_json::to_value(&excerpt).map(Json).map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .await
+}
+
+/// An inspection's refusal as the API answers it: 403 for a path that escapes or names
+/// internal state, 404 for a missing file or record.
+fn inspect_refusal(err: &scriptorium_backend::inspect::InspectError, rel: &str) -> ApiError {
+    use scriptorium_backend::inspect::InspectError;
+    match err {
+        InspectError::Outside(_) => ApiError::forbidden(rel, err.to_string()),
+        InspectError::NotFound(_) => ApiError::not_found(rel),
+        _ => {
+            let mut error = ApiError::new(StatusCode::NOT_FOUND, err.wire_code(), err.to_string());
+            error.error.path = Some(rel.to_owned());
+            error
+        }
+    }
 }
 
 async fn recent(State(state): State<AppState>) -> Result<Response, ApiError> {
