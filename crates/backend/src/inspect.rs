@@ -434,6 +434,39 @@ pub fn get(
     })
 }
 
+/// Turns listed by one [`conversation`] at most.
+pub const MAX_TURNS: usize = 500;
+
+/// One turn of a [`conversation`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Said {
+    /// Its anchor (`source-…`).
+    pub anchor: String,
+    /// Its record text, cut to [`MAX_READ_CHARS`] characters.
+    pub text: String,
+}
+
+/// The records of the archive at `path` (one archive is one conversation), in order: at most
+/// [`MAX_TURNS`], and whether there were more.
+pub fn conversation(root: &Path, path: &str) -> Result<(Vec<Said>, bool), InspectError> {
+    let rel = checked(path)?;
+    if !(rel.starts_with("sources/") && is_v2_source_path(&rel)) {
+        return Err(InspectError::NotFound(rel));
+    }
+    let raw = read_text(root, &rel)?;
+    let scanned = scan(&rel, &raw);
+    let turns = scanned
+        .frames
+        .iter()
+        .take(MAX_TURNS)
+        .map(|f| Said {
+            anchor: f.anchor.to_owned(),
+            text: f.record.chars().take(MAX_READ_CHARS).collect(),
+        })
+        .collect();
+    Ok((turns, scanned.frames.len() > MAX_TURNS))
+}
+
 /// The record of archive `rel` (text `raw`) anchored `anchor`, with its neighbours.
 fn archived(rel: &str, raw: &str, anchor: &str) -> Option<(String, Record)> {
     let scanned = scan(rel, raw);
@@ -583,6 +616,10 @@ mod tests {
             assert_eq!(record.previous.expect("a turn before").anchor, anchors[0]);
             assert!(record.next.expect("a turn after").snippet.contains("Bye."));
         }
+        let (turns, more) = conversation(dir.path(), rel).expect("the conversation");
+        assert!(!more);
+        assert_eq!(turns.iter().map(|t| t.anchor.as_str()).collect::<Vec<_>>(), anchors);
+        assert!(turns[2].text.ends_with("user: Bye."), "{:?}", turns[2]);
         let first = get(dir.path(), rel, None, Some(&anchors[0]), Window::default()).expect("get");
         assert!(first.record.expect("a record").previous.is_none());
         let missing = get(dir.path(), rel, None, Some("source-0000"), Window::default());

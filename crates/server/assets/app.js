@@ -37,6 +37,7 @@ const state = {
   hits: null,
   error: null, // section-level load error message
   confirmDelete: false,
+  record: null, // an archived record opened from a citation: {path, anchor, doc, whole}
 };
 
 // ---- small DOM helpers
@@ -210,6 +211,24 @@ async function loadDay(date) {
   if (state.day === date) state.dayDoc = data;
 }
 
+// An archived record: `path` relative to sources/, `anchor` its source-… id.
+async function loadRecord(path, anchor) {
+  const { data } = await api('GET', `/api/memory/sources/${enc(path)}?anchor=${encodeURIComponent(anchor)}`);
+  if (state.record && state.record.anchor === anchor) state.record.doc = data;
+  render();
+}
+async function loadConversation(path) {
+  const { data } = await api('GET', `/api/memory/sources/${enc(path)}`);
+  if (state.record && state.record.path === path) state.record.whole = data;
+  render();
+}
+
+// A citation's target (`…/sources/<path>#source-…`, as a topic links it), or null.
+function citation(href) {
+  const m = /(?:^|\/)sources\/([^#?]+\.md)#(source-[0-9a-f]+)$/.exec(href || '');
+  return m ? { path: decodeURIComponent(m[1]), anchor: m[2] } : null;
+}
+
 async function guarded(fn) {
   try {
     state.error = null;
@@ -230,6 +249,7 @@ function narrow() {
 
 function selectSection(section, detail) {
   state.section = section;
+  state.record = null;
   state.error = null;
   state.confirmDelete = false;
   state.notice = null;
@@ -251,6 +271,7 @@ function focusHead() {
 function openTopic(raw, anchor) {
   const path = rel(raw);
   state.section = 'topics';
+  state.record = null;
   if (state.current !== path) {
     state.current = path;
     state.doc = null;
@@ -273,12 +294,23 @@ function openTopic(raw, anchor) {
 
 function openDay(date) {
   state.section = 'timeline';
+  state.record = null;
   state.day = date;
   state.dayDoc = null;
   setView('detail');
   render();
   focusHead();
   guarded(() => loadDay(date));
+}
+
+function openRecord(path, anchor) {
+  const whole = state.record && state.record.path === path ? state.record.whole : null;
+  state.record = { path, anchor, doc: null, whole };
+  state.error = null;
+  setView('detail');
+  render();
+  focusHead();
+  guarded(() => loadRecord(path, anchor));
 }
 
 // ---- rendering: secondary column
@@ -390,7 +422,9 @@ function searchList() {
     for (const h of state.hits) {
       const path = String(h.path || '');
       const isTopic = h.kind !== 'source' && !path.startsWith('sources/');
-      list.append(el('button', { type: 'button', class: 'row hit', disabled: !isTopic, title: path, onclick: () => openTopic(path, h.anchor) },
+      const anchor = String(h.anchor || '').replace(/^#/, '');
+      const open = isTopic ? () => openTopic(path, h.anchor) : () => openRecord(path.replace(/^sources\//, ''), anchor);
+      list.append(el('button', { type: 'button', class: `row hit${isTopic ? '' : ' source'}`, title: path, onclick: open },
         el('span', { class: 'row-main', text: h.origin || rel(path) }),
         el('span', { class: 'hit-text', text: h.content || '' })));
     }
@@ -473,6 +507,7 @@ function renderBody() {
   const body = $('body');
   body.classList.remove('editing');
   body.replaceChildren();
+  if (state.record) return renderRecord(body);
   ({ topics: renderTopic, timeline: renderDay, recent: renderRecent, core: renderCore })[state.section](body);
 }
 
@@ -510,6 +545,41 @@ function renderTopic(body) {
   }
   if (editing) renderEditor(body, path, doc.content, doc.revision, saveTopic);
   else body.append(html(el('article', { class: 'doc md', id: 'preview' }), doc.html));
+}
+
+function renderRecord(body) {
+  const r = state.record;
+  const doc = r.doc;
+  const rec = doc && doc.record;
+  const sub = rec ? [`turn ${rec.position} of ${rec.records}`, rec.source_id, `sources/${r.path}`].join(' · ') : `sources/${r.path}`;
+  setHead([el('span', { class: 't', text: 'Archived record' }), el('span', { class: 'badge', text: 'evidence' })], sub,
+    [el('button', { type: 'button', class: 'btn', id: 'record-close', onclick: () => { state.record = null; render(); } }, 'Close')]);
+  if (state.error) body.append(errorBanner(state.error, () => guarded(() => loadRecord(r.path, r.anchor))));
+  if (!rec) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  const article = el('article', { class: 'doc record', id: 'record' }, el('pre', { class: 'record-text', text: doc.text }));
+  const turns = el('div', { class: 'turns' });
+  for (const [label, turn, id] of [['← Previous turn', rec.previous, 'record-prev'], ['Next turn →', rec.next, 'record-next']])
+    if (turn) turns.append(el('button', { type: 'button', class: 'btn', id, title: turn.snippet, onclick: () => openRecord(r.path, turn.anchor) }, label));
+  turns.append(el('button', { type: 'button', class: 'btn', id: 'record-whole', onclick: () => guarded(() => loadConversation(r.path)) }, 'Whole conversation'));
+  article.append(turns);
+  const cited = el('div', { class: 'cited', id: 'record-cited' }, el('div', { class: 'label', text: rec.cited_by.length ? 'Cited by' : 'No block cites this record' }));
+  for (const c of rec.cited_by)
+    cited.append(el('button', { type: 'button', class: 'row cite', title: `${c.path} ^${c.block_id}`, onclick: () => openTopic(c.path, c.block_id) },
+      el('span', { class: 'row-main', text: rel(c.path) }), el('span', { class: 'hit-text', text: c.snippet })));
+  article.append(cited);
+  if (r.whole) {
+    const turnsOf = r.whole.turns || [];
+    const more = r.whole.more_turns ? ` (the first ${turnsOf.length})` : '';
+    const thread = el('div', { class: 'thread', id: 'conversation' });
+    for (const t of turnsOf)
+      thread.append(el('button', { type: 'button', class: `row turn${t.anchor === r.anchor ? ' active' : ''}`, onclick: () => openRecord(r.path, t.anchor) },
+        el('span', { class: 'record-text', text: t.text })));
+    article.append(el('div', { class: 'label', text: `The whole conversation${more}` }), thread);
+  }
+  body.append(article);
 }
 
 function renderNotice(body, key) {
@@ -804,6 +874,14 @@ function rerenderKeepingFocus() {
 }
 
 // ---- wiring
+// A citation in a rendered topic or day opens the record it cites, inside the page.
+$('body').addEventListener('click', (e) => {
+  const a = e.target.closest('a[href]');
+  const target = a && citation(a.getAttribute('href'));
+  if (!target) return;
+  e.preventDefault();
+  openRecord(target.path, target.anchor);
+});
 for (const b of document.querySelectorAll('.nav-item')) b.addEventListener('click', () => selectSection(b.dataset.section));
 $('back').addEventListener('click', () => {
   setView('list');

@@ -622,6 +622,8 @@ async fn a_citation_opens_its_record_with_its_turns_and_the_blocks_citing_it() {
     let whole = server.get(&format!("/api/memory/sources/{archive}?limit=1")).await;
     assert_eq!(whole.status, StatusCode::OK, "{}", whole.body);
     assert_eq!(whole.body["next_offset"], 1, "{}", whole.body);
+    assert_eq!(whole.body["turns"][0]["anchor"], anchor, "{}", whole.body);
+    assert!(whole.body["turns"][0]["text"].as_str().is_some_and(|t| t.contains("Flask")));
     // A record that is not there, a file that is not there, and paths that escape.
     let missing = server.get(&format!("/api/memory/sources/{archive}?anchor=source-0")).await;
     assert_eq!((missing.status, error_code(&missing)), (StatusCode::NOT_FOUND, "MEMORY_NOT_FOUND"));

@@ -131,6 +131,14 @@ async function run(browser, w, h) {
     await visible(page, '#day', 'the timeline entry');
     await assertDetailOnly(page);
   });
+  await step(page, '03b-timeline-citation', async () => {
+    const link = page.locator('#day a[href*="#source-"]').first();
+    check((await link.count()) === 1, 'the timeline entry shows no citation link');
+    await link.click();
+    await visible(page, '#record', 'the record a timeline citation points to');
+    check(!page.url().includes('/sources/'), `the citation left the page: ${page.url()}`);
+    await visible(page, '#record-cited .row.cite', 'the blocks citing the record');
+  });
   if (narrow()) await step(page, '04-timeline-back', () => back(page));
 
   await step(page, '05-recent', async () => {
@@ -171,6 +179,26 @@ async function run(browser, w, h) {
     await assertDetailOnly(page);
     const head = await page.locator('#head').boundingBox();
     check(narrow() || Math.round(head.height) === 76, `the content header is ${head.height}px high, not 76`);
+  });
+
+  await step(page, '09b-citation', async () => {
+    const link = page.locator('#preview a[href*="#source-"]').first();
+    check((await link.count()) === 1, `topic ${topicPath} shows no citation link`);
+    await link.click();
+    await visible(page, '#record', 'the archived record the citation points to');
+    await assertDetailOnly(page);
+    check(!page.url().includes('/sources/'), `the citation left the page: ${page.url()}`);
+    check((await page.locator('#record .record-text').first().textContent()).trim().length > 0, 'the record has no text');
+    const sub = await page.locator('#head-sub').textContent();
+    check(/turn \d+ of \d+/.test(sub), `the record header does not place it in its conversation: "${sub}"`);
+    await page.click('#record-whole');
+    await visible(page, '#conversation', 'the whole conversation');
+    await visible(page, '#record-cited .row.cite', 'the blocks citing the record');
+  });
+  await step(page, '09c-cited-by', async () => {
+    await page.locator('#record-cited .row.cite').first().click();
+    await visible(page, '#preview', 'the topic the citing block is in');
+    check((await page.locator('#record').count()) === 0, 'the record is still shown');
   });
 
   await step(page, '10-topic-saved', async () => {

@@ -636,7 +636,17 @@ async fn get_source(
             let anchor = query.anchor.as_deref().filter(|a| !a.trim().is_empty());
             let excerpt =
                 memory.get(&rel, None, anchor, window).map_err(|e| inspect_refusal(&e, &rel))?;
-            serde_json::to_value(&excerpt).map(Json).map_err(|e| ApiError::internal(e.to_string()))
+            let mut answer =
+                serde_json::to_value(&excerpt).map_err(|e| ApiError::internal(e.to_string()))?;
+            if anchor.is_none() {
+                // The whole archive also comes as its turns, for a page to show as a thread.
+                let (turns, more) =
+                    scriptorium_backend::inspect::conversation(memory.workspace().root(), &rel)
+                        .map_err(|e| inspect_refusal(&e, &rel))?;
+                answer["turns"] = json!(turns);
+                answer["more_turns"] = json!(more);
+            }
+            Ok(Json(answer))
         })
         .await
 }
