@@ -6,13 +6,45 @@ const POLL_MS = 15000;
 const SVG = 'http://www.w3.org/2000/svg';
 const $ = (id) => document.getElementById(id);
 
-// ---- token: taken from the URL fragment once, kept in memory, removed from the address bar
+// ---- token: taken from the URL fragment once, removed from the address bar, and kept for the
+// tab's life in sessionStorage (so a reload, a link within the tab and Back keep working; it is
+// never a cookie, so no request carries it unless this script adds it)
+const TOKEN_KEY = 'scriptorium-token';
 let token = '';
 {
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-  if (m) token = decodeURIComponent(m[1]);
-  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
+  if (m) {
+    token = decodeURIComponent(m[1]);
+    try { sessionStorage.setItem(TOKEN_KEY, token); } catch { /* storage off: memory only */ }
+    history.replaceState(null, '', location.pathname + location.search);
+  } else {
+    try { token = sessionStorage.getItem(TOKEN_KEY) || ''; } catch { token = ''; }
+  }
 }
+
+// ---- deep links: the view is in the fragment (#/topic/<path>[/<block>], #/day/<date>,
+// #/record/<archive>/<anchor>, #/<section>), pushed as the view changes, read on load and Back
+let routing = false;
+function setRoute(hash) {
+  if (routing || location.hash === hash) return;
+  history.pushState(null, '', hash);
+}
+function route() {
+  const h = location.hash;
+  routing = true;
+  try {
+    let m;
+    if ((m = /^#\/topic\/(.+?)(?:\/\^([0-9a-z]+))?$/.exec(h))) openTopic(decodeURIComponent(m[1]), m[2]);
+    else if ((m = /^#\/day\/([0-9-]+)$/.exec(h))) openDay(m[1]);
+    else if ((m = /^#\/record\/(.+)\/(source-[0-9a-f]+)$/.exec(h))) openRecord(decodeURIComponent(m[1]), m[2]);
+    else if ((m = /^#\/(topics|timeline|recent|core)$/.exec(h))) selectSection(m[1]);
+    else return false;
+    return true;
+  } finally {
+    routing = false;
+  }
+}
+window.addEventListener('popstate', () => route());
 
 const state = {
   section: 'topics',
@@ -159,6 +191,7 @@ const rel = (p) => String(p || '').replace(/^topics\//, '');
 let gated = false;
 function gate(kind) {
   if (gated) return;
+  if (kind === 'auth') try { sessionStorage.removeItem(TOKEN_KEY); } catch { /* nothing kept */ }
   gated = true;
   clearInterval(pollTimer);
   const g = $('gate');
@@ -248,6 +281,7 @@ function narrow() {
 }
 
 function selectSection(section, detail) {
+  setRoute(`#/${section}`);
   state.section = section;
   state.record = null;
   state.error = null;
@@ -270,6 +304,7 @@ function focusHead() {
 
 function openTopic(raw, anchor) {
   const path = rel(raw);
+  setRoute(`#/topic/${encodeURIComponent(path)}${anchor && /^\^?[0-9a-z]+$/.test(anchor) ? `/^${anchor.replace(/^\^/, '')}` : ''}`);
   state.section = 'topics';
   state.record = null;
   if (state.current !== path) {
@@ -293,6 +328,7 @@ function openTopic(raw, anchor) {
 }
 
 function openDay(date) {
+  setRoute(`#/day/${date}`);
   state.section = 'timeline';
   state.record = null;
   state.day = date;
@@ -303,7 +339,15 @@ function openDay(date) {
   guarded(() => loadDay(date));
 }
 
+function closeRecord() {
+  state.record = null;
+  const s = state.section;
+  setRoute(s === 'topics' && state.current ? `#/topic/${encodeURIComponent(state.current)}` : s === 'timeline' && state.day ? `#/day/${state.day}` : `#/${s}`);
+  render();
+}
+
 function openRecord(path, anchor) {
+  setRoute(`#/record/${encodeURIComponent(path)}/${anchor}`);
   const whole = state.record && state.record.path === path ? state.record.whole : null;
   state.record = { path, anchor, doc: null, whole };
   state.error = null;
@@ -553,7 +597,7 @@ function renderRecord(body) {
   const rec = doc && doc.record;
   const sub = rec ? [`turn ${rec.position} of ${rec.records}`, rec.source_id, `sources/${r.path}`].join(' · ') : `sources/${r.path}`;
   setHead([el('span', { class: 't', text: 'Archived record' }), el('span', { class: 'badge', text: 'evidence' })], sub,
-    [el('button', { type: 'button', class: 'btn', id: 'record-close', onclick: () => { state.record = null; render(); } }, 'Close')]);
+    [el('button', { type: 'button', class: 'btn', id: 'record-close', onclick: closeRecord }, 'Close')]);
   if (state.error) body.append(errorBanner(state.error, () => guarded(() => loadRecord(r.path, r.anchor))));
   if (!rec) {
     if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
@@ -907,7 +951,7 @@ async function start() {
     state.error = e.message;
   }
   await Promise.allSettled([loadTopics(), loadRecent(), loadTimeline()]);
-  render();
+  if (!route()) render();
   pollTimer = setInterval(poll, POLL_MS);
 }
 start();

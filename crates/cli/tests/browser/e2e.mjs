@@ -191,6 +191,12 @@ async function run(browser, w, h) {
     check((await page.locator('#record .record-text').first().textContent()).trim().length > 0, 'the record has no text');
     const sub = await page.locator('#head-sub').textContent();
     check(/turn \d+ of \d+/.test(sub), `the record header does not place it in its conversation: "${sub}"`);
+    // A deep link: the record survives a reload without the token in the address bar.
+    const here = page.url();
+    check(/#\/record\/.+\/source-[0-9a-f]+$/.test(here), `the record has no link of its own: ${here}`);
+    await page.reload();
+    await visible(page, '#record', 'the record after a reload');
+    check(!(await page.locator('#gate').isVisible()), 'the reload asked for the access link again');
     await page.click('#record-whole');
     await visible(page, '#conversation', 'the whole conversation');
     await visible(page, '#record-cited .row.cite', 'the blocks citing the record');
@@ -199,6 +205,12 @@ async function run(browser, w, h) {
     await page.locator('#record-cited .row.cite').first().click();
     await visible(page, '#preview', 'the topic the citing block is in');
     check((await page.locator('#record').count()) === 0, 'the record is still shown');
+    // Back returns to the record, and Back again to the topic it was opened from.
+    await page.goBack();
+    await visible(page, '#record', 'the record after Back');
+    await page.goBack();
+    await visible(page, '#preview', 'the topic after Back again');
+    check((await page.locator('#record').count()) === 0, 'the record is still shown after Back');
   });
 
   await step(page, '10-topic-saved', async () => {
