@@ -40,9 +40,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, JsonObject, ListPromptsResult, ListResourcesResult, PaginatedRequestParams,
+    Prompt, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, Role, ServerCapabilities, ServerConfig,
 };
-use rmcp::{ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
+};
 use schemars::JsonSchema;
 use scriptorium_backend::edit::{Note, NoteOutcome, already_noted};
 use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
@@ -655,9 +661,94 @@ impl MemoryTools {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemoryTools {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("scriptorium", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(Implementation::new("scriptorium", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let mut core = Resource::new(CORE_URI, "core");
+        core.description = Some(CORE_DESCRIPTION.to_owned());
+        core.mime_type = Some("text/markdown".to_owned());
+        Ok(ListResourcesResult::with_all_items(vec![core]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != CORE_URI {
+            return Err(McpError::resource_not_found(
+                format!("no such resource: {} (there is {CORE_URI})", request.uri),
+                None,
+            ));
+        }
+        let text = self.core_text().await;
+        Ok(ReadResourceResponse::Complete(ReadResourceResult::new(vec![ResourceContents::text(
+            text, CORE_URI,
+        )])))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            CORE_PROMPT,
+            Some(CORE_DESCRIPTION),
+            None,
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != CORE_PROMPT {
+            return Err(McpError::invalid_params(
+                format!("no such prompt: {} (there is {CORE_PROMPT})", request.name),
+                None,
+            ));
+        }
+        let text = self.core_text().await;
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+        result.description = Some(CORE_DESCRIPTION.to_owned());
+        Ok(GetPromptResponse::Complete(result))
+    }
+}
+
+/// The core block as an MCP resource.
+pub const CORE_URI: &str = "memory://core";
+/// The core block as an MCP prompt.
+pub const CORE_PROMPT: &str = "memory_core";
+const CORE_DESCRIPTION: &str = "The owner's core memory: the small block Scriptorium puts into \
+    every system prompt (fenced as recalled memory, not as instructions).";
+/// What the core resource and prompt say when there is no core yet.
+pub const NO_CORE: &str = "There is no core memory yet.";
+
+impl MemoryTools {
+    /// The fenced core as the system prompt receives it, or [`NO_CORE`].
+    async fn core_text(&self) -> String {
+        let root = self.memory_root().to_path_buf();
+        let core = tokio::task::spawn_blocking(move || {
+            scriptorium_backend::local::injected_core_at(&root)
+        })
+        .await
+        .unwrap_or_default();
+        if core.is_empty() { NO_CORE.to_owned() } else { core }
     }
 }
 

@@ -170,6 +170,43 @@ async def exercise(server, root, word, topic, summary):
             check(bad["code"] == "INVALID_ARGUMENT", f"a bad note is refused: {bad}")
             summary["revision_after"] = noted["revision"]
 
+            # A citation leads to the record it cites, with its place in the conversation.
+            notes = ok_text(await session.call_tool("memory_get", {"path": "topics/notes.md"}),
+                            "memory_get notes")
+            link = next((part.split(")")[0] for part in notes.split("](")[1:]
+                         if "#source-" in part.split(")")[0]), None)
+            check(link is not None, f"the note cites its record: {notes}")
+            record = ok_text(await session.call_tool("memory_get", {"path": link}),
+                             "memory_get of a citation")
+            check("wheelbarrow is green" in record and "turn 1 of" in record,
+                  f"the citation opens its record: {record}")
+            check("cited by: topics/notes.md" in record, f"the record names its citer: {record}")
+
+            # The core, as a resource and as a prompt, holds what a core note pinned.
+            pinned = ok_json(await session.call_tool(
+                "memory_note", {"text": "Dana prefers short answers.", "core": True}),
+                "memory_note --core")
+            check(pinned.get("ok") is True, f"the core note installs: {pinned}")
+            resources = (await session.list_resources()).resources
+            check([str(r.uri) for r in resources] == ["memory://core"],
+                  f"the core is the one resource: {resources}")
+            read = await session.read_resource("memory://core")
+            core = read.contents[0].text
+            check(core.count(FENCE_OPEN) == 1 and "Dana prefers short answers." in core,
+                  f"the core resource holds the fenced core: {core}")
+            prompts = (await session.list_prompts()).prompts
+            check([p.name for p in prompts] == ["memory_core"], f"the core prompt: {prompts}")
+            prompt = await session.get_prompt("memory_core")
+            check(prompt.messages[0].content.text == core, f"the prompt is the core: {prompt}")
+            try:
+                await session.read_resource("memory://nothing")
+                check(False, "an unknown resource is refused")
+            except CheckFailed:
+                raise
+            except Exception as error:  # noqa: BLE001 - the SDK raises McpError
+                check("no such resource" in str(error), f"the refusal says why: {error}")
+            summary["resources"] = [str(r.uri) for r in resources]
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
