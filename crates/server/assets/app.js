@@ -70,6 +70,8 @@ const state = {
   error: null, // section-level load error message
   confirmDelete: false,
   record: null, // an archived record opened from a citation: {path, anchor, doc, whole}
+  compose: null, // 'note' | 'topic': the add-note or new-topic form in the detail pane
+  composeError: null,
 };
 
 // ---- small DOM helpers
@@ -281,6 +283,7 @@ function narrow() {
 }
 
 function selectSection(section, detail) {
+  state.compose = null;
   setRoute(`#/${section}`);
   state.section = section;
   state.record = null;
@@ -304,6 +307,7 @@ function focusHead() {
 
 function openTopic(raw, anchor) {
   const path = rel(raw);
+  state.compose = null;
   setRoute(`#/topic/${encodeURIComponent(path)}${anchor && /^\^?[0-9a-z]+$/.test(anchor) ? `/^${anchor.replace(/^\^/, '')}` : ''}`);
   state.section = 'topics';
   state.record = null;
@@ -328,6 +332,7 @@ function openTopic(raw, anchor) {
 }
 
 function openDay(date) {
+  state.compose = null;
   setRoute(`#/day/${date}`);
   state.section = 'timeline';
   state.record = null;
@@ -339,6 +344,66 @@ function openDay(date) {
   guarded(() => loadDay(date));
 }
 
+function openCompose(kind) {
+  state.compose = kind;
+  state.composeError = null;
+  state.record = null;
+  state.section = 'topics';
+  setView('detail');
+  render();
+  requestAnimationFrame(() => $(kind === 'note' ? 'note-text' : 'new-topic-path')?.focus());
+}
+
+function renderCompose(body) {
+  const note = state.compose === 'note';
+  const form = el('form', { class: 'doc compose', id: note ? 'note-form' : 'topic-form' });
+  if (note) {
+    setHead([el('span', { class: 't', text: 'Add a note' })], 'Remember one fact in your words: archived as your own record and cited by a new block');
+    form.append(
+      el('label', { for: 'note-text', text: 'The fact' }),
+      el('textarea', { id: 'note-text', rows: '4', placeholder: 'Dana moved to Lisbon in May.', required: true }),
+      el('label', { class: 'check' }, el('input', { type: 'checkbox', id: 'note-core' }), 'Pin it to the core (every system prompt sees it)'));
+  } else {
+    setHead([el('span', { class: 't', text: 'New topic' })], 'A new topic under topics/, starting with one fact in your words (every block cites its source)');
+    form.append(
+      el('label', { for: 'new-topic-path', text: 'Path under topics/' }),
+      el('input', { id: 'new-topic-path', placeholder: 'people/ana', required: true, autocomplete: 'off', spellcheck: 'false' }),
+      el('label', { for: 'note-text', text: 'Its first fact' }),
+      el('textarea', { id: 'note-text', rows: '3', placeholder: 'Ana runs the Lisbon office.', required: true }));
+  }
+  if (state.composeError) form.append(el('p', { class: 'banner error', id: 'compose-error', role: 'alert', text: state.composeError }));
+  form.append(el('div', { class: 'turns' },
+    el('button', { type: 'submit', class: 'btn primary', id: 'compose-save' }, note ? 'Remember' : 'Create'),
+    el('button', { type: 'button', class: 'btn', onclick: () => { state.compose = null; render(); } }, 'Cancel')));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    guarded(submitNote);
+  });
+  body.append(form);
+}
+
+async function submitNote() {
+  const text = $('note-text').value.trim();
+  const topicField = $('new-topic-path');
+  const topic = topicField ? rel(topicField.value.trim()).replace(/^\/+/, '').replace(/\.md$/, '') : '';
+  if (!text || (topicField && !topic)) return;
+  const core = !topicField && $('note-core').checked;
+  try {
+    const body = topic ? { text, topic } : { text, core };
+    const { data } = await api('POST', '/api/memory/notes', body);
+    await refreshLists();
+    const where = data.topic_path || (data.changed_files || []).find((f) => f.startsWith('topics/') && f !== 'topics/core.md') || 'topics/core.md';
+    if (where === 'topics/core.md') selectSection('core', true);
+    else openTopic(where);
+    state.notice = { key: rel(where), text: data.noop ? 'Already noted.' : 'Noted.' };
+    render();
+  } catch (e) {
+    if (gated) return;
+    state.composeError = e.message;
+    render();
+  }
+}
+
 function closeRecord() {
   state.record = null;
   const s = state.section;
@@ -347,6 +412,7 @@ function closeRecord() {
 }
 
 function openRecord(path, anchor) {
+  state.compose = null;
   setRoute(`#/record/${encodeURIComponent(path)}/${anchor}`);
   const whole = state.record && state.record.path === path ? state.record.whole : null;
   state.record = { path, anchor, doc: null, whole };
@@ -410,6 +476,9 @@ function renderContext() {
       }
     });
     ctx.append(el('div', { class: 'search', role: 'search' }, el('span', { class: 'glyph', 'aria-hidden': 'true', text: '⌕' }), input));
+    ctx.append(el('div', { class: 'list-actions' },
+      el('button', { type: 'button', class: 'btn', id: 'add-note', onclick: () => openCompose('note') }, 'Add note'),
+      el('button', { type: 'button', class: 'btn', id: 'new-topic', onclick: () => openCompose('topic') }, 'New topic')));
     ctx.append(state.query.trim() ? searchList() : topicList());
   } else if (state.section === 'timeline') {
     ctx.append(timelineList());
@@ -552,6 +621,7 @@ function renderBody() {
   body.classList.remove('editing');
   body.replaceChildren();
   if (state.record) return renderRecord(body);
+  if (state.compose) return renderCompose(body);
   ({ topics: renderTopic, timeline: renderDay, recent: renderRecent, core: renderCore })[state.section](body);
 }
 

@@ -277,6 +277,39 @@ async function run(browser, w, h) {
     await visible(page, '.row.topic', 'the topic list after clearing the search');
   });
 
+  const fact = `Dana's bike is blue, noted in the browser at ${w} px.`;
+  await step(page, '14b-add-note', async () => {
+    if (narrow() && (await page.locator('#back').isVisible())) await back(page);
+    await page.click('#add-note');
+    await visible(page, '#note-form', 'the note form');
+    await page.fill('#note-text', fact);
+    await page.click('#compose-save');
+    await visible(page, '#preview', 'the topic the note went into');
+    await page.waitForFunction((f) => document.getElementById('preview')?.textContent.includes(f), fact, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the note does not appear in its topic'); });
+  });
+  await step(page, '14c-note-cited', async () => {
+    const cites = page.locator('#preview a[href*="#source-"]');
+    check((await cites.count()) >= 1, 'the noted topic shows no citation');
+    await cites.last().click();
+    await visible(page, '#record', 'the record the note cites');
+    check((await page.locator('#record .record-text').first().textContent()).includes(fact), 'the note is not archived as its record');
+  });
+  await step(page, '14d-new-topic', async () => {
+    if (narrow() && (await page.locator('#back').isVisible())) await back(page);
+    await page.click('#new-topic');
+    await visible(page, '#topic-form', 'the new topic form');
+    const first = `The browser made this topic at ${w} px.`;
+    await page.fill('#new-topic-path', `browser/width-${w}`);
+    await page.fill('#note-text', first);
+    await page.click('#compose-save');
+    await visible(page, '#preview', 'the new topic');
+    await page.waitForFunction((f) => document.getElementById('preview')?.textContent.includes(f), first, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the new topic does not hold its first fact'); });
+    if (narrow()) await back(page);
+    await visible(page, `.row.topic[data-path="browser/width-${w}.md"]`, 'the new topic in the list');
+  });
+
   check(problems.length === 0, problems.join('\n'));
 
   if (w === 1280) {
