@@ -109,6 +109,8 @@ async function run(browser, w, h) {
     const listed = await page.locator('.row.topic').evaluateAll((rows) => rows.map((r) => r.dataset.path));
     check(!listed.some((p) => /^(topics\/)?core\.md$/.test(p)), 'the topics list shows core.md');
     if (!narrow()) await visible(page, '.head-title', 'the content header');
+    const labels = await page.locator('.nav-item .nav-label').evaluateAll((ls) => ls.map((l) => l.getBoundingClientRect().height > 0 && getComputedStyle(l).display !== 'none'));
+    check(labels.length === 4 && labels.every(Boolean), `the section names are not shown at ${w} px`);
   });
 
   await step(page, '02-keyboard', async () => {
