@@ -539,6 +539,7 @@ function searchList() {
       const open = isTopic ? () => openTopic(path, h.anchor) : () => openRecord(path.replace(/^sources\//, ''), anchor);
       list.append(el('button', { type: 'button', class: `row hit${isTopic ? '' : ' source'}`, title: path, onclick: open },
         el('span', { class: 'row-main', text: h.origin || rel(path) }),
+        h.origin ? el('span', { class: 'hit-path', text: path }) : null,
         el('span', { class: 'hit-text', text: h.content || '' })));
     }
   return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Search results' }), list);

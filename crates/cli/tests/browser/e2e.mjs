@@ -275,6 +275,14 @@ async function run(browser, w, h) {
     await page.fill('#search', 'the');
     await visible(page, '#search-results', 'the search results');
     await page.waitForFunction(() => !document.querySelector('#search-results')?.textContent.includes('Searching'), null, { timeout: TIMEOUT });
+    await page.fill('#search', 'vegetable garden');
+    await visible(page, '#search-results .row.hit .hit-path', 'the path of a search hit');
+    const rows = await page.locator('#search-results .row.hit').evaluateAll((rs) => rs.map((r) => ({
+      path: r.querySelector('.hit-path')?.textContent || '',
+      clipped: [...r.querySelectorAll('.row-main,.hit-path')].some((c) => c.scrollWidth > c.clientWidth + 1),
+    })));
+    check(rows.some((r) => /^topics\/.+\.md$/.test(r.path)), `no search hit names its file: ${JSON.stringify(rows)}`);
+    check(!rows.some((r) => r.clipped), `a search hit's title or path is clipped: ${JSON.stringify(rows)}`);
     await page.fill('#search', '');
     await visible(page, '.row.topic', 'the topic list after clearing the search');
   });
