@@ -324,7 +324,9 @@ async fn a_foreign_host_header_is_refused() {
     for host in
         ["evil.example:7878", "127.0.0.1:9999", "localhost", "127.0.0.1.evil.example:7878", ""]
     {
-        for uri in ["/", "/api/memory/status"] {
+        for uri in
+            ["/", "/api/memory/status", "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1"]
+        {
             let request = server
                 .request(Method::GET, uri)
                 .header(header::HOST, host)
