@@ -18,8 +18,10 @@
 //! sees the old or the new content, never a mix, as with a rename. Writers are serialized by
 //! tantivy's writer lock (the index is written under the workspace write lock as well).
 //!
-//! `meta.json`'s slot is `fsync`ed on every write: it is the commit point. `.managed.json`'s is
-//! not, because what it is for is also derived from the directory: it lists the files tantivy
+//! In the synced mode (no boot identity, see the crate docs, *Durability*) `meta.json`'s slot
+//! is `fsync`ed on every write, as the commit point, and segment files are synced as tantivy's
+//! own directory syncs them; in the unsynced mode nothing is (the index checks itself after a
+//! reboot instead). `.managed.json`'s slot is never synced, because what it is for is also derived from the directory: it lists the files tantivy
 //! created, so that its garbage collection deletes those no commit uses (among them what a
 //! killed writer left, which must go before a writer that replays the same operations names a
 //! file the same). Read here, it is the stored list *and every segment file in the directory*
