@@ -248,7 +248,7 @@ pub struct Citing {
     pub path: String,
     /// The block ID.
     pub block_id: String,
-    /// Its first [`SNIPPET_CHARS`] characters, on one line.
+    /// The start of its text, on one line (the search hit's snippet).
     pub snippet: String,
 }
 
@@ -263,14 +263,7 @@ impl Citing {
             .map(|h| Citing {
                 path: h.path.clone(),
                 block_id: h.id.clone(),
-                snippet: h
-                    .content
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" ")
-                    .chars()
-                    .take(SNIPPET_CHARS)
-                    .collect(),
+                snippet: h.snippet.clone(),
             })
             .collect()
     }
