@@ -16,6 +16,10 @@ mod common;
 
 use common::{BLOCKS_PER_FILE, generate_with};
 
+/// The `scriptorium` binary's allocator (see ARCHITECTURE.md, *Memory*).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The transaction benches' workspace: every paragraph says what it is about.
 fn generate(root: &Path, files: usize) {
     generate_with(root, files, &mut |f, b| {

@@ -38,6 +38,13 @@ mod write;
 
 pub(crate) use output::EXIT_RETRYABLE;
 
+/// mimalloc: the search index allocates megabytes of zeroed tables for every segment it writes,
+/// which glibc's allocator returns to the kernel and takes back page by page, fault after fault,
+/// on each install of a long-lived process (`serve`, `mcp`, `watch`); mimalloc keeps and reuses
+/// them. Libraries embedding the backend should choose the same (ARCHITECTURE.md, *Memory*).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The home's configuration (`scriptorium.toml` with the environment overrides); memory
 /// disabled by `memory.backend = "none"` is an error here (`MEMORY_DISABLED`), so every command
 /// that uses the home says so and creates nothing.

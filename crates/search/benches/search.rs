@@ -18,6 +18,10 @@ use scriptorium_search::{Changes, Index, Query};
 use scriptorium_testkit::synthetic::Words;
 use scriptorium_topics_format::source::{ArchiveRecord, plan_append};
 
+/// The `scriptorium` binary's allocator (see ARCHITECTURE.md, *Memory*).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const BLOCKS: usize = 10_000;
 const BLOCKS_PER_FILE: usize = 20;
 const RECORDS: usize = 50_000;

@@ -252,8 +252,23 @@ impl Directory for IndexDirectory {
         self.inner.sync_directory()
     }
 
+    /// tantivy's locks as an exclusive `flock` on a file that stays: tantivy's own directory
+    /// creates the file for each lock and deletes it on release, two new inodes per commit and
+    /// one per search process for nothing (the `flock` is the lock, not the file).
     fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
-        self.inner.acquire_lock(lock)
+        let path = self.root.join(&lock.filepath);
+        let file = scriptorium_workspace_fs::open_lock_file(&path);
+        let file = file.map_err(|e| LockError::IoError(Arc::new(e)))?;
+        if lock.is_blocking {
+            file.lock().map_err(|e| LockError::IoError(Arc::new(e)))?;
+        } else if let Err(e) = file.try_lock() {
+            return Err(match e {
+                std::fs::TryLockError::WouldBlock => LockError::LockBusy,
+                std::fs::TryLockError::Error(e) => LockError::IoError(Arc::new(e)),
+            });
+        }
+        // Closing the file (dropping the lock) releases the flock.
+        Ok(DirectoryLock::from(Box::new(file)))
     }
 
     fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {

@@ -94,5 +94,14 @@ impl From<tantivy::TantivyError> for Error {
     }
 }
 
+impl From<tantivy::directory::error::LockError> for Error {
+    fn from(error: tantivy::directory::error::LockError) -> Self {
+        match error {
+            tantivy::directory::error::LockError::LockBusy => Error::Busy,
+            other => Error::Index { message: other.to_string() },
+        }
+    }
+}
+
 /// This crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

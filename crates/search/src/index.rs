@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{DocSetCollector, TopDocs};
-use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
+use tantivy::indexer::LogMergePolicy;
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query as TantivyQuery, RangeQuery, TermQuery,
     TermSetQuery,
@@ -27,6 +27,7 @@ use scriptorium_workspace_fs::{Fs as _, RealFs as WorkspaceFs};
 use crate::fs::{FileAccess, RealFs, Stat};
 use crate::model::{Changes, Hit, HitKind, Plan, ProjectScope, Query};
 use crate::schema::{Fields, KIND_BLOCK, KIND_SOURCE, Key, SCHEMA_VERSION, build_schema};
+use crate::segments;
 use crate::tokenize::{ScriptoriumTokenizer, TOKENIZER_NAME, find_term, query_terms};
 
 /// The manifest file, beside tantivy's own files in the index directory.
@@ -134,10 +135,10 @@ pub enum Ahead {
 ///
 /// # Writer lifetime
 ///
-/// The first [`Index::sync`] that has to write takes tantivy's writer (and its lock file) and
-/// keeps it until the `Index` is dropped or [`Index::release_writer`] is called, so later syncs
-/// skip the writer's setup (its threads and lock) and merges run in the background instead of
-/// blocking the sync. The cost: while one `Index` holds the writer, another `Index` on the same
+/// The first [`Index::sync`] that has to write takes tantivy's writer lock and keeps it until
+/// the `Index` is dropped or [`Index::release_writer`] is called (a merge it starts after a
+/// commit holds the lock while it runs, and the next update waits for it), so later syncs skip
+/// the writer's setup and merges run in the background instead of blocking the sync. The cost: while one `Index` holds the writer, another `Index` on the same
 /// directory (in this or another process) cannot update it; its sync, or a search that needs
 /// to catch up, fails with [`Error::Busy`] (retryable). Searches at a revision the index already
 /// reflects never need the writer. In practice the index is updated under the workspace write
@@ -156,7 +157,7 @@ pub struct Index {
     revision: Option<String>,
     /// The writer, taken by the first sync that writes and kept until drop or
     /// [`Index::release_writer`] (see "Writer lifetime" on [`Index`]).
-    writer: Option<IndexWriter<TantivyDocument>>,
+    writer: Option<segments::Writer>,
 }
 
 impl std::fmt::Debug for Index {
@@ -200,22 +201,26 @@ impl Index {
         })
     }
 
-    /// Releases tantivy's writer (and its lock file) if this `Index` holds it; the next sync
-    /// that writes takes it again. Merges still running are abandoned (their files are
-    /// collected later); committed data is unaffected.
+    /// Releases the writer lock if this `Index` holds it; the next sync that writes takes it
+    /// again. A merge still running goes on alone and commits when done (or, when the process
+    /// ends first, leaves files the next writer collects); committed data is unaffected.
     pub fn release_writer(&mut self) {
         self.writer = None;
     }
 
-    /// Waits for the segment merges this `Index`'s writer started and releases the writer. A
+    /// Waits for the segment merge this `Index`'s writer started and releases the writer (an
+    /// error says the merge failed: nothing committed is lost, the merge is retried later). A
     /// process that exits right after an update calls it: merges run beside the caller and
     /// would otherwise never finish, and every update's small segment would stay (a search
     /// opens each one). Merging the small segments of recent updates costs milliseconds; the
     /// rarer merge of large levels costs more. Committed data is unaffected either way.
     pub fn finish_merges(&mut self) -> Result<()> {
-        if let Some(writer) = self.writer.take() {
-            writer.wait_merging_threads()?;
+        if let Some(mut writer) = self.writer.take() {
+            writer.settle(&self.index)?;
             self.reader.reload()?;
+            if let Some(message) = writer.take_merge_failure() {
+                return Err(Error::Index { message });
+            }
         }
         Ok(())
     }
@@ -228,6 +233,12 @@ impl Index {
     /// The workspace revision the index reflects (`None` for a fresh index).
     pub fn revision(&self) -> Option<&str> {
         self.revision.as_deref()
+    }
+
+    /// Number of segments of the last commit the reader loaded (each search opens every one;
+    /// updates add one, merges fold them together).
+    pub fn num_segments(&self) -> usize {
+        self.reader.searcher().segment_readers().len()
     }
 
     /// Number of indexed documents (blocks and source records).
@@ -312,9 +323,16 @@ impl Index {
         // commit.
         let mut writer = match self.writer.take() {
             Some(writer) => writer,
-            None => new_writer(&self.index)?,
+            None => segments::Writer::acquire(&mut self.index)?,
         };
+        // A merge this writer started may have committed since the reader was loaded: its
+        // segments are what the deletes below apply to.
+        if writer.settle(&self.index)? {
+            self.reader.reload()?;
+        }
         let searcher = self.reader.searcher();
+        let mut deletes: Vec<Term> = Vec::new();
+        let mut docs: Vec<TantivyDocument> = Vec::new();
         let candidates: BTreeSet<String> = match hint {
             Some(changes) if !full_walk => {
                 changes.paths.iter().filter_map(|p| normalize_rel(p)).collect()
@@ -368,7 +386,7 @@ impl Index {
         let mut report = SyncReport { full_walk, ..SyncReport::default() };
         for (rel, text) in changed.iter().filter(|(rel, _)| rel.starts_with("sources/")) {
             let old = if fresh { Vec::new() } else { lookup.records_in(rel) };
-            writer.delete_term(Key::File.term(&self.fields, rel));
+            deletes.push(Key::File.term(&self.fields, rel));
             overrides.archives.insert(rel.clone());
             let mut seen = HashSet::new();
             for record in
@@ -382,7 +400,7 @@ impl Index {
                 overrides.ids.insert(record.id.clone(), Some(record.trusted));
                 overrides.anchors.insert(record.akey, record.id.clone());
                 seen.insert(record.id);
-                writer.add_document(record.doc)?;
+                docs.push(record.doc);
             }
             for (id, _) in old.into_iter().filter(|(id, _)| !seen.contains(id)) {
                 overrides.ids.insert(id.clone(), None);
@@ -416,12 +434,10 @@ impl Index {
         }
         let resolver = IndexResolver { overrides: &overrides, lookup: &lookup };
         for (rel, text) in &topics {
-            writer.delete_term(Key::File.term(&self.fields, rel));
+            deletes.push(Key::File.term(&self.fields, rel));
             match text {
                 Some(text) => {
-                    for doc in block_docs(&self.fields, rel, text, &resolver) {
-                        writer.add_document(doc)?;
-                    }
+                    docs.extend(block_docs(&self.fields, rel, text, &resolver));
                     report.reindexed.push(rel.clone());
                 }
                 None => report.removed.push(rel.clone()),
@@ -430,10 +446,10 @@ impl Index {
         report.reindexed.sort();
         report.removed.sort();
 
-        // The new segment is written (and synced) here; only the commit below publishes it.
-        let mut prepared = writer.prepare_commit()?;
+        // The new segment is written here; only the commit below publishes it.
+        let prepared = writer.prepare(&self.index, &searcher, &deletes, docs)?;
         let Some(revision) = decide() else {
-            prepared.abort()?;
+            prepared.abort(&mut self.index)?;
             self.writer = Some(writer);
             return Ok(Ahead::Abandoned);
         };
@@ -443,8 +459,8 @@ impl Index {
             boot: self.boot.clone().unwrap_or_default(),
         })
         .map_err(|e| Error::Index { message: e.to_string() })?;
-        prepared.set_payload(&payload);
-        prepared.commit()?;
+        prepared.commit(&mut self.index, &payload)?;
+        writer.merge_in_background(&self.index, &merge_policy());
         self.writer = Some(writer);
         self.reader.reload()?;
         manifest.version = SCHEMA_VERSION;
@@ -899,24 +915,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 fn read_payload(index: &tantivy::Index) -> Option<Payload> {
     let metas = index.load_metas().ok()?;
     serde_json::from_str(metas.payload.as_deref()?).ok()
-}
-
-/// A single-threaded writer (one indexing thread, one merge thread) whose merges never wait
-/// on the caller; see [`merge_policy`].
-fn new_writer(index: &tantivy::Index) -> Result<IndexWriter<TantivyDocument>> {
-    let options = IndexWriterOptions::builder()
-        .memory_budget_per_thread(WRITER_ARENA)
-        .num_worker_threads(1)
-        .num_merge_threads(1)
-        .build();
-    let writer = index.writer_with_options(options)?;
-    writer.set_merge_policy(Box::new(merge_policy()));
-    // A writer killed while committing leaves files no commit refers to, among them delete
-    // files named by segment and opstamp. Opstamps start again from the last commit, so the
-    // same operations would name their delete files the same, and tantivy refuses to create a
-    // file that exists. tantivy collects such files only after a commit: collect them first.
-    writer.garbage_collect_files().wait()?;
-    Ok(writer)
 }
 
 /// tantivy's log merge policy, with levels down to [`MIN_MERGE_LAYER`] documents: each

@@ -108,6 +108,22 @@ fn nofollow() -> i32 {
     i32::try_from(OFlags::NOFOLLOW.bits()).unwrap_or(0)
 }
 
+/// Opens (creating it 0600 when missing, never truncating, never through a symlink) a file
+/// that exists only to carry an `flock`: the lock is on the open file, and the file stays when
+/// the lock is released, so taking a lock creates no inode after the first time.
+///
+/// # Errors
+/// The `open` failing (a symlink at `path` is `ELOOP`).
+pub fn open_lock_file(path: &Path) -> io::Result<fs::File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nofollow())
+        .open(path)
+}
+
 /// The real filesystem (`std` plus `rustix` for `renameat2`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RealFs;

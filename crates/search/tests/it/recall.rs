@@ -580,6 +580,70 @@ fn one_writer_is_reused_across_syncs() {
     assert_eq!(ids(&index.search("r99", &Query::new("echidna")).expect("test step")), ["00000005"]);
 }
 
+/// One file edited again and again: each update deletes every document of the previous
+/// update's segment, and a segment left without documents leaves the index, so the segments do
+/// not pile up, and nothing is found twice.
+#[test]
+fn re_indexing_one_file_again_and_again_keeps_one_segment_for_it() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    let base = index.num_segments();
+    let before = index.num_docs();
+    for n in 1..=30 {
+        let hint = append_paragraph(root, &format!("r{n}"), n, &format!("Craig noted zq{n}x."));
+        index.sync(&format!("r{}", n + 1), Some(&hint)).expect("test step");
+        assert!(
+            index.num_segments() <= base + 1,
+            "{} segments after {n} updates",
+            index.num_segments()
+        );
+    }
+    for n in 1..=30 {
+        let hits = index.search("r31", &Query::new(format!("zq{n}x"))).expect("search");
+        assert_eq!(ids(&hits), [format!("{n:08x}")], "paragraph {n} once");
+    }
+    assert_eq!(index.num_docs(), before + 30, "every paragraph indexed once");
+}
+
+/// Updates of many files leave many small segments; the merges they start run beside the
+/// updates and fold them, and after `finish_merges` every document is still found exactly once.
+#[test]
+fn merges_fold_the_small_segments_of_many_updates() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    let before = index.num_docs();
+    for n in 1..=24usize {
+        let topic = format!("notes/n{n:02}.md");
+        let d = definition(root, &topic, "e-aaaaaaaaaa", "2024-03-15", "openprogram/s1/u1");
+        write_topic(
+            root,
+            &topic,
+            &format!(
+                "# N{n}\n\nOrchid oq{n}x bloomed.[^e-aaaaaaaaaa] ^{:08x}\n\n{d}\n",
+                0x1000 + n
+            ),
+        );
+        let hint = Changes { since: format!("r{n}"), paths: vec![format!("topics/{topic}")] };
+        index.sync(&format!("r{}", n + 1), Some(&hint)).expect("test step");
+    }
+    index.finish_merges().expect("merges finish");
+    assert!(!index.holds_writer(), "finishing releases the writer");
+    assert_eq!(index.num_docs(), before + 24);
+    assert!(index.num_segments() < 12, "{} segments after 24 updates", index.num_segments());
+    for n in 1..=24usize {
+        let hits = index.search("r25", &Query::new(format!("oq{n}x"))).expect("search");
+        assert_eq!(ids(&hits), [format!("{:08x}", 0x1000 + n)], "paragraph {n} once");
+    }
+    // The state survives a reopen.
+    drop(index);
+    let mut index = Index::open(root).expect("test step");
+    assert_eq!(ids(&index.search("r25", &Query::new("oq7x")).expect("search")), ["00001007"]);
+}
+
 #[test]
 fn a_second_index_on_the_same_directory_is_busy_while_the_first_holds_the_writer() {
     let ws = workspace();
