@@ -19,7 +19,9 @@
 //! - never an empty commit: a transaction whose tree `HEAD` already holds (it changed only
 //!   internal files, or a `git commit` by hand recorded its files first) is recorded by the
 //!   marker `.git/scriptorium-settled` (`<txn id> <commit>`), which names it while `HEAD` is that
-//!   commit.
+//!   commit. Every commit of a transaction writes the marker too, so [`History::settled`]
+//!   sees that `HEAD` holds the installed transaction from `HEAD`, the branch file and the
+//!   marker, without opening the repository (what a search process pays on its way out).
 //!
 //! # Limitations
 //!
@@ -201,12 +203,40 @@ impl History {
         if history.lock_files().iter().any(|path| path.exists()) {
             return None;
         }
+        if history.settled_by_marker(installed_txn_id) {
+            return Some(history);
+        }
         let open = history.open().ok()?;
         let head = open.head().ok()??;
         if head.txn_id.as_deref() != Some(installed_txn_id) || open.index_is_stale().ok()? {
             return None;
         }
         Some(history)
+    }
+
+    /// Whether the settled marker shows, without opening the repository, that `HEAD` holds
+    /// `installed_txn_id` and `.git/index` is not older than the branch: `HEAD` is a loose
+    /// branch whose commit the marker names with that transaction. Anything else (a detached
+    /// or packed `HEAD`, a commit made by hand, a torn marker) says `false`, and the caller
+    /// reads `HEAD`'s commit instead.
+    fn settled_by_marker(&self, installed_txn_id: &str) -> bool {
+        let git = self.root.join(".git");
+        let Ok(head) = std::fs::read_to_string(git.join("HEAD")) else { return false };
+        let Some(branch) = head.strip_prefix("ref: ").map(str::trim_end) else { return false };
+        if !branch.starts_with("refs/heads/")
+            || branch.split('/').any(|c| c == ".." || c.is_empty())
+        {
+            return false;
+        }
+        let reference = git.join(branch);
+        let Ok(commit) = std::fs::read_to_string(&reference) else { return false };
+        let Ok(commit) = ObjectId::from_hex(commit.trim_end().as_bytes()) else { return false };
+        let Some((txn, settled)) = read_settled(&self.root) else { return false };
+        if txn != installed_txn_id || settled != commit {
+            return false;
+        }
+        let mtime = |path: &Path| std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+        matches!((mtime(&git.join("index")), mtime(&reference)), (Some(index), Some(branch)) if index >= branch)
     }
 
     /// Every lock file a committer takes (`HEAD.lock`, `index.lock`, `packed-refs.lock`, and
@@ -597,6 +627,12 @@ impl Repo<'_> {
             .commit_as(signature, signature, "HEAD", &message, tree, parents)
             .map_err(|source| Error::write("update HEAD", Some("HEAD"), source))?;
         let index_written = self.write_index(tree, &scanner).is_ok();
+        if let Some(txn_id) = txn_id {
+            // Lets the next process see that `HEAD` holds the installed transaction without
+            // opening the repository (`History::settled`). A marker that fails to be written
+            // only costs that process the full check.
+            let _ = write_settled(self.root, txn_id, commit.detach());
+        }
         Ok(CommitOutcome {
             commit: commit.to_hex().to_string(),
             created: true,
@@ -647,15 +683,12 @@ fn read_settled(root: &Path) -> Option<(String, ObjectId)> {
     Some((txn.to_owned(), ObjectId::from_hex(commit.as_bytes()).ok()?))
 }
 
-/// Writes the settled marker (temp file and rename, so a reader sees the old or the new one).
+/// Writes the settled marker in place (no new inode per commit): a reader that meets it torn
+/// finds no transaction or commit in it, and falls back to reading `HEAD`'s commit.
 fn write_settled(root: &Path, txn_id: &str, commit: ObjectId) -> Result<(), Error> {
-    let git = root.join(".git");
-    let path = git.join(SETTLED_FILE);
-    let tmp = git.join(format!("{SETTLED_FILE}.tmp"));
-    let write_err =
-        |source| Error::Workspace { op: "write settled marker", path: path.clone(), source };
-    std::fs::write(&tmp, format!("{txn_id} {}\n", commit.to_hex())).map_err(write_err)?;
-    std::fs::rename(&tmp, &path).map_err(write_err)
+    let path = root.join(".git").join(SETTLED_FILE);
+    std::fs::write(&path, format!("{txn_id} {}\n", commit.to_hex()))
+        .map_err(|source| Error::Workspace { op: "write settled marker", path, source })
 }
 
 /// Add the missing [`EXCLUDES`] lines to `<git_dir>/info/exclude` (temp file and rename).

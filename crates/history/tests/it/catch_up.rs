@@ -168,3 +168,41 @@ fn catch_up_rewrites_an_index_older_than_the_branch() {
     assert_eq!(history.catch_up("t-1", at(2)).unwrap(), None, "no new commit");
     ws.assert_clean();
 }
+
+/// Every commit of a transaction records it in the settled marker, so a process can see that
+/// `HEAD` holds the installed transaction from three small files; whatever moves `HEAD` or
+/// tears the marker makes it fall back to reading the commit, never to a wrong answer.
+#[test]
+fn the_settled_marker_names_each_commit_and_is_never_trusted_past_it() {
+    let ws = Ws::new();
+    ws.write("topics/a.md", "a\n");
+    let history = ws.open();
+    ws.write("topics/a.md", "a2\n");
+    commit(&history, "t-1", "memory: incremental transaction", Some(&["topics/a.md"]), at(1));
+    let head = ws.git(&["rev-parse", "HEAD"]);
+    let marker = ws.path(".git/scriptorium-settled");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), format!("t-1 {head}"));
+    assert!(History::settled(ws.root(), "t-1").is_some());
+    assert!(History::settled(ws.root(), "t-2").is_none(), "another transaction is not HEAD's");
+
+    // A torn marker: the commit's trailer still names the transaction.
+    std::fs::write(&marker, "t-1 0123").unwrap();
+    assert!(History::settled(ws.root(), "t-1").is_some());
+    // A marker naming the transaction at another commit: HEAD's own trailer decides.
+    std::fs::write(&marker, format!("t-9 {head}")).unwrap();
+    assert!(History::settled(ws.root(), "t-9").is_some(), "the marker names HEAD's commit");
+    ws.write("topics/a.md", "a3\n");
+    ws.git(&["-c", "user.name=x", "-c", "user.email=y@example.invalid", "commit", "-qam", "mine"]);
+    assert!(History::settled(ws.root(), "t-9").is_none(), "HEAD moved past the marker's commit");
+    assert!(History::settled(ws.root(), "t-1").is_none(), "HEAD holds no transaction now");
+
+    // An index older than the branch needs the repair, marker or not.
+    ws.write("topics/a.md", "a4\n");
+    commit(&history, "t-2", "memory: incremental transaction", Some(&["topics/a.md"]), at(2));
+    assert!(History::settled(ws.root(), "t-2").is_some());
+    let branch = ws.path(".git/refs/heads/main");
+    let later = std::fs::metadata(ws.path(".git/index")).unwrap().modified().unwrap()
+        + std::time::Duration::from_secs(5);
+    std::fs::File::options().write(true).open(&branch).unwrap().set_modified(later).unwrap();
+    assert!(History::settled(ws.root(), "t-2").is_none(), "the index is older than the branch");
+}
