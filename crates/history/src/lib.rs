@@ -349,6 +349,13 @@ impl History {
         if let Some(head) = head.as_ref().filter(|h| h.txn_id.as_deref() == Some(installed_txn_id))
         {
             open.refresh_stale_index(head)?;
+            // A repository whose commits predate the marker (or whose marker a crash tore)
+            // gets it now, so the next process needs no repair to see that nothing is missing.
+            if read_settled(&self.root)
+                .is_none_or(|(txn, commit)| txn != installed_txn_id || commit != head.commit)
+            {
+                let _ = write_settled(&self.root, installed_txn_id, head.commit);
+            }
             return Ok(None);
         }
         let message = format!("memory: catch up with transaction {installed_txn_id}");
