@@ -191,7 +191,8 @@ impl History {
     /// The history at `root` when it needs no repair for `installed_txn_id`: the repository
     /// exists, `.git/info/exclude` holds [`EXCLUDES`], no lock file a killed committer could
     /// have left is present, `HEAD` names the installed transaction and `.git/index` is not
-    /// older than the branch. Reads only; `None` means: repair under the workspace lock
+    /// older than the branch. Reads only (but for writing the settled marker when it had to read
+    /// `HEAD`'s commit to know); `None` means: repair under the workspace lock
     /// ([`History::open_or_init`], [`History::remove_stale_locks`], [`History::catch_up`]).
     pub fn settled(root: impl AsRef<Path>, installed_txn_id: &str) -> Option<History> {
         let history = History { root: root.as_ref().to_path_buf() };
@@ -211,6 +212,9 @@ impl History {
         if head.txn_id.as_deref() != Some(installed_txn_id) || open.index_is_stale().ok()? {
             return None;
         }
+        // The marker this check could not use (a repository older than it): the next one can.
+        // A pair read from `HEAD` itself, so at worst it is stale once `HEAD` moves on.
+        let _ = write_settled(&history.root, installed_txn_id, head.commit);
         Some(history)
     }
 
