@@ -119,7 +119,7 @@ impl Workspace {
                 counter: crate::install::next_counter(&current.record, layout)?,
                 txn_id: op.as_str().to_owned(),
                 sources: String::new(),
-                ..current.record.clone()
+                ..(*current.record).clone()
             },
             runtime: None,
             old_sources: current.source_scan.content.clone(),

@@ -238,9 +238,12 @@ fn install(validated: Validated) -> Result<Installed> {
         hashes.insert(state.path().to_owned(), state.hash.clone());
     }
     let manifest = manifest_of(fs, &stage_topics, &hashes)?;
+    let mut unlisted: Vec<(String, String)> =
+        begin.live.foreign.iter().map(crate::live::Foreign::digest_item).collect();
+    unlisted.sort_unstable();
     let mut items: Vec<(String, String)> =
         manifest.iter().map(|m| (m.path.clone(), m.sha256.clone())).collect();
-    items.extend(begin.live.foreign.iter().map(crate::live::Foreign::digest_item));
+    items.extend(unlisted.iter().cloned());
     items.sort_unstable();
     let topics = topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())));
     let runtime = match &prepared.runtime {
@@ -264,6 +267,7 @@ fn install(validated: Validated) -> Result<Installed> {
         source_files: current.source_scan.files.clone(),
         workspace_id: Some(ws.workspace_id().as_str().to_owned()),
         batches,
+        unlisted: Some(unlisted),
     };
     let new_revision = record.revision();
     let old_ino = stat(fs, &layout.topics)?.ino;

@@ -24,7 +24,7 @@
 //! | `.scriptorium/` | runtime directory, 0700 |
 //! | `.scriptorium/workspace-id` | `w-` + 8 hex + `\n` |
 //! | `.scriptorium/write.lock` | the `flock` target, 0600, empty |
-//! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (digest), `runtime` (digest of `runtime.json`, informational), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file), `source_files` (the same for `sources/`), `workspace_id`, `batches` (the last 64 session batches installed: `key`, `count`, `txn_id`) |
+//! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (digest), `runtime` (digest of `runtime.json`, informational), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file), `source_files` (the same for `sources/`), `workspace_id`, `batches` (the last 64 session batches installed: `key`, `count`, `txn_id`), `unlisted` (the `topics/` entries the manifest leaves out, by kind) |
 //! | `.scriptorium/permissions` | present once the one-time permission migration ran |
 //! | `.scriptorium/intent.json` | present only during an install or archive append (see *Recovery*) |
 //! | `.scriptorium/runtime.json` | creation order and organizer counters (Python's layout) |

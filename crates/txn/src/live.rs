@@ -65,15 +65,36 @@ pub(crate) struct LiveTree {
 impl LiveTree {
     /// The digest of the tree (see the crate docs, *Revision*).
     pub(crate) fn digest(&self) -> String {
+        let mut items: Vec<(String, String)> =
+            self.files.iter().map(|(rel, f)| (rel.clone(), f.hash.clone())).collect();
+        items.extend(self.unlisted());
+        items.sort();
+        topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+    }
+
+    /// The digest items of the entries a manifest leaves out (special files, non-UTF-8
+    /// names), sorted.
+    pub(crate) fn unlisted(&self) -> Vec<(String, String)> {
         let mut items: Vec<(String, String)> = self
-            .files
+            .irregular
             .iter()
-            .map(|(rel, f)| (rel.clone(), f.hash.clone()))
-            .chain(self.irregular.iter().map(|(rel, kind)| (rel.clone(), irregular_hash(*kind))))
+            .map(|(rel, kind)| (rel.clone(), irregular_hash(*kind)))
             .chain(self.foreign.iter().map(Foreign::digest_item))
             .collect();
         items.sort();
-        topics_digest(items.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+        items
+    }
+
+    /// The digest of the tree scanned against `record`: the record's own when the scan found
+    /// exactly what it lists (every manifest file with its hash, no other file, the same
+    /// unlisted entries), else [`LiveTree::digest`].
+    pub(crate) fn digest_against(&self, record: &crate::state::RevisionRecord) -> String {
+        match &record.unlisted {
+            Some(unlisted) if self.outside.is_empty() && *unlisted == self.unlisted() => {
+                record.topics.clone()
+            }
+            _ => self.digest(),
+        }
     }
 
     /// The bytes of the live file `rel`: kept from the scan, or read now.

@@ -216,7 +216,14 @@ impl Staged {
             }
         }
         let trust = crate::live::StatTrust::record_only(fs, &layout.revision);
-        if scan_sources(fs, &layout.sources, &begin.sources.files, trust)?.content
+        if scan_sources(
+            fs,
+            &layout.sources,
+            &begin.sources.files,
+            Some(&begin.sources.content),
+            trust,
+        )?
+        .content
             != begin.sources.content
         {
             violations.push(Violation::tree(

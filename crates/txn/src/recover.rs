@@ -188,7 +188,7 @@ fn recover_archive(
     intent: &Intent,
 ) -> Result<()> {
     let trust = crate::live::StatTrust::record_only(fs, &layout.revision);
-    let now = scan_sources(fs, &layout.sources, &intent.record.source_files, trust)?;
+    let now = scan_sources(fs, &layout.sources, &intent.record.source_files, None, trust)?;
     if now.content != intent.old_sources {
         let record = RevisionRecord {
             sources: now.content,

@@ -19,7 +19,7 @@ use crate::ids::{Revision, TxnId};
 use crate::live::{self, LiveTree};
 use crate::lock::OwnerLock;
 use crate::sources::LiveSources;
-use crate::state::{Counters, ManifestEntry, read_record, revision_of, sources_of, walk};
+use crate::state::{Counters, ManifestEntry, revision_of, sources_of, walk};
 use crate::validate::{Baseline, Violation};
 use crate::workspace::{Workspace, empty_record};
 
@@ -117,12 +117,12 @@ impl Workspace {
         let fs = self.fs();
         let layout = self.layout();
         let _lock = self.lock(opts.lock_timeout)?;
-        let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
+        let record = self.record()?.unwrap_or_else(|| Arc::new(empty_record()));
         let trust = live::StatTrust::record_only(fs, &layout.revision);
         let live = live::scan(fs, &layout.topics, &record.files, trust, true)?;
         let sources = sources_of(fs, &layout.sources, &record, trust)?;
         let runtime = self.runtime()?;
-        let digest = live.digest();
+        let digest = live.digest_against(&record);
         let revision = revision_of(record.counter, &record.txn_id, &digest, &sources.digest);
         if let Some(base) = opts.base_revision.as_ref().filter(|base| **base != revision) {
             return Err(Error::ConcurrentUpdate { base_revision: base.clone(), revision });

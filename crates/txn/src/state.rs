@@ -41,14 +41,20 @@ pub(crate) struct SourcesScan {
 /// Scans `sources/` against the record's manifest `known`: one `lstat` per entry, the hash
 /// taken from `known` when the stat is unchanged and older than the record by
 /// [`crate::live::RACY_NS`], the bytes read and hashed otherwise (as the `topics/` scan does).
+/// `known_content` is the content digest of `known` when the caller has it: a scan that finds
+/// exactly the entries of `known` with their hashes takes it instead of hashing the manifest
+/// again (the same items in the same walk order give the same digest).
 pub(crate) fn scan_sources(
     fs: &dyn Fs,
     sources: &Path,
     known: &[ManifestEntry],
+    known_content: Option<&str>,
     trust: crate::live::StatTrust,
 ) -> Result<SourcesScan> {
+    let known_count = known.len();
     let known: HashMap<&str, &ManifestEntry> = known.iter().map(|e| (e.path.as_str(), e)).collect();
     let mut scan = SourcesScan::default();
+    let mut as_known = known_content.is_some();
     for entry in walk(fs, sources)? {
         // Directories do not count: an append that created a directory and then failed
         // leaves an empty one behind, which is not a change of the archive.
@@ -65,6 +71,7 @@ pub(crate) fn scan_sources(
         } else {
             irregular_hash(entry.kind)
         };
+        as_known &= recorded.is_some_and(|e| e.sha256 == sha256);
         scan.files.push(ManifestEntry {
             path: entry.rel,
             sha256,
@@ -73,7 +80,10 @@ pub(crate) fn scan_sources(
             ino: meta.ino,
         });
     }
-    scan.content = topics_digest(scan.files.iter().map(|e| (e.path.as_str(), e.sha256.as_str())));
+    scan.content = match known_content {
+        Some(content) if as_known && scan.files.len() == known_count => content.to_owned(),
+        _ => topics_digest(scan.files.iter().map(|e| (e.path.as_str(), e.sha256.as_str()))),
+    };
     scan.digest = scan.content.clone();
     Ok(scan)
 }
@@ -86,7 +96,10 @@ pub(crate) fn sources_of(
     record: &RevisionRecord,
     trust: crate::live::StatTrust,
 ) -> Result<SourcesScan> {
-    let mut scan = scan_sources(fs, sources, &record.source_files, trust)?;
+    // A record written before content digests keeps no manifest and a stat fingerprint as
+    // its digest; every other record's digest is the content digest of its manifest.
+    let known_content = (!record.source_files.is_empty()).then_some(record.sources.as_str());
+    let mut scan = scan_sources(fs, sources, &record.source_files, known_content, trust)?;
     if record.source_files.is_empty()
         && scan.content != record.sources
         && legacy_sources_fingerprint(fs, sources)? == record.sources
@@ -239,6 +252,12 @@ pub(crate) struct RevisionRecord {
     /// The batches the last installs wrote, oldest first, at most [`BATCH_STAMPS`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) batches: Vec<InstalledBatch>,
+    /// The digest items (path, kind) of the `topics/` entries `files` leaves out (special
+    /// files, non-UTF-8 names), sorted: with `files`, exactly what `topics` digests, so a scan
+    /// that finds both as recorded takes `topics` instead of hashing the manifest again.
+    /// Absent in records written before it existed (and in the empty record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) unlisted: Option<Vec<(String, String)>>,
 }
 
 impl RevisionRecord {
@@ -267,18 +286,27 @@ pub(crate) fn revision_of(counter: u64, txn_id: &str, topics: &str, sources: &st
 
 /// Reads the revision record; `None` when the file does not exist.
 pub(crate) fn read_record(fs: &dyn Fs, layout: &Layout) -> Result<Option<RevisionRecord>> {
-    let bytes = match fs.read(&layout.revision) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("read", &layout.revision)(e)),
-    };
-    let record: RevisionRecord = serde_json::from_slice(&bytes).map_err(|e| {
+    read_record_bytes(fs, layout)?.map(|bytes| parse_record(layout, &bytes)).transpose()
+}
+
+/// The bytes of the revision record (`None` when missing).
+pub(crate) fn read_record_bytes(fs: &dyn Fs, layout: &Layout) -> Result<Option<Vec<u8>>> {
+    match fs.read(&layout.revision) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", &layout.revision)(e)),
+    }
+}
+
+/// Parses the revision record `bytes` (read from `layout.revision`).
+pub(crate) fn parse_record(layout: &Layout, bytes: &[u8]) -> Result<RevisionRecord> {
+    let record: RevisionRecord = serde_json::from_slice(bytes).map_err(|e| {
         Error::corrupt(&layout.revision, format!("{e} (delete the file to rebuild it)"))
     })?;
     if record.version != 1 {
         return Err(Error::corrupt(&layout.revision, "unknown revision record version"));
     }
-    Ok(Some(record))
+    Ok(record)
 }
 
 /// The bytes of `runtime.json` (`None` when missing).

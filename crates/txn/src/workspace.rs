@@ -14,9 +14,9 @@ use crate::ids::{Clock, IdSource, RandomIds, Revision, SystemClock, WorkspaceId}
 use crate::lock::{self, LockTimeout, WriteLock};
 use crate::observer::InstallObserver;
 use crate::state::{
-    InstalledBatch, Layout, ManifestEntry, RevisionRecord, RuntimeCache, SourcesScan, read_record,
-    read_runtime, refresh_stats, revision_of, scan_sources, sha256_hex, sources_of, walk,
-    write_atomic,
+    InstalledBatch, Layout, ManifestEntry, RevisionRecord, RuntimeCache, SourcesScan, parse_record,
+    read_record, read_record_bytes, read_runtime, refresh_stats, revision_of, scan_sources,
+    sha256_hex, sources_of, walk, write_atomic,
 };
 
 /// What [`Workspace::open_with`] injects: the filesystem, the clock, ID randomness, the lock
@@ -59,6 +59,9 @@ impl fmt::Debug for Options {
     }
 }
 
+/// A revision record's bytes and their parse.
+pub(crate) type ParsedRecord = (Arc<[u8]>, Arc<RevisionRecord>);
+
 /// The (inode, mtime in ns, size) of the revision record.
 pub(crate) type RecordStat = (u64, i64, u64);
 
@@ -80,6 +83,9 @@ pub(crate) struct Inner {
     pub(crate) installed_cache: Mutex<Option<(RecordStat, Revision)>>,
     /// The last `runtime.json` this handle parsed or wrote.
     pub(crate) runtime_cache: Mutex<Option<RuntimeCache>>,
+    /// The last revision record this handle parsed: its bytes and the parse (a 10 000-block
+    /// record is ~65 KB of JSON; comparing bytes costs a fraction of parsing them again).
+    pub(crate) record_cache: Mutex<Option<ParsedRecord>>,
 }
 
 /// An open memory workspace (layout: see `docs/format.md#the-memory-workspace`). Cheap to clone;
@@ -123,7 +129,7 @@ pub struct RevisionState {
 /// The facts a revision is computed from.
 #[derive(Clone, Debug)]
 pub(crate) struct Current {
-    pub(crate) record: RevisionRecord,
+    pub(crate) record: Arc<RevisionRecord>,
     pub(crate) revision: Revision,
     /// The digest of `topics/` (the `sources/` one is `source_scan.digest`).
     pub(crate) topics: String,
@@ -201,6 +207,7 @@ impl Workspace {
                 baseline_cache: Mutex::new(None),
                 installed_cache: Mutex::new(None),
                 runtime_cache: Mutex::new(None),
+                record_cache: Mutex::new(None),
             }),
         })
     }
@@ -257,7 +264,7 @@ impl Workspace {
     /// The batches of session records the last installs wrote (oldest first, at most 64; see
     /// [`crate::BeginOptions::batch`]), from the revision record. Read-only, takes no lock.
     pub fn installed_batches(&self) -> Result<Vec<InstalledBatch>> {
-        Ok(read_record(self.fs(), self.layout())?.map(|r| r.batches).unwrap_or_default())
+        Ok(self.record()?.map(|r| r.batches.clone()).unwrap_or_default())
     }
 
     /// The revision as of the last install or archive append, from the revision record alone:
@@ -281,7 +288,8 @@ impl Workspace {
         {
             return Ok(revision.clone());
         }
-        let record = read_record(self.inner.fs.as_ref(), layout)?
+        let record = self
+            .record()?
             .ok_or_else(|| Error::corrupt(&layout.revision, "the revision record is missing"))?;
         let revision = record.revision();
         *cache = Some((key, revision.clone()));
@@ -291,7 +299,24 @@ impl Workspace {
     /// The last installed transaction (or archive append), from the revision record alone;
     /// empty before the first. Read-only, takes no lock, walks no tree.
     pub fn installed_txn_id(&self) -> Result<String> {
-        Ok(read_record(self.fs(), self.layout())?.map(|r| r.txn_id).unwrap_or_default())
+        Ok(self.record()?.map(|r| r.txn_id.clone()).unwrap_or_default())
+    }
+
+    /// The live revision record (`None` when missing), parsed only when its bytes differ
+    /// from the ones this handle parsed last.
+    pub(crate) fn record(&self) -> Result<Option<Arc<RevisionRecord>>> {
+        let Some(bytes) = read_record_bytes(self.fs(), self.layout())? else {
+            return Ok(None);
+        };
+        let mut cache = self.inner.record_cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((cached, record)) = cache.as_ref()
+            && **cached == *bytes
+        {
+            return Ok(Some(record.clone()));
+        }
+        let record = Arc::new(parse_record(self.layout(), &bytes)?);
+        *cache = Some((Arc::from(bytes), record.clone()));
+        Ok(Some(record))
     }
 
     /// The current revision with what the record says about outside edits. Read-only.
@@ -359,7 +384,7 @@ impl Workspace {
     pub(crate) fn current(&self) -> Result<Current> {
         let fs = self.fs();
         let layout = self.layout();
-        let record = read_record(fs, layout)?.unwrap_or_else(empty_record);
+        let record = self.record()?.unwrap_or_else(|| Arc::new(empty_record()));
         let now_ns = self
             .inner
             .clock
@@ -368,7 +393,7 @@ impl Workspace {
             .map_or(i64::MIN, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
         let trust = crate::live::StatTrust::of(fs, &layout.revision, now_ns);
         let live = crate::live::scan(fs, &layout.topics, &record.files, trust, false)?;
-        let topics = live.digest();
+        let topics = live.digest_against(&record);
         let source_scan = sources_of(fs, &layout.sources, &record, trust)?;
         let revision = revision_of(record.counter, &record.txn_id, &topics, &source_scan.digest);
         Ok(Current { record, revision, topics, live, source_scan })
@@ -415,6 +440,7 @@ pub(crate) fn empty_record() -> RevisionRecord {
         source_files: Vec::new(),
         workspace_id: None,
         batches: Vec::new(),
+        unlisted: None,
     }
 }
 
@@ -456,7 +482,7 @@ fn record_from_disk(
 ) -> Result<RevisionRecord> {
     let none = crate::live::StatTrust::NONE;
     let live = crate::live::scan(fs, &layout.topics, &[], none, false)?;
-    let sources = scan_sources(fs, &layout.sources, &[], none)?;
+    let sources = scan_sources(fs, &layout.sources, &[], None, none)?;
     Ok(RevisionRecord {
         version: 1,
         counter,
@@ -468,6 +494,7 @@ fn record_from_disk(
         source_files: sources.files,
         workspace_id: Some(workspace_id.as_str().to_owned()),
         batches: Vec::new(),
+        unlisted: Some(live.unlisted()),
     })
 }
 

@@ -227,3 +227,62 @@ fn the_installed_revision_follows_installs_and_appends_but_not_outside_edits() {
     assert_ne!(ws.revision().expect("revision"), again.revision);
     assert_eq!(ws.installed_revision().expect("installed"), again.revision);
 }
+
+/// The digests a scan takes from the revision record when it finds the trees as recorded
+/// (see `docs/format.md`, revision record): they stand only while that is exactly so.
+#[test]
+fn the_recorded_digests_stand_only_while_the_trees_are_as_recorded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let installed = ws.revision().expect("revision");
+    let state = ws.revision_state().expect("state");
+    assert!(!state.topics_edited_outside && !state.sources_changed_outside, "{state:?}");
+
+    // A special file in `topics/` is no manifest entry, and moves the revision all the same;
+    // removed again, the tree is the recorded one.
+    let link = dir.path().join("topics/people/link.md");
+    std::os::unix::fs::symlink("dana.md", &link).expect("symlink");
+    let state = ws.revision_state().expect("state");
+    assert!(state.topics_edited_outside, "{state:?}");
+    assert_ne!(state.revision, installed);
+    std::fs::remove_file(&link).expect("remove");
+    assert_eq!(ws.revision().expect("revision"), installed);
+
+    // A byte of an archive changed and put back (with another mtime): the revision moves and
+    // returns.
+    let archive = std::fs::read_dir(dir.path().join("sources"))
+        .expect("sources")
+        .map(|e| e.expect("entry").path())
+        .find_map(|p| first_file(&p))
+        .expect("an archive");
+    let bytes = std::fs::read(&archive).expect("read");
+    let mut changed = bytes.clone();
+    changed.push(b'\n');
+    std::fs::write(&archive, &changed).expect("write");
+    let state = ws.revision_state().expect("state");
+    assert!(state.sources_changed_outside, "{state:?}");
+    assert_ne!(state.revision, installed);
+    std::fs::write(&archive, &bytes).expect("write back");
+    assert_eq!(ws.revision().expect("revision"), installed);
+
+    // A workspace first opened with a special file in `topics/`: its record lists it, and
+    // removing it moves the revision (its digest counted it).
+    let other = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(other.path().join("topics")).expect("mkdir");
+    std::fs::write(other.path().join("topics/a.md"), "# A\n").expect("write");
+    std::os::unix::fs::symlink("a.md", other.path().join("topics/b.md")).expect("symlink");
+    let opened = Workspace::open(other.path()).expect("open");
+    let first = opened.revision().expect("revision");
+    std::fs::remove_file(other.path().join("topics/b.md")).expect("remove");
+    assert_ne!(opened.revision().expect("revision"), first);
+    std::os::unix::fs::symlink("a.md", other.path().join("topics/b.md")).expect("symlink");
+    assert_eq!(opened.revision().expect("revision"), first);
+}
+
+/// The first regular file under `path` (itself when it is one).
+fn first_file(path: &Path) -> Option<std::path::PathBuf> {
+    if path.is_file() {
+        return Some(path.to_owned());
+    }
+    std::fs::read_dir(path).ok()?.find_map(|e| first_file(&e.ok()?.path()))
+}
