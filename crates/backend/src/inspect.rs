@@ -252,6 +252,19 @@ pub struct Citing {
     pub snippet: String,
 }
 
+/// A block that links to a block of a topic (`[…](…#^id)`, recorded in `relations.json`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Backlink {
+    /// The block linked to (an ID at a line end of the topic).
+    pub target: String,
+    /// The linking block. Its `path` is empty when the index knows no block by that ID (an
+    /// alias ID, or an index not caught up).
+    pub from: Citing,
+}
+
+/// At most this many backlinks are listed with a topic.
+pub const MAX_BACKLINKS: usize = 50;
+
 /// At most this many citing blocks are listed with a record.
 pub const MAX_CITING: usize = 20;
 

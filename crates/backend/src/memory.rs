@@ -884,6 +884,60 @@ impl MemoryWorkspace {
         .map_err(SearchError::Search)
     }
 
+    /// The blocks linking to the blocks of the topic whose text is `content`, from
+    /// `relations.json` (a derived view: missing or unreadable means none, logged), each
+    /// linking block looked up in the search index brought to the installed revision; in
+    /// target order, then file and line; at most [`MAX_BACKLINKS`](crate::inspect::MAX_BACKLINKS).
+    pub fn backlinks(&self, content: &str) -> Result<Vec<crate::inspect::Backlink>, SearchError> {
+        use crate::inspect::{Backlink, Citing, MAX_BACKLINKS};
+        let root = self.workspace.root();
+        let relations: serde_json::Value = match read_in(&RealFs, root, "relations.json") {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|error| {
+                tracing::warn!(%error, "relations.json is not valid JSON; run `scriptorium rebuild`");
+                serde_json::Value::Null
+            }),
+            Err(_) => serde_json::Value::Null,
+        };
+        let mut links: Vec<(String, String)> = Vec::new();
+        for target in scriptorium_topics_format::topic::line_end_ids(content) {
+            let sources = relations["backlinks"][&target].as_array().cloned().unwrap_or_default();
+            for source in sources.iter().filter_map(serde_json::Value::as_str) {
+                links.push((target.clone(), source.to_owned()));
+            }
+        }
+        links.truncate(MAX_BACKLINKS);
+        if links.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = links.iter().map(|(_, source)| source.as_str()).collect();
+        let revision = self.workspace.installed_revision().map_err(SearchError::Txn)?;
+        let slot = &self.derived.index;
+        let hits = match slot.snapshot().filter(|s| s.revision() == Some(revision.as_str())) {
+            Some(snapshot) => snapshot.blocks(&ids),
+            None => with_index(root, slot, |index| {
+                index.sync(revision.as_str(), None)?;
+                index.blocks(&ids)
+            }),
+        }
+        .map_err(SearchError::Search)?;
+        let found = Citing::from_hits(&hits);
+        Ok(links
+            .into_iter()
+            .flat_map(|(target, source)| {
+                let mut from: Vec<Citing> =
+                    found.iter().filter(|c| c.block_id == source).cloned().collect();
+                if from.is_empty() {
+                    from.push(Citing {
+                        path: String::new(),
+                        block_id: source,
+                        snippet: String::new(),
+                    });
+                }
+                from.into_iter().map(move |from| Backlink { target: target.clone(), from })
+            })
+            .collect())
+    }
+
     /// [`MemoryWorkspace::search`], also saying what it did about outside edits (`None` when
     /// it did not look: the check interval had not passed).
     pub fn search_reporting(

@@ -178,6 +178,30 @@ fn build_workspace(home: &Path) {
         UpdateContext::owner("owner-test/browser"),
     )
     .expect("the fixture installs");
+
+    // The budget tracker links to Dana's garden block (the topic then lists it under "Linked
+    // from"): a second install, once the block has its ID.
+    let memory = home.join("memory");
+    let dana = std::fs::read_to_string(memory.join("topics/people/dana.md")).expect("dana");
+    let garden = dana.lines().find(|l| l.contains("vegetable garden")).expect("the garden block");
+    let id = garden.rsplit(" ^").next().expect("a block id");
+    let budget = std::fs::read_to_string(memory.join("topics/projects/budget-tracker.md"))
+        .expect("the budget tracker");
+    let linked = budget.replace(
+        "monthly spending spreadsheet.",
+        &format!("monthly spending spreadsheet for [the garden](../people/dana.md#^{id})."),
+    );
+    assert_ne!(linked, budget, "the budget paragraph is there");
+    let body = json!({
+        "base_revision": ws.revision().expect("a revision").as_str(),
+        "changes": [{"path": "topics/projects/budget-tracker.md", "action": "write", "content": linked}],
+        "commit_message": "browser test fixture: a block link",
+    });
+    ws.update_with(
+        UpdateRequest::from_json(&body.to_string()).expect("a valid request"),
+        UpdateContext::owner("owner-test/browser"),
+    )
+    .expect("the link installs");
 }
 
 /// Kills the server when the trial ends, however it ends.

@@ -494,6 +494,12 @@ impl Index {
         citing(&self.reader.searcher(), &self.fields, source_id, limit)
     }
 
+    /// The blocks whose ID (a paragraph's identity) is one of `ids`, in file and line order
+    /// (what the index holds now). An ID no block has is left out.
+    pub fn blocks(&self, ids: &[&str]) -> Result<Vec<Hit>> {
+        blocks(&self.reader.searcher(), &self.fields, ids)
+    }
+
     /// Searches what the index holds now, without comparing revisions.
     pub fn search_committed(&self, query: &Query) -> Result<Vec<Hit>> {
         self.search_plan(&Plan::new(query)?)
@@ -540,6 +546,11 @@ impl Snapshot {
         citing(&self.searcher, &self.fields, source_id, limit)
     }
 
+    /// The blocks with these IDs in the snapshot (as [`Index::blocks`]).
+    pub fn blocks(&self, ids: &[&str]) -> Result<Vec<Hit>> {
+        blocks(&self.searcher, &self.fields, ids)
+    }
+
     /// Searches the snapshot (as [`Index::search_committed`]).
     ///
     /// Errors: [`Error::InvalidArgument`] for a bad query.
@@ -566,13 +577,45 @@ fn citing(
             Box::new(TermQuery::new(Key::Kind.term(fields, KIND_BLOCK), IndexRecordOption::Basic)),
         ),
     ]);
+    let mut hits = blocks_matching(searcher, fields, &query)?;
+    hits.truncate(limit);
+    Ok(hits)
+}
+
+/// See [`Index::blocks`]: one term lookup per ID.
+fn blocks(searcher: &tantivy::Searcher, fields: &Fields, ids: &[&str]) -> Result<Vec<Hit>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let any: Vec<(Occur, Box<dyn TantivyQuery>)> = ids
+        .iter()
+        .map(|id| {
+            let term = TermQuery::new(Key::Id.term(fields, id), IndexRecordOption::Basic);
+            (Occur::Should, Box::new(term) as Box<dyn TantivyQuery>)
+        })
+        .collect();
+    let query = BooleanQuery::new(vec![
+        (Occur::Must, Box::new(BooleanQuery::new(any)) as Box<dyn TantivyQuery>),
+        (
+            Occur::Must,
+            Box::new(TermQuery::new(Key::Kind.term(fields, KIND_BLOCK), IndexRecordOption::Basic)),
+        ),
+    ]);
+    blocks_matching(searcher, fields, &query)
+}
+
+/// Every document `query` matches, as hits in file and line order.
+fn blocks_matching(
+    searcher: &tantivy::Searcher,
+    fields: &Fields,
+    query: &dyn TantivyQuery,
+) -> Result<Vec<Hit>> {
     let mut hits = Vec::new();
-    for address in searcher.search(&query, &DocSetCollector)? {
+    for address in searcher.search(query, &DocSetCollector)? {
         let doc: TantivyDocument = searcher.doc(address)?;
         hits.push(StoredDoc::read(&doc, fields).into_hit(0.0, None));
     }
     hits.sort_by(|a, b| a.path.cmp(&b.path).then(a.line.cmp(&b.line)));
-    hits.truncate(limit);
     Ok(hits)
 }
 

@@ -659,7 +659,21 @@ function renderTopic(body) {
     return;
   }
   if (editing) renderEditor(body, path, doc.content, doc.revision, saveTopic);
-  else body.append(html(el('article', { class: 'doc md', id: 'preview' }), doc.html));
+  else {
+    const article = html(el('article', { class: 'doc md', id: 'preview' }), doc.html);
+    body.append(article);
+    // Blocks elsewhere that link to this topic's blocks (relations.json).
+    const links = doc.backlinks || [];
+    if (links.length) {
+      const box = el('div', { class: 'cited', id: 'topic-backlinks' }, el('div', { class: 'label', text: 'Linked from' }));
+      for (const b of links)
+        box.append(b.from.path
+          ? el('button', { type: 'button', class: 'row cite', title: `${b.from.path} ^${b.from.block_id} → ^${b.target}`, onclick: () => openTopic(b.from.path, b.from.block_id) },
+            el('span', { class: 'row-main', text: rel(b.from.path) }), el('span', { class: 'hit-text', text: b.from.snippet }))
+          : el('div', { class: 'row cite', text: `^${b.from.block_id} → ^${b.target}` }));
+      article.append(box);
+    }
+  }
 }
 
 function renderRecord(body) {

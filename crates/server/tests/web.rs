@@ -555,6 +555,52 @@ fn source_link(topic: &str) -> String {
 }
 
 #[tokio::test]
+async fn a_topic_lists_the_blocks_linking_to_its_blocks() {
+    let server = Server::new();
+    server.seed().await;
+    let block = server.block_id();
+    let budget = std::fs::read_to_string(server.memory().join("topics/projects/budget.md"))
+        .expect("the topic");
+    // The seeded footnote's source link, as written from a file one folder below `topics/`.
+    let start = budget.find("](../../sources/").expect("a source link") + 2;
+    let end = budget[start..].find(')').expect("link end") + start;
+    let dana = format!(
+        "# Dana\n\nDana reviews [the tracker](../projects/budget.md#^{block}) monthly.[^e1]\n\n\
+         [^e1]: Time: `2024-03-15`; Sources: [k]({})\n",
+        &budget[start..end]
+    );
+    let base = server.revision().await;
+    let put = server
+        .call(
+            Method::PUT,
+            "/api/memory/topics/people/dana.md",
+            Some(json!({"content": dana, "base_revision": base})),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+    let written =
+        std::fs::read_to_string(server.memory().join("topics/people/dana.md")).expect("dana");
+    let line = written.lines().find(|l| l.starts_with("Dana reviews")).expect("the paragraph");
+    let linking = line.rsplit(" ^").next().expect("a block id");
+
+    let topic = server.get("/api/memory/topics/projects/budget.md").await;
+    assert_eq!(topic.status, StatusCode::OK, "{}", topic.body);
+    let links = topic.body["backlinks"].as_array().expect("backlinks");
+    assert_eq!(links.len(), 1, "{}", topic.body["backlinks"]);
+    assert_eq!(links[0]["target"], block.as_str());
+    assert_eq!(links[0]["from"]["path"], "topics/people/dana.md");
+    assert_eq!(links[0]["from"]["block_id"], linking);
+    assert!(
+        links[0]["from"]["snippet"].as_str().is_some_and(|s| s.contains("Dana reviews")),
+        "{}",
+        links[0]
+    );
+    // Nothing links to Dana's block.
+    let other = server.get("/api/memory/topics/people/dana.md").await;
+    assert_eq!(other.body["backlinks"], json!([]), "{}", other.body);
+}
+
+#[tokio::test]
 async fn path_traversal_and_symlinks_are_refused_on_every_path_route() {
     let server = Server::new();
     server.seed().await;

@@ -215,6 +215,21 @@ async function run(browser, w, h) {
     check((await page.locator('#record').count()) === 0, 'the record is still shown after Back');
   });
 
+  await step(page, '09d-backlinks', async () => {
+    // Dana's garden block is linked from the budget tracker: the topic lists it, and it opens.
+    await page.evaluate(() => { location.hash = `#/topic/${encodeURIComponent('people/dana.md')}`; });
+    await visible(page, '#topic-backlinks .row.cite', 'the blocks linking to the topic');
+    await shot(page, '09d-linked-from');
+    await page.locator('#topic-backlinks .row.cite').first().click();
+    await page.waitForFunction(() => document.getElementById('head')?.textContent.includes('Budget tracker'), null, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the linking block did not open its topic'); });
+    await visible(page, '#preview', 'the linking topic');
+    await page.evaluate((p) => { location.hash = `#/topic/${encodeURIComponent(p)}`; }, topicPath);
+    await page.waitForFunction((p) => document.querySelector(`.row.topic.active[data-path="${p}"]`) !== null || document.getElementById('head-sub')?.textContent.includes(`topics/${p}`), topicPath, { timeout: TIMEOUT })
+      .catch(() => { throw new Error(`topic ${topicPath} did not open again`); });
+    await visible(page, '#preview', 'the topic again');
+  });
+
   await step(page, '10-topic-saved', async () => {
     await page.click('.segment button[data-mode="edit"]');
     await visible(page, '#editor', 'the topic editor');

@@ -447,12 +447,18 @@ async fn get_topic(State(state): State<AppState>, UrlPath(param): UrlPath<String
             let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
             let (text, revision) = read_with_revision(backend, &ws_path)?;
             let content = text.ok_or_else(|| ApiError::not_found(&param))?;
+            // Derived, like a record's citing blocks: a read never fails for it.
+            let backlinks = backend.memory().backlinks(&content).unwrap_or_else(|error| {
+                tracing::warn!(%error, "the blocks linking to a topic could not be listed");
+                Vec::new()
+            });
             Ok(Json(json!({
                 "path": ws_path.trim_start_matches("topics/"),
                 "workspace_path": ws_path,
                 "html": markdown::render(&content),
                 "content": content,
                 "revision": revision.as_str(),
+                "backlinks": backlinks,
             })))
         })
         .await
