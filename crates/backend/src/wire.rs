@@ -135,6 +135,9 @@ pub enum Code {
     GitCommitFailed,
     /// The git repository is corrupt.
     GitCorrupt,
+    /// The session store's database (PostgreSQL) cannot be reached or refused a statement;
+    /// nothing of the failed call was committed (retryable).
+    SessionDatabase,
     /// A failure that is a bug (reported, never expected).
     Internal,
 }
@@ -196,13 +199,21 @@ impl Code {
             Code::GitUnavailable => "GIT_UNAVAILABLE",
             Code::GitCommitFailed => "GIT_COMMIT_FAILED",
             Code::GitCorrupt => "GIT_CORRUPT",
+            Code::SessionDatabase => "SESSION_DATABASE",
             Code::Internal => "INTERNAL",
         }
     }
 
     /// Whether retrying the same request later can succeed.
     pub fn is_retryable(self) -> bool {
-        matches!(self, Code::Busy | Code::ConcurrentUpdate | Code::IndexBusy | Code::NoSpace)
+        matches!(
+            self,
+            Code::Busy
+                | Code::ConcurrentUpdate
+                | Code::IndexBusy
+                | Code::NoSpace
+                | Code::SessionDatabase
+        )
     }
 }
 
@@ -291,6 +302,7 @@ impl From<scriptorium_session_dag::ErrorCode> for Code {
             E::Io => Code::Io,
             E::SymlinkRefused => Code::SymlinkRefused,
             E::NotRegularFile => Code::NotRegularFile,
+            E::Database => Code::SessionDatabase,
             E::NotJsonl => Code::NotJsonl,
             E::WrongFormat => Code::WrongFormat,
             E::UnrecognisedFormat => Code::UnrecognisedFormat,

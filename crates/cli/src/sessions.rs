@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use scriptorium_markers::{WorkspaceId, pending, records};
 use scriptorium_session_dag::{
-    EmbeddedStore, Node, NodeKind, Page, Role, Session, SessionId, SessionStore, Timestamp,
+    EmbeddedStore, Node, Page, Session, SessionId, SessionStore, Timestamp,
 };
 use serde_json::{Value, json};
 
@@ -93,25 +93,6 @@ fn found(store: Option<&EmbeddedStore>, id: &SessionId) -> anyhow::Result<Option
     match store {
         Some(store) => Ok(store.session(id)?),
         None => Ok(None),
-    }
-}
-
-fn role(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::System => "system",
-        Role::Tool => "tool",
-    }
-}
-
-fn kind(kind: NodeKind) -> &'static str {
-    match kind {
-        NodeKind::Message => "message",
-        NodeKind::ToolCall => "tool_call",
-        NodeKind::ToolResult => "tool_result",
-        NodeKind::Runtime => "runtime",
-        NodeKind::CompactionSummary => "compaction_summary",
     }
 }
 
@@ -234,8 +215,8 @@ fn show(store: Option<&EmbeddedStore>, id: &SessionId, as_json: bool) -> anyhow:
         outln!(
             "{}  {}/{}  {}",
             time(node.created_at),
-            role(node.role),
-            kind(node.kind),
+            node.role.as_str(),
+            node.kind.as_str(),
             first_line(&node.content, 100)
         );
     }
@@ -246,8 +227,8 @@ fn node_json(node: &Node) -> Value {
     json!({
         "id": node.id.as_str(),
         "parent": node.parent.as_ref().map(|p| p.as_str()),
-        "role": role(node.role),
-        "kind": kind(node.kind),
+        "role": node.role.as_str(),
+        "kind": node.kind.as_str(),
         "speaker": node.speaker.as_ref().map(|s| json!({ "id": s.id, "display": s.display })),
         "created_at": time(node.created_at),
         "created_at_ms": node.created_at.0,

@@ -587,7 +587,7 @@ impl SessionStore for EmbeddedStore {
                 return Err(Error::DuplicateNode { session: session.clone(), node: node.id });
             }
             if (node.parent.as_ref() == Some(&node.id) || state.dangling.contains(&node.id))
-                && SessionState::closes_cycle(&node.id, node.parent.as_ref(), |id| state.get(id))
+                && crate::dag::closes_cycle(&node.id, node.parent.as_ref(), |id| state.get(id))
             {
                 return Err(Error::ParentCycle { session: session.clone(), node: node.id });
             }
@@ -616,7 +616,7 @@ impl SessionStore for EmbeddedStore {
                 if (node.parent.as_ref() == Some(&node.id)
                     || state.dangling.contains(&node.id)
                     || batch_dangling.contains(&node.id))
-                    && SessionState::closes_cycle(&node.id, node.parent.as_ref(), lookup)
+                    && crate::dag::closes_cycle(&node.id, node.parent.as_ref(), lookup)
                 {
                     return Err(Error::ParentCycle { session: session.clone(), node: node.id });
                 }
