@@ -51,7 +51,7 @@ mod conn;
 pub mod migrate;
 mod store;
 
-pub use store::PgStore;
+pub use store::{Copied, PgStore};
 
 /// Whether `location` names a PostgreSQL database (`postgres://…` or `postgresql://…`) rather
 /// than a directory.

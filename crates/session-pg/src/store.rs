@@ -7,8 +7,8 @@ use std::sync::Arc;
 use postgres::types::ToSql;
 use postgres::{IsolationLevel, Statement, Transaction};
 use scriptorium_session_dag::{
-    Clock, Error, MetadataBatch, Node, NodeId, Page, Session, SessionId, SessionStore, SystemClock,
-    Timestamp, dag,
+    Clock, Error, MetadataBatch, Node, NodeId, Page, Session, SessionId, SessionStore,
+    SessionSummary, SystemClock, Timestamp, dag,
 };
 
 use crate::codec::{self, node_from_row};
@@ -55,7 +55,7 @@ const WALK: &str = concat!(
 );
 const SESSION: &str =
     "SELECT head, updated_at, title, project FROM sessions WHERE sid = $1 AND node_count > 0";
-const LIST: &str = "SELECT sid, head, updated_at, title, project FROM sessions
+const LIST: &str = "SELECT sid, head, updated_at, title, project, node_count FROM sessions
     WHERE node_count > 0 ORDER BY updated_at DESC, sid OFFSET $1 LIMIT $2";
 const SHAPE: &str =
     "SELECT nid, parent, rewound, created_at FROM nodes WHERE sid = $1 ORDER BY seq";
@@ -67,6 +67,20 @@ const SET_HEAD: &str =
     "UPDATE sessions SET head = $2, updated_at = GREATEST(updated_at, $3) WHERE sid = $1";
 const REWIND: &str = "UPDATE nodes SET rewound = TRUE WHERE sid = $1 AND nid = $2";
 const TOUCH: &str = "UPDATE sessions SET updated_at = GREATEST(updated_at, $2) WHERE sid = $1";
+const REWIND_MANY: &str =
+    "UPDATE nodes SET rewound = TRUE WHERE sid = $1 AND nid = ANY($2) AND NOT rewound";
+/// A copied session's fields: all of them for a session new here (`$6`), else only where this
+/// store has none; `updated_at` the later. Touches the row only when something changes.
+const ADOPT: &str = "UPDATE sessions SET
+        head = CASE WHEN $6 THEN $2 ELSE COALESCE(head, $2) END,
+        title = CASE WHEN $6 THEN $3 ELSE COALESCE(title, $3) END,
+        project = CASE WHEN $6 THEN $4 ELSE COALESCE(project, $4) END,
+        updated_at = GREATEST(updated_at, $5)
+    WHERE sid = $1 AND ($6
+        OR (head IS NULL AND $2::bytea IS NOT NULL)
+        OR (title IS NULL AND $3::bytea IS NOT NULL)
+        OR (project IS NULL AND $4::bytea IS NOT NULL)
+        OR updated_at < $5)";
 const SET_TITLE: &str = "UPDATE sessions SET title = $2 WHERE sid = $1";
 const SET_PROJECT: &str = "UPDATE sessions SET project = $2 WHERE sid = $1";
 
@@ -74,6 +88,15 @@ const SET_PROJECT: &str = "UPDATE sessions SET project = $2 WHERE sid = $1";
 /// [`WALK_CHUNK_MAX`].
 const WALK_CHUNK_FIRST: i64 = 8;
 const WALK_CHUNK_MAX: i64 = 4096;
+
+/// What [`PgStore::copy_session`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Copied {
+    /// How many nodes were new here.
+    pub nodes: usize,
+    /// Whether anything changed (nodes, metadata, rewinds, head, title, project, time).
+    pub changed: bool,
+}
 
 /// The [`SessionStore`] on PostgreSQL (see the crate documentation for its invariants).
 pub struct PgStore {
@@ -169,29 +192,41 @@ enum Mode {
     Batch,
 }
 
+/// The statements of an append.
+const APPEND_SQL: [&str; 7] =
+    [CREATE_SESSION, LOCK_SESSION, EXISTING, REFERENCED, PARENT_OF, INSERT_NODES, AFTER_APPEND];
+
 fn append_nodes(
     conn: &mut Conn,
     session: &SessionId,
     nodes: Vec<Node>,
     mode: Mode,
 ) -> Result<usize, Error> {
-    let (client, [create, lock, existing, referenced, parent_of, insert, after]) =
-        conn.prepared([
-            CREATE_SESSION,
-            LOCK_SESSION,
-            EXISTING,
-            REFERENCED,
-            PARENT_OF,
-            INSERT_NODES,
-            AFTER_APPEND,
-        ])?;
-    let statements = Statements { create, lock };
-    let sid = session.0.as_bytes();
+    let (client, statements) = conn.prepared(APPEND_SQL)?;
     let mut tx = client.transaction().map_err(db_error)?;
-    let locked = lock_session(&mut tx, &statements, session, Create::Yes)?;
+    let count = append_in(&mut tx, &statements, session, nodes, mode)?;
+    if count > 0 {
+        tx.commit().map_err(db_error)?;
+    }
+    Ok(count)
+}
+
+/// Appends inside `tx` (after locking the session, created if needed) with the statements of
+/// [`APPEND_SQL`]; returns how many nodes were new. The caller commits.
+fn append_in(
+    tx: &mut Transaction<'_>,
+    statements: &[Statement; 7],
+    session: &SessionId,
+    nodes: Vec<Node>,
+    mode: Mode,
+) -> Result<usize, Error> {
+    let [create, lock, existing, referenced, parent_of, insert, after] = statements;
+    let sid = session.0.as_bytes();
+    let lock = Statements { create: create.clone(), lock: lock.clone() };
+    let locked = lock_session(tx, &lock, session, Create::Yes)?;
     let ids: Vec<&[u8]> = nodes.iter().map(|n| n.id.0.as_bytes()).collect();
-    let stored = id_set(&mut tx, &existing, sid, &ids)?;
-    let referenced = id_set(&mut tx, &referenced, sid, &ids)?;
+    let stored = id_set(tx, existing, sid, &ids)?;
+    let referenced = id_set(tx, referenced, sid, &ids)?;
     let mut accepted: Vec<Node> = Vec::with_capacity(nodes.len());
     let mut staged: HashMap<NodeId, usize> = HashMap::new();
     // IDs named as a parent by a node staged earlier in this batch.
@@ -211,7 +246,7 @@ fn append_nodes(
                 if let Some(&k) = staged.get(id) {
                     return Ok(accepted[k].parent.clone());
                 }
-                let row = tx.query_opt(&parent_of, &[&sid, &id.0.as_bytes()]).map_err(db_error)?;
+                let row = tx.query_opt(parent_of, &[&sid, &id.0.as_bytes()]).map_err(db_error)?;
                 match row {
                     Some(row) => Ok(codec::opt_text(row.get(0))?.map(NodeId)),
                     None => Ok(None),
@@ -247,13 +282,47 @@ fn append_nodes(
         &sid, &nids, &seqs, &parents, &roles, &kinds, &speakers, &contents, &created, &metadata,
         &rewound,
     ];
-    tx.execute(&insert, &params).map_err(db_error)?;
+    tx.execute(insert, &params).map_err(db_error)?;
     let move_head = mode == Mode::One;
     let count_i64 = i64::try_from(count).expect("a batch fits in memory");
-    tx.execute(&after, &[&sid, &count_i64, &newest, &move_head, &last.id.0.as_bytes()])
+    tx.execute(after, &[&sid, &count_i64, &newest, &move_head, &last.id.0.as_bytes()])
         .map_err(db_error)?;
-    tx.commit().map_err(db_error)?;
     Ok(count)
+}
+
+/// Merges `batch` inside `tx` (`META_READ`, `META_WRITE`); returns whether anything changed.
+/// Every node must exist ([`Error::NodeNotFound`] otherwise, before anything is written).
+fn merge_in(
+    tx: &mut Transaction<'_>,
+    read: &Statement,
+    write: &Statement,
+    session: &SessionId,
+    batch: &MetadataBatch,
+) -> Result<bool, Error> {
+    let key = session.0.as_bytes();
+    let ids: Vec<&[u8]> = batch.keys().map(|n| n.0.as_bytes()).collect();
+    let mut stored = HashMap::new();
+    for row in tx.query(read, &[&key, &ids]).map_err(db_error)? {
+        let metadata: String = row.get(1);
+        stored.insert(NodeId(codec::text(row.get(0))?), codec::metadata_of(&metadata)?);
+    }
+    let mut changed_ids: Vec<&[u8]> = Vec::new();
+    let mut changed: Vec<String> = Vec::new();
+    for (node_id, entries) in batch {
+        let Some(metadata) = stored.get_mut(node_id) else {
+            return Err(node_not_found(session, node_id));
+        };
+        let before = metadata.clone();
+        metadata.extend(entries.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if *metadata != before {
+            changed_ids.push(node_id.0.as_bytes());
+            changed.push(codec::metadata_text(metadata));
+        }
+    }
+    if !changed.is_empty() {
+        tx.execute(write, &[&key, &changed_ids, &changed]).map_err(db_error)?;
+    }
+    Ok(!changed.is_empty())
 }
 
 /// The IDs among `ids` that `statement` (`EXISTING` or `REFERENCED`) returns.
@@ -297,6 +366,72 @@ impl PgStore {
     /// The database this store uses, as `user@host:port/database` (no password).
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    /// Sessions with their node counts, newest `updated_at` first (ties by ID), as
+    /// [`scriptorium_session_dag::EmbeddedStore::list_summaries`] lists them.
+    pub fn list_summaries(&self, page: Page) -> Result<Vec<SessionSummary>, Error> {
+        let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        self.worker.run(move |conn| {
+            let (client, [list]) = conn.prepared([LIST])?;
+            let rows = client.query(&list, &[&offset, &limit]).map_err(db_error)?;
+            rows.iter()
+                .map(|row| {
+                    let nodes: i64 = row.get(5);
+                    Ok(SessionSummary {
+                        session: Session {
+                            id: SessionId(codec::text(row.get(0))?),
+                            head: codec::opt_text(row.get(1))?.map(NodeId),
+                            updated_at: Timestamp(row.get(2)),
+                            title: codec::opt_text(row.get(3))?,
+                            project: codec::opt_text(row.get(4))?,
+                        },
+                        nodes: usize::try_from(nodes).unwrap_or(0),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Copies a session from another store (`scriptorium sessions migrate`): `nodes` are all
+    /// its nodes in append order. Only adds, in one transaction: the nodes this store lacks,
+    /// the metadata keys whose values differ, the rewinds, and the head, title and project
+    /// where this store has none (a session new here takes them all); `updated_at` becomes the
+    /// later of both. Copying the same session again changes nothing and returns
+    /// `changed: false`.
+    pub fn copy_session(&self, session: &Session, nodes: Vec<Node>) -> Result<Copied, Error> {
+        let session = session.clone();
+        self.worker.run(move |conn| {
+            let append = conn.prepared(APPEND_SQL)?.1;
+            let (client, [read, write, rewind_many, adopt]) =
+                conn.prepared([META_READ, META_WRITE, REWIND_MANY, ADOPT])?;
+            let mut tx = client.transaction().map_err(db_error)?;
+            let sid = session.id.0.as_bytes();
+            let lock = Statements { create: append[0].clone(), lock: append[1].clone() };
+            let fresh = lock_session(&mut tx, &lock, &session.id, Create::Yes)?.nodes == 0;
+            let marks: MetadataBatch = nodes
+                .iter()
+                .filter(|n| !n.metadata.is_empty())
+                .map(|n| (n.id.clone(), n.metadata.clone()))
+                .collect();
+            let rewound: Vec<Vec<u8>> =
+                nodes.iter().filter(|n| n.rewound).map(|n| n.id.0.as_bytes().to_vec()).collect();
+            let appended = append_in(&mut tx, &append, &session.id, nodes, Mode::Batch)?;
+            let marked = merge_in(&mut tx, &read, &write, &session.id, &marks)?;
+            let rewinds = tx.execute(&rewind_many, &[&sid, &rewound]).map_err(db_error)?;
+            let head = session.head.as_ref().map(|h| h.0.as_bytes());
+            let title = session.title.as_ref().map(String::as_bytes);
+            let project = session.project.as_ref().map(String::as_bytes);
+            let adopted = tx
+                .execute(&adopt, &[&sid, &head, &title, &project, &session.updated_at.0, &fresh])
+                .map_err(db_error)?;
+            let changed = appended > 0 || marked || rewinds > 0 || adopted > 0;
+            if changed {
+                tx.commit().map_err(db_error)?;
+            }
+            Ok(Copied { nodes: appended, changed })
+        })
     }
 
     /// Runs one mutation of `session` under its row lock: `change` sees the locked row and
@@ -490,30 +625,7 @@ impl SessionStore for PgStore {
     fn merge_metadata(&self, session: &SessionId, batch: &MetadataBatch) -> Result<(), Error> {
         let (sid, batch) = (session.clone(), batch.clone());
         self.mutate(session, [META_READ, META_WRITE], move |tx, _, [read, write]| {
-            let key = sid.0.as_bytes();
-            let ids: Vec<&[u8]> = batch.keys().map(|n| n.0.as_bytes()).collect();
-            let mut stored = HashMap::new();
-            for row in tx.query(read, &[&key, &ids]).map_err(db_error)? {
-                let metadata: String = row.get(1);
-                stored.insert(NodeId(codec::text(row.get(0))?), codec::metadata_of(&metadata)?);
-            }
-            let mut changed_ids: Vec<&[u8]> = Vec::new();
-            let mut changed: Vec<String> = Vec::new();
-            for (node_id, entries) in &batch {
-                let Some(metadata) = stored.get_mut(node_id) else {
-                    return Err(node_not_found(&sid, node_id));
-                };
-                let before = metadata.clone();
-                metadata.extend(entries.iter().map(|(k, v)| (k.clone(), v.clone())));
-                if *metadata != before {
-                    changed_ids.push(node_id.0.as_bytes());
-                    changed.push(codec::metadata_text(metadata));
-                }
-            }
-            if !changed.is_empty() {
-                tx.execute(write, &[&key, &changed_ids, &changed]).map_err(db_error)?;
-            }
-            Ok(())
+            merge_in(tx, read, write, &sid, &batch).map(|_| ())
         })
     }
 
@@ -535,23 +647,7 @@ impl SessionStore for PgStore {
     }
 
     fn list_sessions(&self, page: Page) -> Result<Vec<Session>, Error> {
-        let offset = i64::try_from(page.offset).unwrap_or(i64::MAX);
-        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
-        self.worker.run(move |conn| {
-            let (client, [list]) = conn.prepared([LIST])?;
-            let rows = client.query(&list, &[&offset, &limit]).map_err(db_error)?;
-            rows.iter()
-                .map(|row| {
-                    Ok(Session {
-                        id: SessionId(codec::text(row.get(0))?),
-                        head: codec::opt_text(row.get(1))?.map(NodeId),
-                        updated_at: Timestamp(row.get(2)),
-                        title: codec::opt_text(row.get(3))?,
-                        project: codec::opt_text(row.get(4))?,
-                    })
-                })
-                .collect()
-        })
+        Ok(self.list_summaries(page)?.into_iter().map(|s| s.session).collect())
     }
 
     /// Fetches the ancestors in chunks (8, 32, 128, … up to 4096 nodes), so a walk the visitor

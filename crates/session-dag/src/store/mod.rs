@@ -250,6 +250,12 @@ impl EmbeddedStore {
         self.with_state(session, true, |_| ())
     }
 
+    /// Every node of `session` in append order, rewound ones included, with their metadata
+    /// (empty for an unknown session): what a copy to another store needs.
+    pub fn nodes(&self, session: &SessionId) -> Result<Vec<Node>, Error> {
+        self.with_state(session, true, |state| state.nodes.clone())
+    }
+
     /// Sessions with their node counts, newest `updated_at` first (ties by ID).
     ///
     /// Reads the registry and `stat`s every log; reads only the logs whose registry entry is
