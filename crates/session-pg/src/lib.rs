@@ -1,4 +1,5 @@
-//! The session store on PostgreSQL: [`PgStore`] implements [`SessionStore`] on one database that
+//! The session store on PostgreSQL: [`PgStore`] implements
+//! [`SessionStore`](scriptorium_session_dag::SessionStore) on one database that
 //! several processes on several machines share.
 //!
 //! Key decision: every mutation is one transaction that first locks its session's row

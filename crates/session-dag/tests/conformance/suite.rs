@@ -412,10 +412,10 @@ fn title_and_project(backing: &dyn Backing) {
     let s = sid("s");
     store.append(&s, node("m1", None, 10)).unwrap();
     store.set_title(&s, Some("A title".into())).unwrap();
-    store.set_project(&s, Some("/home/me/project".into())).unwrap();
+    store.set_project(&s, Some("/srv/projects/tracker".into())).unwrap();
     let session = backing.open().session(&s).unwrap().unwrap();
     assert_eq!(session.title.as_deref(), Some("A title"));
-    assert_eq!(session.project.as_deref(), Some("/home/me/project"));
+    assert_eq!(session.project.as_deref(), Some("/srv/projects/tracker"));
     assert_eq!(session.updated_at, Timestamp(10));
     store.set_title(&s, None).unwrap();
     assert_eq!(store.session(&s).unwrap().unwrap().title, None);
