@@ -441,6 +441,9 @@ mod tests {
         // An IO failure is the same failure whichever part met it.
         assert_eq!(Code::from(scriptorium_search::ErrorCode::Io), Code::Io);
         assert_eq!(Code::from(scriptorium_session_dag::ErrorCode::Io), Code::Io);
+        let database = Code::from(scriptorium_session_dag::ErrorCode::Database);
+        assert_eq!((database, database.as_str()), (Code::SessionDatabase, "SESSION_DATABASE"));
+        assert!(database.is_retryable());
         assert_eq!(scriptorium_search::ErrorCode::Io.as_str(), Code::Io.as_str());
         let store = scriptorium_session_dag::ErrorCode::NotRegularFile;
         assert_eq!(Code::from(store).as_str(), store.as_str());

@@ -13,12 +13,14 @@ use scriptorium_testkit::{Failed, Trial};
 type Check = fn(&Cluster) -> Result<(), Failed>;
 
 pub(crate) fn trials(cluster: &Result<Option<Arc<Cluster>>, String>) -> Vec<Trial> {
-    let checks: [(&str, Check); 5] = [
+    let checks: [(&str, Check); 7] = [
         ("migrations_apply_once_even_when_processes_race", migrations_apply_once),
         ("a_schema_newer_than_the_build_is_refused", newer_schema_is_refused),
         ("the_schema_refuses_deleting_or_rewriting_nodes", schema_is_append_only),
         ("the_ancestor_walk_follows_the_primary_key", walk_uses_the_index),
         ("connection_failures_have_a_stable_code_and_no_password", connection_errors),
+        ("a_lost_connection_is_reopened_by_the_next_call", lost_connection_is_reopened),
+        ("calls_from_inside_a_tokio_runtime_work", calls_inside_a_runtime),
     ];
     checks.into_iter().map(|(name, check)| pg_trial(name, cluster, check)).collect()
 }
@@ -152,5 +154,47 @@ fn connection_errors(cluster: &Cluster) -> Result<(), Failed> {
     let missing = cluster.url("no_such_database");
     let err = PgStore::connect(&missing).expect_err("no such database");
     assert!(err.to_string().contains("no_such_database"), "{err}");
+    Ok(())
+}
+
+/// The server ends the store's connection (a restart, a failover): the call that meets the
+/// closed connection fails retryably, and a later call reconnects on its own.
+fn lost_connection_is_reopened(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let store = PgStore::connect(&url)?;
+    let s = SessionId("s".into());
+    store.append(&s, suite_node("m1"))?;
+    let database = url.rsplit('/').next().ok_or("a database name")?.to_owned();
+    let killed = client(&url)?.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = $1 AND pid <> pg_backend_pid()",
+        &[&database],
+    )?;
+    assert_eq!(killed, 1, "the store's one connection");
+    let mut attempts = 0;
+    let session = loop {
+        attempts += 1;
+        match store.session(&s) {
+            Ok(found) => break found,
+            Err(err) if err.is_retryable() && attempts < 3 => continue,
+            Err(err) => return Err(format!("after {attempts} attempt(s): {err}").into()),
+        }
+    };
+    assert_eq!(session.map(|s| s.head), Some(Some(suite_node("m1").id)));
+    Ok(())
+}
+
+/// The synchronous client would panic inside a Tokio runtime (the server's handlers, `watch`);
+/// the store's worker thread makes a call there block like a file read instead.
+fn calls_inside_a_runtime(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let found = runtime.block_on(async {
+        let store = PgStore::connect(&url)?;
+        let s = SessionId("s".into());
+        store.append(&s, suite_node("m1"))?;
+        store.session(&s)
+    })?;
+    assert!(found.is_some());
     Ok(())
 }
