@@ -29,7 +29,13 @@ fn scriptorium(home: &Path, args: &[&str]) -> Output {
 
 fn json(output: &Output) -> Result<Value, Failed> {
     if !output.status.success() {
-        return Err(format!("failed: {}", String::from_utf8_lossy(&output.stderr)).into());
+        return Err(format!(
+            "failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
     }
     Ok(serde_json::from_slice(&output.stdout)?)
 }
@@ -133,6 +139,37 @@ fn migrate_copies_once_and_the_store_serves_the_same_sessions(
     Ok(())
 }
 
+/// With `[sessions] store` set, import, write and the session views all use the database, and
+/// `<home>/sessions` is never created.
+fn import_and_write_use_the_configured_database(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let tmp = tempfile::tempdir()?;
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    std::fs::write(home.join("scriptorium.toml"), format!("[sessions]\nstore = \"{url}\"\n"))?;
+    let chat = tmp.path().join("chat.jsonl");
+    let lines = [
+        serde_json::json!({"id": "m1", "role": "user", "content": "I keep my budget in a spreadsheet called Ledger."}),
+        serde_json::json!({"id": "m2", "parent": "m1", "role": "assistant", "content": "Noted: your budget lives in Ledger."}),
+    ];
+    std::fs::write(&chat, lines.map(|l| l.to_string()).join("\n") + "\n")?;
+    let chat = chat.to_str().ok_or("utf-8")?;
+    json(&scriptorium(&home, &["init", "--json"]))?;
+    let first = json(&scriptorium(&home, &["import", "jsonl", chat, "--json"]))?;
+    assert_eq!(first["new_nodes"], 2, "{first}");
+    let again = json(&scriptorium(&home, &["import", "jsonl", chat, "--json"]))?;
+    assert_eq!(again["new_nodes"], 0, "{again}");
+    let before = json(&scriptorium(&home, &["sessions", "branches", "chat", "--json"]))?;
+    let written = json(&scriptorium(&home, &["write", "--all", "--force", "--json"]))?;
+    assert_eq!(written["ok"], true, "{written}");
+    let after = json(&scriptorium(&home, &["sessions", "branches", "chat", "--json"]))?;
+    assert_ne!(before, after, "the write marked the records in the database");
+    let status = json(&scriptorium(&home, &["status", "--json"]))?;
+    assert_eq!(status["pending_turns"], 0, "{status}");
+    assert!(!home.join("sessions").exists(), "the embedded store was never created");
+    Ok(())
+}
+
 fn an_unreachable_database_is_retryable_with_a_stable_code(_: &Cluster) -> Result<(), Failed> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
@@ -168,6 +205,11 @@ fn main() -> std::process::ExitCode {
             "migrate_copies_once_and_the_store_serves_the_same_sessions",
             &cluster,
             migrate_copies_once_and_the_store_serves_the_same_sessions,
+        ),
+        pg_trial(
+            "import_and_write_use_the_configured_database",
+            &cluster,
+            import_and_write_use_the_configured_database,
         ),
         pg_trial(
             "an_unreachable_database_is_retryable_with_a_stable_code",
