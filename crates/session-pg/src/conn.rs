@@ -50,6 +50,11 @@ impl Conn {
             self.client = None;
             let mut client = self.config.connect(NoTls).map_err(db_error)?;
             crate::migrate::apply(&mut client)?;
+            // Plan every execution with its parameters and the tables' current size: a generic
+            // plan made while a table was small (a fresh database being filled, before
+            // autovacuum's first ANALYZE) would keep scanning it whole as it grows, turning the
+            // O(batch) appends and merges and the O(walked) walk into O(session).
+            client.batch_execute("SET plan_cache_mode = force_custom_plan").map_err(db_error)?;
             self.client = Some(client);
         }
         Ok(self.client.as_mut().expect("connected just above"))
