@@ -26,8 +26,10 @@
 //!
 //! - One connection per store, used by one call at a time (a worker thread owns it; see the
 //!   `conn` module); open several stores for parallel calls.
-//! - No TLS yet: connect over a Unix socket, loopback or a tunnel. A connection string that
-//!   requires TLS (`sslmode=require`) is refused when connecting.
+//! - TLS is rustls with the system's roots (`sslmode=prefer` by default: TLS when the server
+//!   offers it); unlike libpq, a TLS connection always verifies the server's certificate, so a
+//!   server with a self-signed certificate needs its CA as the roots (`SSL_CERT_FILE`) or
+//!   `sslmode=disable`. Client certificates are not supported.
 //! - `tips` reads the IDs, parents and flags of all the session's nodes (not their content), as
 //!   the embedded store scans its index.
 //! - Give the store a database of its own: it creates `sessions`, `nodes` and

@@ -62,6 +62,7 @@ pub fn required() -> bool {
 #[derive(Debug)]
 pub struct Cluster {
     dir: PathBuf,
+    tls: bool,
     bin: PathBuf,
     port: u16,
     as_postgres: bool,
@@ -111,6 +112,16 @@ fn run(bin: &Path, as_postgres: bool, program: &str, args: &[&str]) -> Result<()
 impl Cluster {
     /// Creates and starts a cluster for the test binary `name`.
     pub fn start(name: &str) -> Result<Cluster, String> {
+        Cluster::start_with(name, false)
+    }
+
+    /// [`Cluster::start`] with TLS on: a test CA (see [`Cluster::ca_file`]) signs the server's
+    /// certificate for `localhost` and `127.0.0.1` (made with the `openssl` command).
+    pub fn start_tls(name: &str) -> Result<Cluster, String> {
+        Cluster::start_with(name, true)
+    }
+
+    fn start_with(name: &str, tls: bool) -> Result<Cluster, String> {
         let bin = bin_dir().ok_or_else(|| {
             format!(
                 "PostgreSQL server binaries not found (set {BIN_ENV}, or install Debian's \
@@ -141,13 +152,14 @@ impl Cluster {
             "initdb",
             &["-D", &data_arg, "-A", "trust", "-U", "scriptorium", "-E", "UTF8", "--no-sync"],
         )?;
+        let tls_options = if tls { make_certificates(&dir, as_postgres)? } else { String::new() };
         let log = dir.join("server.log").to_string_lossy().into_owned();
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port()?;
             let options = format!(
                 "-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories='' \
-                 -c fsync=off -c full_page_writes=off -c max_connections=200"
+                 -c fsync=off -c full_page_writes=off -c max_connections=200{tls_options}"
             );
             match run(
                 &bin,
@@ -158,6 +170,7 @@ impl Cluster {
                 Ok(()) => {
                     return Ok(Cluster {
                         dir,
+                        tls,
                         bin,
                         port,
                         as_postgres,
@@ -193,6 +206,12 @@ impl Cluster {
         }
     }
 
+    /// The PEM file of the CA that signed the server's certificate (a [`Cluster::start_tls`]
+    /// cluster only).
+    pub fn ca_file(&self) -> Option<PathBuf> {
+        self.tls.then(|| self.dir.join("tls").join("ca.pem"))
+    }
+
     /// The port the server listens on (127.0.0.1).
     pub fn port(&self) -> u16 {
         self.port
@@ -226,10 +245,81 @@ impl Drop for Cluster {
     }
 }
 
+/// Makes `<dir>/tls/`: a CA, and a server key and certificate it signs for `localhost` and
+/// `127.0.0.1`; returns the server options that turn TLS on with them.
+fn make_certificates(dir: &Path, as_postgres: bool) -> Result<String, String> {
+    let tls = dir.join("tls");
+    std::fs::create_dir_all(&tls).map_err(|e| format!("{}: {e}", tls.display()))?;
+    let extensions = tls.join("server.ext");
+    std::fs::write(
+        &extensions,
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let path = |name: &str| tls.join(name).to_string_lossy().into_owned();
+    let steps: [Vec<String>; 3] = [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"]
+            .map(String::from)
+            .into_iter()
+            .chain(["/CN=scriptorium test CA".into(), "-keyout".into(), path("ca.key")])
+            .chain(["-out".into(), path("ca.pem")])
+            .collect(),
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout"]
+            .map(String::from)
+            .into_iter()
+            .chain([path("server.key"), "-out".into(), path("server.csr")])
+            .collect(),
+        ["x509", "-req", "-days", "2", "-in"]
+            .map(String::from)
+            .into_iter()
+            .chain([path("server.csr"), "-CA".into(), path("ca.pem"), "-CAkey".into()])
+            .chain([path("ca.key"), "-CAcreateserial".into(), "-out".into(), path("server.pem")])
+            .chain(["-extfile".into(), extensions.to_string_lossy().into_owned()])
+            .collect(),
+    ];
+    for args in steps {
+        let out = Command::new("openssl")
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("openssl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("openssl {}: {}", args[0], String::from_utf8_lossy(&out.stderr)));
+        }
+    }
+    // The server reads its key only when it is private to the user it runs as.
+    let key = tls.join("server.key");
+    if as_postgres {
+        let status = Command::new("chown").arg("-R").arg("postgres:").arg(&tls).status();
+        if !status.is_ok_and(|s| s.success()) {
+            return Err(format!("cannot give {} to the postgres user", tls.display()));
+        }
+    }
+    let status = Command::new("chmod").arg("600").arg(&key).status();
+    if !status.is_ok_and(|s| s.success()) {
+        return Err(format!("cannot make {} private", key.display()));
+    }
+    Ok(format!(
+        " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+        path("server.pem"),
+        path("server.key")
+    ))
+}
+
 /// Starts the cluster of a test binary: `None` when the binaries are missing and not required
 /// (its trials are then ignored); an error when they are required but missing, or when the
 /// server does not start.
 pub fn cluster(name: &str) -> Result<Option<Arc<Cluster>>, String> {
+    cluster_with(name, false)
+}
+
+/// [`cluster`] with TLS on ([`Cluster::start_tls`]).
+pub fn tls_cluster(name: &str) -> Result<Option<Arc<Cluster>>, String> {
+    cluster_with(name, true)
+}
+
+fn cluster_with(name: &str, tls: bool) -> Result<Option<Arc<Cluster>>, String> {
     if bin_dir().is_none() && !required() {
         eprintln!(
             "note: PostgreSQL server binaries not found ({BIN_ENV}); the PostgreSQL trials are \
@@ -237,7 +327,7 @@ pub fn cluster(name: &str) -> Result<Option<Arc<Cluster>>, String> {
         );
         return Ok(None);
     }
-    Cluster::start(name).map(|c| Some(Arc::new(c)))
+    Cluster::start_with(name, tls).map(|c| Some(Arc::new(c)))
 }
 
 /// A trial that needs the scratch cluster: run with it; ignored (not run) when `cluster` is

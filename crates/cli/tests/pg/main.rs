@@ -1,11 +1,14 @@
 //! `scriptorium sessions migrate --to postgres://…` and `[sessions] store = "postgres://…"`
 //! against a real PostgreSQL server (a scratch cluster, `scriptorium_testkit::pg`): the copy is
 //! faithful (the same `sessions` output from both stores) and idempotent (a second run copies
-//! nothing and says so). Without the server binaries the trials are reported as not run.
+//! nothing and says so). The server speaks TLS with a test CA's certificate, and every command
+//! here trusts that CA (`SSL_CERT_FILE`), so the sessions travel over verified TLS as between
+//! machines. Without the server binaries the trials are reported as not run.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use scriptorium_markers::{WorkspaceId, mark};
 use scriptorium_session_dag::{
@@ -15,8 +18,15 @@ use scriptorium_testkit::pg::{self, Cluster, pg_trial};
 use scriptorium_testkit::{Arguments, Failed, Trial};
 use serde_json::Value;
 
+/// The test CA's certificate, trusted by the commands [`scriptorium`] runs.
+static CA: OnceLock<PathBuf> = OnceLock::new();
+
 fn scriptorium(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    if let Some(ca) = CA.get() {
+        command.env("SSL_CERT_FILE", ca).env_remove("SSL_CERT_DIR");
+    }
+    command
         .arg("--home")
         .arg(home)
         .args(args)
@@ -170,6 +180,35 @@ fn import_and_write_use_the_configured_database(cluster: &Cluster) -> Result<(),
     Ok(())
 }
 
+/// `sslmode=require` gets TLS (a server without it would be refused), and a certificate from a
+/// CA the machine does not trust is refused whatever the mode.
+fn tls_is_verified(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let home = tempfile::tempdir()?;
+    build_home(home.path())?;
+    for host in ["localhost", "127.0.0.1"] {
+        let port = cluster.port();
+        let url = format!(
+            "{}?sslmode=require",
+            url.replace(&format!("127.0.0.1:{port}"), &format!("{host}:{port}"))
+        );
+        let out =
+            json(&scriptorium(home.path(), &["sessions", "migrate", "--to", &url, "--json"]))?;
+        assert_eq!(out["sessions"], 2, "{out}");
+    }
+    let untrusted = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["sessions", "migrate", "--to", &url, "--json"])
+        .env("SSL_CERT_FILE", "/nonexistent/ca.pem")
+        .env_remove("SSL_CERT_DIR")
+        .output()?;
+    assert_ne!(untrusted.status.code(), Some(0), "{untrusted:?}");
+    let value: Value = serde_json::from_slice(&untrusted.stdout)?;
+    assert_eq!(value["error"]["code"], "SESSION_DATABASE", "{value}");
+    Ok(())
+}
+
 fn an_unreachable_database_is_retryable_with_a_stable_code(_: &Cluster) -> Result<(), Failed> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
@@ -199,8 +238,14 @@ fn a_url_that_is_not_postgres_is_a_usage_error() -> Result<(), Failed> {
 }
 
 fn main() -> std::process::ExitCode {
-    let cluster = pg::cluster("cli-pg");
+    let cluster = pg::tls_cluster("cli-pg");
+    if let Ok(Some(cluster)) = &cluster
+        && let Some(ca) = cluster.ca_file()
+    {
+        let _ = CA.set(ca);
+    }
     let trials = vec![
+        pg_trial("tls_is_verified", &cluster, tls_is_verified),
         pg_trial(
             "migrate_copies_once_and_the_store_serves_the_same_sessions",
             &cluster,
