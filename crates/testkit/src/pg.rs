@@ -1,7 +1,8 @@
 //! A scratch PostgreSQL cluster for the tests of the PostgreSQL session store: a real server,
 //! never a mock.
 //!
-//! [`Cluster::start`] runs `initdb` into `target/pg/<name>-<pid>/` (trust authentication, user
+//! [`Cluster::start`] runs `initdb` into `target/pg/<name>-<pid>/` (or, as root when the
+//! `postgres` user cannot reach the checkout, `$TMPDIR/scriptorium-pg/`; trust authentication, user
 //! `scriptorium`, `fsync` off: the cluster is thrown away) and `pg_ctl start` on a free
 //! loopback port with Unix sockets off; dropping the cluster stops the server and removes the
 //! directory. A cluster left behind by a killed run is stopped and removed by the next start.
@@ -76,6 +77,14 @@ fn running_as_root() -> bool {
         .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
 }
 
+/// Whether every existing ancestor of `path` lets other users through (`o+x`).
+fn traversable_by_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors()
+        .filter_map(|dir| std::fs::metadata(dir).ok())
+        .all(|meta| meta.permissions().mode() & 0o001 != 0)
+}
+
 fn free_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
@@ -129,16 +138,27 @@ impl Cluster {
             )
         })?;
         let as_postgres = running_as_root();
-        let base = match std::env::var_os("CARGO_TARGET_DIR") {
+        let target = match std::env::var_os("CARGO_TARGET_DIR") {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
             _ => crate::repo_root().join("target"),
-        }
-        .join("pg");
+        };
+        // The `postgres` user must reach the directory: a checkout under a private home (root's
+        // own, 0700) is not reachable, and then the cluster goes to the temporary directory.
+        let base = if !as_postgres || traversable_by_others(&target) {
+            target.join("pg")
+        } else {
+            std::env::temp_dir().join("scriptorium-pg")
+        };
         Cluster::remove_stale(&base, name, &bin, as_postgres);
         let dir = base.join(format!("{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         if as_postgres {
+            use std::os::unix::fs::PermissionsExt;
+            // Whatever the umask, the `postgres` user passes through the base directory.
+            let open = std::fs::Permissions::from_mode(0o755);
+            std::fs::set_permissions(&base, open)
+                .map_err(|e| format!("{}: {e}", base.display()))?;
             let status = Command::new("chown").arg("postgres:").arg(&dir).status();
             if !status.is_ok_and(|s| s.success()) {
                 return Err(format!("cannot give {} to the postgres user", dir.display()));
