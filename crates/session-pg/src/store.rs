@@ -21,13 +21,19 @@ macro_rules! node_columns {
     };
 }
 
-const CREATE_SESSION: &str = "INSERT INTO sessions (sid) VALUES ($1) ON CONFLICT (sid) DO NOTHING";
+/// Creates the session if needed and locks its row, in one statement (`ON CONFLICT DO UPDATE`
+/// locks the existing row as `FOR UPDATE` would, and waits for a concurrent creator).
+const CREATE_SESSION: &str = "INSERT INTO sessions (sid) VALUES ($1)
+    ON CONFLICT (sid) DO UPDATE SET sid = EXCLUDED.sid
+    RETURNING head, node_count, title, project";
 /// The session lock every mutation takes first.
 const LOCK_SESSION: &str =
     "SELECT head, node_count, title, project FROM sessions WHERE sid = $1 FOR UPDATE";
-const EXISTING: &str = "SELECT nid FROM nodes WHERE sid = $1 AND nid = ANY($2)";
-/// Which of the IDs some stored node names as its parent (only those can close a cycle).
-const REFERENCED: &str = "SELECT DISTINCT parent FROM nodes WHERE sid = $1 AND parent = ANY($2)";
+/// Which of the IDs are stored (`TRUE`), and which some stored node names as its parent
+/// (`FALSE`: only those can close a cycle).
+const IDS: &str = "SELECT nid, TRUE FROM nodes WHERE sid = $1 AND nid = ANY($2)
+    UNION ALL
+    SELECT DISTINCT parent, FALSE FROM nodes WHERE sid = $1 AND parent = ANY($2)";
 const PARENT_OF: &str = "SELECT parent FROM nodes WHERE sid = $1 AND nid = $2";
 const INSERT_NODES: &str = "INSERT INTO nodes
         (sid, nid, seq, parent, role, kind, speaker, content, created_at, metadata, rewound)
@@ -158,10 +164,11 @@ fn lock_session(
     create: Create,
 ) -> Result<Locked, Error> {
     let sid = session.0.as_bytes();
-    if create == Create::Yes {
-        tx.execute(&statements.create, &[&sid]).map_err(db_error)?;
+    let row = match create {
+        Create::Yes => tx.query_opt(&statements.create, &[&sid]),
+        Create::No => tx.query_opt(&statements.lock, &[&sid]),
     }
-    let row = tx.query_opt(&statements.lock, &[&sid]).map_err(db_error)?;
+    .map_err(db_error)?;
     match row {
         Some(row) if create == Create::Yes || row.get::<_, i64>(1) > 0 => Ok(Locked {
             head: codec::opt_text(row.get(0))?,
@@ -193,8 +200,8 @@ enum Mode {
 }
 
 /// The statements of an append.
-const APPEND_SQL: [&str; 7] =
-    [CREATE_SESSION, LOCK_SESSION, EXISTING, REFERENCED, PARENT_OF, INSERT_NODES, AFTER_APPEND];
+const APPEND_SQL: [&str; 6] =
+    [CREATE_SESSION, LOCK_SESSION, IDS, PARENT_OF, INSERT_NODES, AFTER_APPEND];
 
 fn append_nodes(
     conn: &mut Conn,
@@ -215,18 +222,22 @@ fn append_nodes(
 /// [`APPEND_SQL`]; returns how many nodes were new. The caller commits.
 fn append_in(
     tx: &mut Transaction<'_>,
-    statements: &[Statement; 7],
+    statements: &[Statement; 6],
     session: &SessionId,
     nodes: Vec<Node>,
     mode: Mode,
 ) -> Result<usize, Error> {
-    let [create, lock, existing, referenced, parent_of, insert, after] = statements;
+    let [create, lock, ids_statement, parent_of, insert, after] = statements;
     let sid = session.0.as_bytes();
     let lock = Statements { create: create.clone(), lock: lock.clone() };
     let locked = lock_session(tx, &lock, session, Create::Yes)?;
     let ids: Vec<&[u8]> = nodes.iter().map(|n| n.id.0.as_bytes()).collect();
-    let stored = id_set(tx, existing, sid, &ids)?;
-    let referenced = id_set(tx, referenced, sid, &ids)?;
+    let (mut stored, mut referenced) = (HashSet::new(), HashSet::new());
+    for row in tx.query(ids_statement, &[&sid, &ids]).map_err(db_error)? {
+        let id = NodeId(codec::text(row.get(0))?);
+        let set = if row.get::<_, bool>(1) { &mut stored } else { &mut referenced };
+        set.insert(id);
+    }
     let mut accepted: Vec<Node> = Vec::with_capacity(nodes.len());
     let mut staged: HashMap<NodeId, usize> = HashMap::new();
     // IDs named as a parent by a node staged earlier in this batch.
@@ -323,17 +334,6 @@ fn merge_in(
         tx.execute(write, &[&key, &changed_ids, &changed]).map_err(db_error)?;
     }
     Ok(!changed.is_empty())
-}
-
-/// The IDs among `ids` that `statement` (`EXISTING` or `REFERENCED`) returns.
-fn id_set(
-    tx: &mut Transaction<'_>,
-    statement: &Statement,
-    sid: &[u8],
-    ids: &[&[u8]],
-) -> Result<HashSet<NodeId>, Error> {
-    let rows = tx.query(statement, &[&sid, &ids]).map_err(db_error)?;
-    rows.iter().map(|row| Ok(NodeId(codec::text(row.get(0))?))).collect()
 }
 
 impl PgStore {
