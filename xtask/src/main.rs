@@ -1,7 +1,8 @@
 //! Developer tasks for the Scriptorium workspace, run as `cargo xtask <task>`.
 //!
-//! - `ci`: the whole gate, in order: test data present → `fmt --check` → `clippy -D warnings`
-//!   (all targets) → tests → `doc -D warnings` → `deps` → `tidy`.
+//! - `ci`: the whole gate, in order: test data and the PostgreSQL server binaries present →
+//!   `fmt --check` → `clippy -D warnings` (all targets) → tests → `doc -D warnings` → `deps` →
+//!   `tidy`.
 //! - `deps`: the allowed edges between our crates (see `ARCHITECTURE.md#code-map`); any other
 //!   edge fails.
 //! - `tidy`: the repository rules that a compiler cannot check (listed in `xtask/src/tidy.rs`).
@@ -243,9 +244,44 @@ fn agent_deps(root: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     Ok((claude, codex))
 }
 
+/// The PostgreSQL server binaries the session store's tests run a scratch cluster with: the
+/// directory `crates/testkit/src/pg.rs` would pick (`$SCRIPTORIUM_PG_BIN`, else the newest
+/// `/usr/lib/postgresql/<version>/bin`, else `PATH`).
+fn pg_bin_dir() -> anyhow::Result<PathBuf> {
+    let has = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    let found = match std::env::var_os("SCRIPTORIUM_PG_BIN").filter(|d| !d.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)).filter(|d| has(d)),
+        None => {
+            let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| {
+                    let version = e.file_name().to_str()?.parse::<u32>().ok()?;
+                    Some((version, e.path().join("bin")))
+                })
+                .filter(|(_, bin)| has(bin))
+                .collect();
+            versions.sort();
+            versions.pop().map(|(_, bin)| bin).or_else(|| {
+                std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                    .find(|dir| has(dir))
+            })
+        }
+    };
+    found.ok_or_else(|| {
+        anyhow::anyhow!(
+            "PostgreSQL server binaries (initdb, pg_ctl) not found: the session store's tests \
+             run a real server; install Debian's postgresql package (.ci/run does) or set \
+             SCRIPTORIUM_PG_BIN to their directory"
+        )
+    })
+}
+
 fn ci() -> anyhow::Result<()> {
     let root = repo_root();
     let data = data_dir()?;
+    let pg_bin = pg_bin_dir()?;
 
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
@@ -268,6 +304,8 @@ fn ci() -> anyhow::Result<()> {
         .env("SCRIPTORIUM_CLAUDE", &claude)
         .env("SCRIPTORIUM_CODEX", &codex)
         .env("SCRIPTORIUM_REQUIRE_AGENTS", "1")
+        .env("SCRIPTORIUM_PG_BIN", &pg_bin)
+        .env("SCRIPTORIUM_REQUIRE_POSTGRES", "1")
         .env("INSTA_UPDATE", "no")
         .env("CI", "true");
     run_step("cargo test", test)?;

@@ -30,6 +30,10 @@
 //! max_tokens = 8192            # per model turn, 256..=200000
 //! deadline_secs = 900          # per writer run: no model turn starts after it
 //!
+//! [sessions]
+//! store = "postgres://scriptorium@db.local/scriptorium"  # default: the embedded store in
+//!                                                        # <home>/sessions
+//!
 //! [watch]
 //! poll_secs = 300
 //! idle_secs = 1800
@@ -37,7 +41,7 @@
 //! ```
 //!
 //! Environment: `SCRIPTORIUM_MEMORY_BACKEND` overrides `memory.backend`, `SCRIPTORIUM_MODEL`
-//! overrides `model.kind`; the home itself comes from `SCRIPTORIUM_HOME` (resolved by the
+//! overrides `model.kind`, `SCRIPTORIUM_SESSIONS_STORE` overrides `sessions.store`; the home itself comes from `SCRIPTORIUM_HOME` (resolved by the
 //! caller), the API key from the variable `model.api_key_env` names.
 
 use std::path::{Path, PathBuf};
@@ -86,6 +90,17 @@ pub struct Config {
     pub model: ModelConfig,
     /// `[watch]`: the runtime services.
     pub watch: WatchConfig,
+    /// `[sessions]`: where the session store lives.
+    pub sessions: SessionsConfig,
+}
+
+/// `[sessions]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionsConfig {
+    /// `postgres://…` (or `postgresql://…`): the session store on that PostgreSQL database;
+    /// absent: the embedded store in `<home>/sessions` (see [`crate::sessions`]).
+    pub store: Option<String>,
 }
 
 /// `memory.backend`.
@@ -297,6 +312,9 @@ impl Config {
                 }
             };
         }
+        if let Some(value) = var("SCRIPTORIUM_SESSIONS_STORE") {
+            self.sessions.store = Some(value).filter(|v| !v.is_empty());
+        }
         if let Some(value) = var("SCRIPTORIUM_MODEL") {
             self.model.kind = ModelKind::parse(&value).ok_or_else(|| ConfigError::Invalid {
                 key: "model.kind",
@@ -364,6 +382,16 @@ impl Config {
             return Err(ConfigError::Invalid {
                 key: "model.max_tokens",
                 message: "must be between 256 and 200000".into(),
+            });
+        }
+        if let Some(store) = &self.sessions.store
+            && !scriptorium_session_pg::is_postgres_url(store)
+        {
+            return Err(ConfigError::Invalid {
+                key: "sessions.store",
+                message: "must be a postgres:// or postgresql:// URL (leave it out for the \
+                          embedded store in <home>/sessions)"
+                    .into(),
             });
         }
         let needs_name = matches!(self.model.kind, ModelKind::Openai | ModelKind::Anthropic);
@@ -442,6 +470,23 @@ mod tests {
         let tuned = Config::parse("[model]\nretries = 0\nmax_tokens = 1024\n").expect("parsed");
         tuned.validate().expect("valid");
         assert_eq!((tuned.model.retries, tuned.model.max_tokens), (0, 1024));
+    }
+
+    #[test]
+    fn the_session_store_is_embedded_unless_a_postgres_url_is_given() {
+        assert_eq!(Config::default().sessions.store, None);
+        let config = Config::parse("[sessions]\nstore = \"postgres://u@h/db\"\n").expect("parsed");
+        config.validate().expect("valid");
+        assert_eq!(config.sessions.store.as_deref(), Some("postgres://u@h/db"));
+        let bad = Config::parse("[sessions]\nstore = \"/var/lib/sessions\"\n").expect("parsed");
+        let err = bad.validate().expect_err("not a URL");
+        assert!(err.to_string().contains("sessions.store"), "{err}");
+        let mut config = Config::default();
+        let url = "postgresql://x@127.0.0.1:5/y";
+        config
+            .apply_env(|k| (k == "SCRIPTORIUM_SESSIONS_STORE").then(|| url.to_owned()))
+            .expect("override");
+        assert_eq!(config.sessions.store.as_deref(), Some(url));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use scriptorium_search::{Hit, HitKind};
-use scriptorium_session_dag::{EmbeddedStore, Page, SessionStore};
+use scriptorium_session_dag::{Page, SessionStore};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -52,14 +52,27 @@ pub fn labels(
     Ok(found)
 }
 
-/// [`labels`] with the embedded store at `sessions` (none when the directory does not exist
-/// or no hit is a source record). A store that cannot be opened or listed is logged and yields
-/// no labels: a search never fails for it, its records are named by their archives.
-pub fn labels_in(sessions: &Path, hits: &[Hit]) -> BTreeMap<String, SessionLabel> {
-    if !hits.iter().any(|h| h.kind == HitKind::Source) || !sessions.is_dir() {
+/// [`labels`] with the session store of `home` (the one its configuration names, see
+/// [`crate::sessions`]; none when no hit is a source record, or the embedded store's directory
+/// does not exist). A store that cannot be opened or listed, or a configuration that cannot be
+/// read, is logged and yields no labels: a search never fails for it, its records are named by
+/// their archives.
+pub fn labels_in(home: &Path, hits: &[Hit]) -> BTreeMap<String, SessionLabel> {
+    if !hits.iter().any(|h| h.kind == HitKind::Source) {
         return BTreeMap::new();
     }
-    labels_or_warn(EmbeddedStore::open(sessions).and_then(|store| labels(&store, hits)))
+    let config = match crate::Config::load(home) {
+        Ok(config) => config,
+        Err(error) => {
+            tracing::warn!(%error, "the configuration could not be read: records are named by their archives");
+            return BTreeMap::new();
+        }
+    };
+    labels_or_warn(match crate::sessions::Sessions::open_existing(home, &config) {
+        Ok(Some(store)) => labels(&*store, hits),
+        Ok(None) => Ok(BTreeMap::new()),
+        Err(error) => Err(error),
+    })
 }
 
 /// The labels, or none (logged) when the store failed.
@@ -134,7 +147,9 @@ fn archive_name(path: &str) -> String {
 mod tests {
     use std::collections::BTreeMap;
 
-    use scriptorium_session_dag::{Node, NodeId, NodeKind, Role, SessionId, Timestamp};
+    use scriptorium_session_dag::{
+        EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, Timestamp,
+    };
 
     use super::*;
 

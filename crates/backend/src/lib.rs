@@ -46,6 +46,7 @@ pub mod memory;
 pub mod models;
 pub mod project;
 pub mod runtime;
+pub mod sessions;
 pub mod summary;
 pub mod wire;
 

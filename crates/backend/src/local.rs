@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use scriptorium_markers::record;
 use scriptorium_search::{Query, fence, recall_text};
-use scriptorium_session_dag::{EmbeddedStore, Node, SessionId, SessionStore};
+use scriptorium_session_dag::{Node, SessionId, SessionStore};
 use scriptorium_topics_format::parse_tree;
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_txn::{LockTimeout, Revision};
@@ -29,6 +29,7 @@ use crate::config::Config;
 use crate::interface::{MemoryBackend, WriteOutcome};
 use crate::memory::{Error, MemoryWorkspace};
 use crate::runtime::status::WriterStatus;
+use crate::sessions::Sessions;
 
 /// The local backend of one home (`<home>/memory`, `<home>/sessions`).
 #[derive(Clone)]
@@ -40,7 +41,7 @@ struct Inner {
     home: PathBuf,
     config: Config,
     memory: MemoryWorkspace,
-    store: Arc<EmbeddedStore>,
+    store: Sessions,
     writer: Writer,
     initialized: Mutex<BTreeSet<SessionId>>,
     core: Mutex<Option<(Revision, String)>>,
@@ -92,13 +93,13 @@ impl LocalBackend {
         let mut memory = MemoryWorkspace::open(home.join("memory"), true)?;
         // Per-turn recall looks for outside edits at most once a second (a stat of each file).
         memory.set_outside_check_interval(std::time::Duration::from_secs(1));
-        let store = Arc::new(EmbeddedStore::open(home.join("sessions"))?);
+        let store = Sessions::open(home, &config)?;
         let writer_config = WriterConfig {
             threshold_tokens: config.memory.writer.trigger_tokens,
             max_turns: config.memory.writer.max_turns,
             ..WriterConfig::default()
         };
-        let writer = Writer::new(memory.workspace().clone(), store.clone(), model, writer_config);
+        let writer = Writer::new(memory.workspace().clone(), store.shared(), model, writer_config);
         Ok(LocalBackend {
             inner: Arc::new(Inner {
                 home: home.to_path_buf(),
@@ -117,8 +118,8 @@ impl LocalBackend {
         &self.inner.memory
     }
 
-    /// The session store.
-    pub fn store(&self) -> &Arc<EmbeddedStore> {
+    /// The session store (the one `[sessions] store` names; see [`crate::sessions`]).
+    pub fn store(&self) -> &Sessions {
         &self.inner.store
     }
 
@@ -157,7 +158,7 @@ impl LocalBackend {
         project: &str,
         with_sources: bool,
     ) -> Result<scriptorium_search::ProjectScope, scriptorium_session_dag::Error> {
-        let store: &dyn SessionStore = self.store().as_ref();
+        let store: &dyn SessionStore = &**self.store();
         crate::project::project_scope(Some(store), project, with_sources)
     }
 
@@ -167,7 +168,7 @@ impl LocalBackend {
         &self,
         hits: &[scriptorium_search::Hit],
     ) -> std::collections::BTreeMap<String, crate::hits::SessionLabel> {
-        crate::hits::labels_or_warn(crate::hits::labels(self.inner.store.as_ref(), hits))
+        crate::hits::labels_or_warn(crate::hits::labels(&*self.inner.store, hits))
     }
 
     /// Recall for one turn, fenced (topic blocks only; empty when nothing is relevant).
@@ -198,7 +199,7 @@ impl LocalBackend {
 
     fn pending_turns(&self) -> Option<usize> {
         let id = self.inner.memory.workspace().workspace_id();
-        crate::summary::pending_turns(self.inner.store.as_ref(), id.as_str())
+        crate::summary::pending_turns(&*self.inner.store, id.as_str())
     }
 
     /// Records a write's outcome in `.scriptorium/writer-status.json` (best effort).
@@ -217,7 +218,7 @@ impl LocalBackend {
     /// Adds the nodes of `messages` the store does not hold yet (in order); the last one added
     /// becomes the session's head.
     fn add_messages(&self, session: &SessionId, messages: &[Node]) -> Result<(), WriteFailure> {
-        let store = self.inner.store.as_ref();
+        let store = &*self.inner.store;
         let mut new = Vec::new();
         for node in messages {
             match store.node(session, &node.id) {

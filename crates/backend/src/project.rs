@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use scriptorium_search::ProjectScope;
-use scriptorium_session_dag::{EmbeddedStore, Page, SessionStore};
+use scriptorium_session_dag::{Page, SessionStore};
 use scriptorium_topics_format::project::slug;
 
 /// The project a user or a model names: a path (`.`, `..`, or anything with a `/`) to a
@@ -48,25 +48,35 @@ pub fn project_scope(
     Ok(ProjectScope::new(&project, archives))
 }
 
-/// [`project_scope`] over the session store in `sessions` (a home's `sessions/`), which is only
-/// opened when sources are searched and it exists.
+/// [`project_scope`] over the session store of `home` (the one its configuration names, see
+/// [`crate::sessions`]), which is only opened when sources are searched (and, for the
+/// embedded store, when its directory exists).
 pub fn project_scope_in(
-    sessions: &Path,
+    home: &Path,
     project: &str,
     with_sources: bool,
 ) -> Result<ProjectScope, scriptorium_session_dag::Error> {
-    let store = match with_sources && sessions.is_dir() {
-        true => Some(EmbeddedStore::open(sessions)?),
+    let store = match with_sources {
+        true => {
+            let config =
+                crate::Config::load(home).map_err(|e| scriptorium_session_dag::Error::Io {
+                    path: home.join(crate::config::CONFIG_FILE),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+            crate::sessions::Sessions::open_existing(home, &config)?
+        }
         false => None,
     };
-    project_scope(store.as_ref().map(|s| s as &dyn SessionStore), project, with_sources)
+    project_scope(store.as_deref().map(|s| s as &dyn SessionStore), project, with_sources)
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
-    use scriptorium_session_dag::{Node, NodeId, NodeKind, Role, SessionId, Timestamp};
+    use scriptorium_session_dag::{
+        EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, Timestamp,
+    };
 
     use super::*;
 

@@ -135,6 +135,9 @@ pub enum Code {
     GitCommitFailed,
     /// The git repository is corrupt.
     GitCorrupt,
+    /// The session store's database (PostgreSQL) cannot be reached or refused a statement;
+    /// nothing of the failed call was committed (retryable).
+    SessionDatabase,
     /// A failure that is a bug (reported, never expected).
     Internal,
 }
@@ -196,13 +199,21 @@ impl Code {
             Code::GitUnavailable => "GIT_UNAVAILABLE",
             Code::GitCommitFailed => "GIT_COMMIT_FAILED",
             Code::GitCorrupt => "GIT_CORRUPT",
+            Code::SessionDatabase => "SESSION_DATABASE",
             Code::Internal => "INTERNAL",
         }
     }
 
     /// Whether retrying the same request later can succeed.
     pub fn is_retryable(self) -> bool {
-        matches!(self, Code::Busy | Code::ConcurrentUpdate | Code::IndexBusy | Code::NoSpace)
+        matches!(
+            self,
+            Code::Busy
+                | Code::ConcurrentUpdate
+                | Code::IndexBusy
+                | Code::NoSpace
+                | Code::SessionDatabase
+        )
     }
 }
 
@@ -291,6 +302,7 @@ impl From<scriptorium_session_dag::ErrorCode> for Code {
             E::Io => Code::Io,
             E::SymlinkRefused => Code::SymlinkRefused,
             E::NotRegularFile => Code::NotRegularFile,
+            E::Database => Code::SessionDatabase,
             E::NotJsonl => Code::NotJsonl,
             E::WrongFormat => Code::WrongFormat,
             E::UnrecognisedFormat => Code::UnrecognisedFormat,
@@ -429,6 +441,9 @@ mod tests {
         // An IO failure is the same failure whichever part met it.
         assert_eq!(Code::from(scriptorium_search::ErrorCode::Io), Code::Io);
         assert_eq!(Code::from(scriptorium_session_dag::ErrorCode::Io), Code::Io);
+        let database = Code::from(scriptorium_session_dag::ErrorCode::Database);
+        assert_eq!((database, database.as_str()), (Code::SessionDatabase, "SESSION_DATABASE"));
+        assert!(database.is_retryable());
         assert_eq!(scriptorium_search::ErrorCode::Io.as_str(), Code::Io.as_str());
         let store = scriptorium_session_dag::ErrorCode::NotRegularFile;
         assert_eq!(Code::from(store).as_str(), store.as_str());

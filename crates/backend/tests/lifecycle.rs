@@ -171,7 +171,7 @@ async fn a_session_lifecycle_calls_all_nine_methods() {
     // Written turn by turn, each reply came in a batch of its own: a paragraph of its own.
     assert!(journal.contains("Assistant replied: Noted, turn 29."), "{journal}");
     let workspace = WorkspaceId::parse(ws.workspace_id().as_str()).expect("id");
-    let owed = pending(local.store().as_ref(), &session, None, &workspace).expect("pending");
+    let owed = pending(&**local.store(), &session, None, &workspace).expect("pending");
     assert!(owed.is_empty(), "{} turns still owed", owed.len());
     assert_eq!(local.status().pending_turns, Some(0));
 

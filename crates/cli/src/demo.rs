@@ -13,7 +13,7 @@ use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::{LocalBackend, models};
 use scriptorium_markers::pending;
 use scriptorium_session_dag::import::{Format, Input, import_into, parse};
-use scriptorium_session_dag::{NodeId, SessionId, SessionStore};
+use scriptorium_session_dag::{NodeId, SessionId};
 use scriptorium_writer::source_id;
 
 use crate::home::Home;
@@ -69,7 +69,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     // 1. Import the bundled conversation (idempotent).
     let path = Path::new("garden-planning.jsonl");
     let parsed = parse(Format::Jsonl, &[Input::new(path, CONVERSATION.as_bytes())])?;
-    let summary = import_into(backend.store().as_ref(), parsed, path)?;
+    let summary = import_into(&**backend.store(), parsed, path)?;
     outln!(
         "\n1. imported {} nodes ({} new) of session `{SESSION}`: {} branches, a tool call, a compaction",
         summary.nodes(),
@@ -90,7 +90,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     let store = backend.store();
     let head = store.session(&session)?.and_then(|s| s.head);
     for tip in store.tips(&session)? {
-        let owed = pending(store.as_ref(), &session, Some(&tip), &workspace)?;
+        let owed = pending(&**store, &session, Some(&tip), &workspace)?;
         if head.as_ref() != Some(&tip) && owed.is_empty() {
             outln!(
                 "     the abandoned branch ending at {} is written too (a forced write leaves nothing pending)",

@@ -20,10 +20,11 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
+use scriptorium_backend::sessions::Sessions;
 use scriptorium_backend::{archive_unwritten, injected_core_at};
 use scriptorium_search::{Query, fence, recall_text};
+use scriptorium_session_dag::SessionId;
 use scriptorium_session_dag::import::{self, Format};
-use scriptorium_session_dag::{EmbeddedStore, SessionId};
 use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
 use serde_json::Value;
 
@@ -254,15 +255,15 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
             let store = open_store(home)?;
             let memory = memory::open(home, false)
                 .map_err(|e| Failure::new("HOOK_NO_MEMORY", e.to_string()))?;
-            archive_unwritten(&memory, &store, &session)
+            archive_unwritten(&memory, &*store, &session)
                 .map_err(|e| Failure::new("HOOK_ARCHIVE", e))?;
             Ok(None)
         }
     }
 }
 
-fn open_store(home: &Home) -> Result<EmbeddedStore, Failure> {
-    EmbeddedStore::open(home.sessions()).map_err(|e| Failure::new("HOOK_STORE", e.to_string()))
+fn open_store(home: &Home) -> Result<Sessions, Failure> {
+    crate::session_store(home).map_err(|e| Failure::new("HOOK_STORE", format!("{e:#}")))
 }
 
 /// Imports the transcript the payload names (idempotent: a grown file adds its new turns). A
@@ -303,7 +304,7 @@ fn import_transcript(
     }
     let store = open_store(home)?;
     for unit in &units {
-        import::import_unit(&store, unit)
+        import::import_unit(&*store, unit)
             .map_err(|e| Failure::new("HOOK_IMPORT", e.to_string()))?;
     }
     Ok(())

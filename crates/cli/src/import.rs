@@ -24,7 +24,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use scriptorium_session_dag::EmbeddedStore;
 use scriptorium_session_dag::import::{self, Format, Summary};
 
 use scriptorium_backend::wire::{Code, WireError, WireViolation};
@@ -97,9 +96,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         .chain(empty.iter().map(|p| (p.display().to_string(), None)))
         .collect();
     files.sort_by(|a, b| a.0.cmp(&b.0));
-    let dir = home.sessions();
-    let store = EmbeddedStore::open(&dir)
-        .with_context(|| format!("cannot open the session store at {}", dir.display()))?;
+    let store = crate::session_store(home).context("cannot open the session store")?;
 
     let sizes: Vec<u64> = units.iter().map(import::Unit::len_bytes).collect();
     let bar = if std::io::stderr().is_terminal() {
@@ -114,7 +111,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let mut summary = Summary::default();
     for (unit, size) in units.iter().zip(&sizes) {
         bar.set_message(unit.first_path().display().to_string());
-        match import::import_unit(&store, unit) {
+        match import::import_unit(&*store, unit) {
             Ok(s) => summary.merge(s),
             Err(err) => failed.push(Failure::new(&err)),
         }

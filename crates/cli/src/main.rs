@@ -62,6 +62,25 @@ pub(crate) fn config(home: &home::Home) -> anyhow::Result<scriptorium_backend::C
     Ok(config)
 }
 
+/// The home's session store, the one `[sessions] store` names (chosen in
+/// `scriptorium_backend::sessions`): the embedded store in `<home>/sessions` (created when
+/// missing) or PostgreSQL.
+pub(crate) fn session_store(
+    home: &home::Home,
+) -> anyhow::Result<scriptorium_backend::sessions::Sessions> {
+    let config = scriptorium_backend::Config::load(home.root())?;
+    Ok(scriptorium_backend::sessions::Sessions::open(home.root(), &config)?)
+}
+
+/// [`session_store`] for a command that only reads: `None` when the embedded store's directory
+/// does not exist (it is never created here).
+pub(crate) fn existing_session_store(
+    home: &home::Home,
+) -> anyhow::Result<Option<scriptorium_backend::sessions::Sessions>> {
+    let config = scriptorium_backend::Config::load(home.root())?;
+    Ok(scriptorium_backend::sessions::Sessions::open_existing(home.root(), &config)?)
+}
+
 /// Long-term memory for LLM agents: conversations become cited, reviewable Markdown.
 #[derive(Debug, Parser)]
 #[command(name = "scriptorium", version, about, long_about = None)]

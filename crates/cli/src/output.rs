@@ -184,6 +184,9 @@ pub(crate) fn classify(err: &anyhow::Error) -> (WireError, u8) {
                     (WireError::new(Code::SessionNotFound, message), EXIT_PROBLEMS)
                 }
                 scriptorium_session_dag::Error::Io { source, .. } => io_failure(source, message),
+                scriptorium_session_dag::Error::Database { .. } => {
+                    (WireError::new(Code::SessionDatabase, message), EXIT_RETRYABLE)
+                }
                 _ => (WireError::new(Code::Io, message), EXIT_USAGE),
             };
         }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use scriptorium_backend::engine::{IdSource, RandomIds, WorkspaceId, restore_workspace_id};
 use scriptorium_backend::wire::Code;
 use scriptorium_markers::MARKER_KEY;
-use scriptorium_session_dag::{EmbeddedStore, Page, SessionStore};
+use scriptorium_session_dag::Page;
 
 use crate::home::Home;
 use crate::output::{outln, problem, usage};
@@ -34,11 +34,9 @@ pub(crate) struct Args {
 /// How many written turns name each workspace ID, over every branch of every session.
 fn marker_ids(home: &Home) -> anyhow::Result<BTreeMap<String, usize>> {
     let mut ids: BTreeMap<String, usize> = BTreeMap::new();
-    let dir = home.sessions();
-    if !dir.is_dir() {
+    let Some(store) = crate::existing_session_store(home)? else {
         return Ok(ids);
-    }
-    let store = EmbeddedStore::open(&dir)?;
+    };
     let mut offset = 0;
     loop {
         let page = store.list_sessions(Page { offset, limit: 500 })?;

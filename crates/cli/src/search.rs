@@ -57,12 +57,11 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     query.speaker = args.speaker;
     query.include_sources = !args.topics_only;
     if let Some(project) = args.project.as_deref() {
-        let sessions = home.sessions();
-        query.project = Some(project_scope_in(&sessions, project, query.include_sources)?);
+        query.project = Some(project_scope_in(home.root(), project, query.include_sources)?);
     }
     let (hits, adoption) = memory.search_reporting(&query)?;
     // Sessions name the records' archives; without them a record is named by its archive.
-    let labels = scriptorium_backend::hits::labels_in(&home.sessions(), &hits);
+    let labels = scriptorium_backend::hits::labels_in(home.root(), &hits);
     let label = |hit: &scriptorium_search::Hit| labels.get(&hit.path);
     if args.json {
         let rows: Vec<serde_json::Value> =

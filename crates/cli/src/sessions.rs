@@ -1,4 +1,5 @@
-//! `scriptorium sessions`: look at what was imported — `list`, `show ID`, `branches ID`.
+//! `scriptorium sessions`: look at what was imported — `list`, `show ID`, `branches ID` — and
+//! `migrate --to postgres://…`, which copies the embedded store into PostgreSQL.
 //!
 //! Human output by default; `--json` prints one stable JSON document on stdout. An unknown
 //! session exits with 1 and a message on stderr. Warnings of the session store (torn or corrupt
@@ -8,10 +9,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use scriptorium_backend::sessions::Sessions;
 use scriptorium_markers::{WorkspaceId, pending, records};
-use scriptorium_session_dag::{
-    EmbeddedStore, Node, NodeKind, Page, Role, Session, SessionId, SessionStore, Timestamp,
-};
+use scriptorium_session_dag::{Node, Page, Session, SessionId, Timestamp};
 use serde_json::{Value, json};
 
 use crate::home::Home;
@@ -48,12 +48,22 @@ enum Command {
         /// The session ID.
         id: String,
     },
+    /// Copy the embedded store (`<home>/sessions`) into a PostgreSQL database, idempotently:
+    /// a second run copies nothing. Then set `[sessions] store` to the same URL.
+    Migrate {
+        /// The database, `postgres://user@host:port/database`.
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 /// Runs the command.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
-    let dir = home.sessions();
-    let store = if dir.is_dir() { Some(EmbeddedStore::open(&dir)?) } else { None };
+    let store = match &args.command {
+        // The copy reads `<home>/sessions` whatever `[sessions] store` says.
+        Command::Migrate { .. } => None,
+        _ => crate::existing_session_store(home)?,
+    };
     let code = match args.command {
         Command::List { offset, limit } => {
             list(store.as_ref(), Page { offset, limit: limit.unwrap_or(usize::MAX) }, args.json)?
@@ -63,6 +73,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             let workspace = workspace_id(&home.memory());
             branches(store.as_ref(), &SessionId(id), workspace.as_ref(), args.json)?
         }
+        Command::Migrate { to } => migrate(home, &to, args.json)?,
     };
     if let Some(store) = &store {
         for warning in store.warnings() {
@@ -70,6 +81,38 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(code)
+}
+
+/// `sessions migrate --to URL`.
+fn migrate(home: &Home, to: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+    if !scriptorium_backend::sessions::is_postgres_url(to) {
+        return Err(crate::output::usage(
+            scriptorium_backend::wire::Code::InvalidArgument,
+            format!("--to must be a postgres:// or postgresql:// URL (got {to:?})"),
+        ));
+    }
+    let report = scriptorium_backend::sessions::migrate(home.root(), to)?;
+    if as_json {
+        crate::output::document(&report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if report.sessions_changed == 0 {
+        outln!(
+            "nothing to copy: {} already holds all {} session(s) of {}",
+            report.to,
+            report.sessions,
+            home.sessions().display()
+        );
+    } else {
+        outln!(
+            "copied {} node(s) into {} of {} session(s) to {}",
+            report.nodes_copied,
+            report.sessions_changed,
+            report.sessions,
+            report.to
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The workspace ID in `<memory>/.scriptorium/workspace-id`, if it is a valid one.
@@ -89,29 +132,10 @@ fn not_found(id: &SessionId) -> anyhow::Error {
     )
 }
 
-fn found(store: Option<&EmbeddedStore>, id: &SessionId) -> anyhow::Result<Option<Session>> {
+fn found(store: Option<&Sessions>, id: &SessionId) -> anyhow::Result<Option<Session>> {
     match store {
         Some(store) => Ok(store.session(id)?),
         None => Ok(None),
-    }
-}
-
-fn role(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-        Role::System => "system",
-        Role::Tool => "tool",
-    }
-}
-
-fn kind(kind: NodeKind) -> &'static str {
-    match kind {
-        NodeKind::Message => "message",
-        NodeKind::ToolCall => "tool_call",
-        NodeKind::ToolResult => "tool_result",
-        NodeKind::Runtime => "runtime",
-        NodeKind::CompactionSummary => "compaction_summary",
     }
 }
 
@@ -142,7 +166,7 @@ fn print_json(value: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn list(store: Option<&EmbeddedStore>, page: Page, as_json: bool) -> anyhow::Result<ExitCode> {
+fn list(store: Option<&Sessions>, page: Page, as_json: bool) -> anyhow::Result<ExitCode> {
     let summaries = match store {
         Some(store) => store.list_summaries(page)?,
         None => Vec::new(),
@@ -213,7 +237,7 @@ fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
     }
 }
 
-fn show(store: Option<&EmbeddedStore>, id: &SessionId, as_json: bool) -> anyhow::Result<ExitCode> {
+fn show(store: Option<&Sessions>, id: &SessionId, as_json: bool) -> anyhow::Result<ExitCode> {
     let (Some(store), Some(session)) = (store, found(store, id)?) else {
         return Err(not_found(id));
     };
@@ -234,8 +258,8 @@ fn show(store: Option<&EmbeddedStore>, id: &SessionId, as_json: bool) -> anyhow:
         outln!(
             "{}  {}/{}  {}",
             time(node.created_at),
-            role(node.role),
-            kind(node.kind),
+            node.role.as_str(),
+            node.kind.as_str(),
             first_line(&node.content, 100)
         );
     }
@@ -246,8 +270,8 @@ fn node_json(node: &Node) -> Value {
     json!({
         "id": node.id.as_str(),
         "parent": node.parent.as_ref().map(|p| p.as_str()),
-        "role": role(node.role),
-        "kind": kind(node.kind),
+        "role": node.role.as_str(),
+        "kind": node.kind.as_str(),
         "speaker": node.speaker.as_ref().map(|s| json!({ "id": s.id, "display": s.display })),
         "created_at": time(node.created_at),
         "created_at_ms": node.created_at.0,
@@ -257,7 +281,7 @@ fn node_json(node: &Node) -> Value {
 }
 
 fn branches(
-    store: Option<&EmbeddedStore>,
+    store: Option<&Sessions>,
     id: &SessionId,
     workspace: Option<&WorkspaceId>,
     as_json: bool,
@@ -270,7 +294,7 @@ fn branches(
         let branch = store.branch(id, Some(&tip))?;
         let record_count = records(&branch).len();
         let pending_count = match workspace {
-            Some(workspace) => pending(store, id, Some(&tip), workspace)?.len(),
+            Some(workspace) => pending(&**store, id, Some(&tip), workspace)?.len(),
             None => record_count,
         };
         let is_head = i == 0 && session.head.is_some();

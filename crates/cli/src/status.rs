@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use scriptorium_backend::runtime::{Outcome, WriterStatus};
 use scriptorium_backend::summary::{pending_turns, workspace_status};
-use scriptorium_session_dag::EmbeddedStore;
 
 use crate::home::Home;
 use crate::memory;
@@ -24,12 +23,9 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let root = memory.workspace().root();
     let status = workspace_status(&memory)?;
     let writer = WriterStatus::load(root);
-    let sessions = home.sessions();
-    let pending = if sessions.is_dir() {
-        let store = EmbeddedStore::open(&sessions)?;
-        pending_turns(&store, &status.workspace)
-    } else {
-        Some(0)
+    let pending = match crate::existing_session_store(home)? {
+        Some(store) => pending_turns(&*store, &status.workspace),
+        None => Some(0),
     };
     if args.json {
         let mut out = serde_json::to_value(&status)?;

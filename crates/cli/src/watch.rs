@@ -84,7 +84,7 @@ async fn serve(
     offset: time::UtcOffset,
 ) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
-    let store: Arc<dyn SessionStore + Send + Sync> = backend.store().clone();
+    let store: Arc<dyn SessionStore + Send + Sync> = backend.store().shared();
     let writer: Arc<dyn SessionWriter> = Arc::new(backend.writer().clone());
     tracing::info!(home = %backend.home().display(), poll_secs = poll.as_secs(), nightly_hour = hour, "watch started");
     let mut tasks = tokio::task::JoinSet::new();
@@ -121,7 +121,7 @@ async fn import_loop(
     mut stopped: watch::Receiver<bool>,
 ) {
     loop {
-        let store = backend.store().clone();
+        let store = backend.store().shared();
         let batch = imports.clone();
         let result = tokio::task::spawn_blocking(move || {
             let mut new = 0;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use scriptorium_backend::config::{ModelConfig, ModelKind as ConfigKind};
 use scriptorium_backend::models;
-use scriptorium_session_dag::{EmbeddedStore, Page, SessionId, SessionStore};
+use scriptorium_session_dag::{Page, SessionId, SessionStore};
 use scriptorium_writer::{Model, OrganizeReport, WriteFailure, WriteReport, Writer, WriterConfig};
 
 use crate::home::Home;
@@ -194,15 +194,13 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         config.threshold_tokens = threshold;
     }
     let memory = memory::open(home, false)?;
-    let dir = home.sessions();
-    if !dir.is_dir() {
-        bail!("no sessions at {} (run `scriptorium import` first)", dir.display());
-    }
-    let store: Arc<dyn SessionStore + Send + Sync> = Arc::new(EmbeddedStore::open(&dir)?);
-    let writer = Writer::new(memory.workspace().clone(), store, model, config);
+    let Some(store) = crate::existing_session_store(home)? else {
+        bail!("no sessions at {} (run `scriptorium import` first)", home.sessions().display());
+    };
+    let writer = Writer::new(memory.workspace().clone(), store.shared(), model, config);
     let sessions = match &args.session {
         Some(id) => vec![SessionId(id.clone())],
-        None => all_sessions(home)?,
+        None => all_sessions(&*store)?,
     };
     let mut outcomes: Vec<(String, Result<WriteReport, WriteFailure>)> = Vec::new();
     for session in sessions {
@@ -252,8 +250,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn all_sessions(home: &Home) -> anyhow::Result<Vec<SessionId>> {
-    let store = EmbeddedStore::open(home.sessions())?;
+fn all_sessions(store: &dyn SessionStore) -> anyhow::Result<Vec<SessionId>> {
     let mut out = Vec::new();
     loop {
         let page = store.list_sessions(Page { offset: out.len(), limit: 500 })?;

@@ -310,9 +310,10 @@ impl Inner {
         query.include_sources = !args.topics_only.unwrap_or(false);
         if let Some(project) = given(args.project) {
             // The home's session store beside its `memory/` (the CLI's layout).
-            let sessions = self.root.parent().map(|home| home.join("sessions"));
-            let scope = sessions
-                .map(|dir| project_scope_in(&dir, &project, query.include_sources))
+            let scope = self
+                .root
+                .parent()
+                .map(|home| project_scope_in(home, &project, query.include_sources))
                 .transpose()
                 .map_err(|e| WireError::new(Code::Io, e.to_string()))?;
             query.project = Some(scope.unwrap_or_else(|| ProjectScope::new(&project, Vec::new())));
@@ -320,11 +321,8 @@ impl Inner {
         let (hits, adoption) = memory.search_reporting(&query).map_err(|e| search_error(&e))?;
         // The records' sessions, by title and project (the CLI's layout: `sessions/` beside
         // `memory/`); without them a record is named by its archive.
-        let labels = self
-            .root
-            .parent()
-            .map(|home| hits::labels_in(&home.join("sessions"), &hits))
-            .unwrap_or_default();
+        let labels =
+            self.root.parent().map(|home| hits::labels_in(home, &hits)).unwrap_or_default();
         let mut text = if hits.is_empty() {
             NO_MEMORY_MATCHED.to_owned()
         } else {

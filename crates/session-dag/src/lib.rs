@@ -52,6 +52,7 @@
 //! # }
 //! ```
 
+pub mod dag;
 mod files;
 pub mod store;
 mod types;
@@ -125,6 +126,15 @@ pub enum Error {
         /// What it is: `FIFO`, `socket`, `character device`, `block device`, `directory`.
         kind: &'static str,
     },
+    /// A database-backed store (the PostgreSQL one) could not reach its database, or the
+    /// database refused a statement; nothing of the failed call was committed.
+    #[error("session database: {message}")]
+    Database {
+        /// What failed (never holds a password).
+        message: String,
+        /// Whether retrying the call can help (a lost connection, a serialization failure).
+        retryable: bool,
+    },
 }
 
 /// The stable code of an [`Error`] or an [`import::Error`]: callers match on this, never on
@@ -148,6 +158,8 @@ pub enum ErrorCode {
     SymlinkRefused,
     /// [`Error::NotRegularFile`].
     NotRegularFile,
+    /// [`Error::Database`].
+    Database,
     /// [`import::Error::NotJsonl`].
     NotJsonl,
     /// [`import::Error::WrongFormat`].
@@ -168,6 +180,7 @@ impl ErrorCode {
             ErrorCode::Io => "IO",
             ErrorCode::SymlinkRefused => "SYMLINK_REFUSED",
             ErrorCode::NotRegularFile => "NOT_A_REGULAR_FILE",
+            ErrorCode::Database => "SESSION_DATABASE",
             ErrorCode::NotJsonl => "NOT_JSONL",
             ErrorCode::WrongFormat => "WRONG_FORMAT",
             ErrorCode::UnrecognisedFormat => "UNRECOGNISED_FORMAT",
@@ -193,7 +206,13 @@ impl Error {
             Error::Io { .. } => ErrorCode::Io,
             Error::SymlinkRefused { .. } => ErrorCode::SymlinkRefused,
             Error::NotRegularFile { .. } => ErrorCode::NotRegularFile,
+            Error::Database { .. } => ErrorCode::Database,
         }
+    }
+
+    /// Whether retrying the call can help: only a database error that says so.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Database { retryable: true, .. })
     }
 }
 

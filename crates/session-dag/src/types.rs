@@ -75,6 +75,18 @@ pub enum Role {
     Tool,
 }
 
+impl Role {
+    /// The stable name (as serialized): `user`, `assistant`, `system`, `tool`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+            Role::Tool => "tool",
+        }
+    }
+}
+
 /// What a node is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -89,6 +101,20 @@ pub enum NodeKind {
     Runtime,
     /// A summary that replaced earlier context at a compaction.
     CompactionSummary,
+}
+
+impl NodeKind {
+    /// The stable name (as serialized): `message`, `tool_call`, `tool_result`, `runtime`,
+    /// `compaction_summary`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Message => "message",
+            NodeKind::ToolCall => "tool_call",
+            NodeKind::ToolResult => "tool_result",
+            NodeKind::Runtime => "runtime",
+            NodeKind::CompactionSummary => "compaction_summary",
+        }
+    }
 }
 
 /// A trusted speaker identity, set by the runtime or importer, never parsed from content.

@@ -26,6 +26,7 @@
 //! }
 //! ```
 
+pub mod pg;
 pub mod synthetic;
 
 use std::path::{Path, PathBuf};

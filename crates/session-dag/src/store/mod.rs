@@ -250,6 +250,12 @@ impl EmbeddedStore {
         self.with_state(session, true, |_| ())
     }
 
+    /// Every node of `session` in append order, rewound ones included, with their metadata
+    /// (empty for an unknown session): what a copy to another store needs.
+    pub fn nodes(&self, session: &SessionId) -> Result<Vec<Node>, Error> {
+        self.with_state(session, true, |state| state.nodes.clone())
+    }
+
     /// Sessions with their node counts, newest `updated_at` first (ties by ID).
     ///
     /// Reads the registry and `stat`s every log; reads only the logs whose registry entry is
@@ -587,7 +593,7 @@ impl SessionStore for EmbeddedStore {
                 return Err(Error::DuplicateNode { session: session.clone(), node: node.id });
             }
             if (node.parent.as_ref() == Some(&node.id) || state.dangling.contains(&node.id))
-                && SessionState::closes_cycle(&node.id, node.parent.as_ref(), |id| state.get(id))
+                && crate::dag::closes_cycle(&node.id, node.parent.as_ref(), |id| state.get(id))
             {
                 return Err(Error::ParentCycle { session: session.clone(), node: node.id });
             }
@@ -616,7 +622,7 @@ impl SessionStore for EmbeddedStore {
                 if (node.parent.as_ref() == Some(&node.id)
                     || state.dangling.contains(&node.id)
                     || batch_dangling.contains(&node.id))
-                    && SessionState::closes_cycle(&node.id, node.parent.as_ref(), lookup)
+                    && crate::dag::closes_cycle(&node.id, node.parent.as_ref(), lookup)
                 {
                     return Err(Error::ParentCycle { session: session.clone(), node: node.id });
                 }

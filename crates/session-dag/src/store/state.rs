@@ -74,23 +74,6 @@ impl SessionState {
         self.index.get(node_id).map(|&i| &self.nodes[i])
     }
 
-    /// Whether appending `node_id` under `parent` would close a cycle, looking nodes up through
-    /// `lookup` (the index, possibly overlaid with nodes staged before it in the same batch).
-    pub(crate) fn closes_cycle<'a>(
-        node_id: &NodeId,
-        parent: Option<&'a NodeId>,
-        lookup: impl Fn(&NodeId) -> Option<&'a Node>,
-    ) -> bool {
-        let mut current = parent;
-        while let Some(id) = current {
-            if id == node_id {
-                return true;
-            }
-            current = lookup(id).and_then(|n| n.parent.as_ref());
-        }
-        false
-    }
-
     /// Applies one record; what cannot apply is reported in `warnings` and skipped.
     pub(crate) fn apply(&mut self, line: usize, record: Record, warnings: &mut Vec<LoadWarning>) {
         let mut warn = |kind: WarningKind, message: String| {
@@ -112,7 +95,7 @@ impl SessionState {
                     return;
                 }
                 if (node.parent.as_ref() == Some(&node.id) || self.dangling.contains(&node.id))
-                    && SessionState::closes_cycle(&node.id, node.parent.as_ref(), |id| self.get(id))
+                    && crate::dag::closes_cycle(&node.id, node.parent.as_ref(), |id| self.get(id))
                 {
                     warn(
                         WarningKind::InvalidRecord,
@@ -169,22 +152,6 @@ impl SessionState {
         self.nodes.push(node);
     }
 
-    /// The nearest live (not rewound) node at or above position `i`.
-    fn live_at_or_above(&self, mut i: usize) -> Option<usize> {
-        loop {
-            if !self.nodes[i].rewound {
-                return Some(i);
-            }
-            i = *self.index.get(self.nodes[i].parent.as_ref()?)?;
-        }
-    }
-
-    /// The nearest live proper ancestor of position `i`.
-    fn live_parent(&self, i: usize) -> Option<usize> {
-        let parent = *self.index.get(self.nodes[i].parent.as_ref()?)?;
-        self.live_at_or_above(parent)
-    }
-
     /// The positions root→`tip`, skipping rewound nodes; a parent missing from the session ends
     /// the walk (the node is a root of what is stored).
     pub(crate) fn branch_positions(&self, tip: usize) -> Vec<usize> {
@@ -200,28 +167,8 @@ impl SessionState {
         out
     }
 
-    /// The live tips: the head (or its nearest live ancestor) first, then every live node with
-    /// no live child, newest `created_at` first (later in the log first on ties).
+    /// The live tips (see [`crate::dag::tips`]).
     pub(crate) fn tips(&self) -> Vec<NodeId> {
-        let mut has_live_child = vec![false; self.nodes.len()];
-        for i in 0..self.nodes.len() {
-            if !self.nodes[i].rewound
-                && let Some(parent) = self.live_parent(i)
-            {
-                has_live_child[parent] = true;
-            }
-        }
-        let head = self
-            .head
-            .as_ref()
-            .and_then(|h| self.index.get(h))
-            .and_then(|&i| self.live_at_or_above(i));
-        let mut others: Vec<usize> = (0..self.nodes.len())
-            .filter(|&i| !self.nodes[i].rewound && !has_live_child[i] && Some(i) != head)
-            .collect();
-        others.sort_by(|&a, &b| {
-            self.nodes[b].created_at.cmp(&self.nodes[a].created_at).then_with(|| b.cmp(&a))
-        });
-        head.into_iter().chain(others).map(|i| self.nodes[i].id.clone()).collect()
+        crate::dag::tips(&self.nodes, &self.index, self.head.as_ref())
     }
 }

@@ -2,3 +2,6 @@
 
 mod import;
 mod store;
+#[path = "../conformance/suite.rs"]
+#[expect(dead_code, reason = "the store tests share the suite's helpers, not its tests")]
+mod suite;

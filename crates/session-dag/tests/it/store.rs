@@ -1,214 +1,41 @@
-//! Store tests: append, branches, tips, metadata, crash recovery.
+//! The embedded store's own tests: its files (names, symlinks, FIFOs, the registry), crash
+//! recovery and lazy loading. What every store must do is in the conformance suite
+//! (`tests/conformance/`).
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 
-use proptest::prelude::*;
 use scriptorium_session_dag::{
-    EmbeddedStore, Error, ErrorCode, MetadataBatch, Node, NodeId, NodeKind, Page, Role, SessionId,
-    SessionStore, Timestamp, WarningKind,
+    EmbeddedStore, Error, ErrorCode, MetadataBatch, Page, SessionId, SessionStore, WarningKind,
 };
 
-fn sid(s: &str) -> SessionId {
-    SessionId(s.to_owned())
-}
-
-fn nid(s: &str) -> NodeId {
-    NodeId(s.to_owned())
-}
-
-fn node(id: &str, parent: Option<&str>, created_at: i64) -> Node {
-    Node {
-        id: nid(id),
-        parent: parent.map(nid),
-        role: if id.ends_with('a') { Role::Assistant } else { Role::User },
-        kind: NodeKind::Message,
-        speaker: None,
-        content: format!("content of {id}\nsecond line"),
-        created_at: Timestamp(created_at),
-        metadata: BTreeMap::new(),
-        rewound: false,
-    }
-}
-
-/// A clock that starts at `start` and advances by one millisecond per reading.
-fn ticking_clock(start: i64) -> Arc<AtomicI64> {
-    Arc::new(AtomicI64::new(start))
-}
-
-fn open_with(dir: &Path, clock: &Arc<AtomicI64>) -> EmbeddedStore {
-    let clock = Arc::clone(clock);
-    EmbeddedStore::open_with_clock(
-        dir,
-        Arc::new(move || Timestamp(clock.fetch_add(1, Ordering::SeqCst))),
-    )
-    .expect("store opens")
-}
+use crate::suite::{chain, clock_from, ids, nid, node, sid, ticking_clock};
 
 fn open(dir: &Path) -> EmbeddedStore {
-    open_with(dir, &ticking_clock(1_000_000))
+    EmbeddedStore::open_with_clock(dir, clock_from(&ticking_clock(1_000_000))).expect("store opens")
 }
 
-fn ids(nodes: &[Node]) -> Vec<&str> {
-    nodes.iter().map(|n| n.id.as_str()).collect()
-}
-
-fn tip_ids(tips: &[NodeId]) -> Vec<&str> {
-    tips.iter().map(NodeId::as_str).collect()
-}
-
-fn chain(
-    prefix: &str,
-    parent: Option<&str>,
-    range: std::ops::RangeInclusive<u32>,
-    t0: i64,
-) -> Vec<Node> {
-    let mut out = Vec::new();
-    let mut parent = parent.map(str::to_owned);
-    for i in range {
-        let id = format!("{prefix}{i}");
-        out.push(node(&id, parent.as_deref(), t0 + i64::from(i)));
-        parent = Some(id);
-    }
-    out
-}
-
+/// The embedded store's side of the metadata contract (the rest is in the conformance suite):
+/// a merge is one log line, and a patch that changes nothing writes none.
 #[test]
-fn fork_gives_two_tips_head_first_and_branches_share_the_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let s = sid("s");
-    for n in chain("m", None, 1..=5, 100) {
-        store.append(&s, n).unwrap();
-    }
-    store.set_head(&s, &nid("m3")).unwrap();
-    store.append(&s, node("b4", Some("m3"), 50)).unwrap();
-    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["b4", "m5"]);
-    assert_eq!(ids(&store.branch(&s, None).unwrap()), ["m1", "m2", "m3", "b4"]);
-    assert_eq!(ids(&store.branch(&s, Some(&nid("m5"))).unwrap()), ["m1", "m2", "m3", "m4", "m5"]);
-    // The head first even when the other tip is newer, then newest first.
-    store.append(&s, node("c4", Some("m3"), 500)).unwrap();
-    store.set_head(&s, &nid("b4")).unwrap();
-    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["b4", "c4", "m5"]);
-    // A head moved back onto an interior node is still listed first.
-    store.set_head(&s, &nid("m3")).unwrap();
-    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["m3", "c4", "m5", "b4"]);
-    let reopened = open(dir.path());
-    assert_eq!(tip_ids(&reopened.tips(&s).unwrap()), ["m3", "c4", "m5", "b4"]);
-    assert!(reopened.warnings().is_empty(), "{:?}", reopened.warnings());
-}
-
-#[test]
-fn rewound_nodes_are_skipped_by_branches_and_tips() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let s = sid("s");
-    for n in chain("m", None, 1..=4, 100) {
-        store.append(&s, n).unwrap();
-    }
-    store.rewind(&s, &nid("m2")).unwrap();
-    assert_eq!(ids(&store.branch(&s, None).unwrap()), ["m1", "m3", "m4"]);
-    store.rewind(&s, &nid("m4")).unwrap();
-    // The rewound head resolves to its nearest live ancestor.
-    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["m3"]);
-    assert_eq!(ids(&store.branch(&s, Some(&nid("m4"))).unwrap()), ["m1", "m3"]);
-    assert!(store.node(&s, &nid("m4")).unwrap().unwrap().rewound);
-    let reopened = open(dir.path());
-    assert_eq!(ids(&reopened.branch(&s, None).unwrap()), ["m1", "m3"]);
-}
-
-#[test]
-fn merge_metadata_keeps_updated_at_appends_no_node_and_survives_reopen() {
+fn merge_metadata_writes_one_log_line_and_a_no_op_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let s = sid("s");
     store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap();
-    let before = store.session(&s).unwrap().unwrap();
     let log_lines = std::fs::read_to_string(store.log_path(&s)).unwrap().lines().count();
     let mut batch = MetadataBatch::new();
     batch.insert(nid("m2"), BTreeMap::from([("k".to_owned(), "v".to_owned())]));
     store.merge_metadata(&s, &batch).unwrap();
-    assert_eq!(store.session(&s).unwrap().unwrap(), before);
-    assert_eq!(store.branch(&s, None).unwrap().len(), 3);
     let lines_after = std::fs::read_to_string(store.log_path(&s)).unwrap().lines().count();
     assert_eq!(lines_after, log_lines + 1, "one metadata line");
-    // The same patch again writes nothing.
     store.merge_metadata(&s, &batch).unwrap();
     assert_eq!(std::fs::read_to_string(store.log_path(&s)).unwrap().lines().count(), lines_after);
-    let reopened = open(dir.path());
-    assert_eq!(reopened.node(&s, &nid("m2")).unwrap().unwrap().metadata["k"], "v");
-    assert_eq!(reopened.session(&s).unwrap().unwrap(), before);
-    assert_eq!(reopened.list_sessions(Page { offset: 0, limit: 10 }).unwrap(), [before]);
-    // An unknown node fails the whole batch before anything is written.
     batch.insert(nid("nope"), BTreeMap::new());
     assert!(matches!(store.merge_metadata(&s, &batch), Err(Error::NodeNotFound { .. })));
-}
-
-#[test]
-fn append_batch_is_idempotent_and_keeps_existing_metadata() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let s = sid("s");
-    assert_eq!(store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap(), 3);
-    let session = store.session(&s).unwrap().unwrap();
-    assert_eq!(session.head, Some(nid("m3")));
-    assert_eq!(session.updated_at, Timestamp(103));
-    let mut batch = MetadataBatch::new();
-    batch.insert(nid("m1"), BTreeMap::from([("memory_written_scriptorium".into(), "w-1".into())]));
-    store.merge_metadata(&s, &batch).unwrap();
-    // Re-import of the grown transcript: only m4, m5 are new; the head stays; marks survive.
-    assert_eq!(store.append_batch(&s, chain("m", None, 1..=5, 100)).unwrap(), 2);
-    assert_eq!(store.append_batch(&s, chain("m", None, 1..=5, 100)).unwrap(), 0);
-    let session = store.session(&s).unwrap().unwrap();
-    assert_eq!(session.head, Some(nid("m3")));
-    assert_eq!(session.updated_at, Timestamp(105));
-    let reopened = open(dir.path());
-    let m1 = reopened.node(&s, &nid("m1")).unwrap().unwrap();
-    assert_eq!(m1.metadata["memory_written_scriptorium"], "w-1");
-    assert_eq!(reopened.branch(&s, Some(&nid("m5"))).unwrap().len(), 5);
-}
-
-#[test]
-fn errors_name_what_is_missing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let s = sid("s");
-    assert!(matches!(store.branch(&s, None), Err(Error::SessionNotFound(_))));
-    assert!(matches!(store.tips(&s), Err(Error::SessionNotFound(_))));
-    assert!(matches!(store.set_head(&s, &nid("x")), Err(Error::SessionNotFound(_))));
-    assert_eq!(store.node(&s, &nid("x")).unwrap(), None);
-    assert_eq!(store.session(&s).unwrap(), None);
-    store.append(&s, node("m1", None, 1)).unwrap();
-    assert!(matches!(store.append(&s, node("m1", None, 1)), Err(Error::DuplicateNode { .. })));
-    assert!(matches!(store.set_head(&s, &nid("x")), Err(Error::NodeNotFound { .. })));
-    assert!(matches!(store.rewind(&s, &nid("x")), Err(Error::NodeNotFound { .. })));
-    assert!(matches!(store.branch(&s, Some(&nid("x"))), Err(Error::NodeNotFound { .. })));
-}
-
-#[test]
-fn a_parent_cycle_is_refused_before_writing() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let s = sid("s");
-    // b's parent a is missing from the file; then a arrives claiming b as its parent.
-    store.append(&s, node("b", Some("a"), 1)).unwrap();
-    let err = store.append(&s, node("a", Some("b"), 2)).unwrap_err();
-    assert!(matches!(err, Error::ParentCycle { .. }), "{err}");
-    let err =
-        store.append_batch(&s, vec![node("c", None, 3), node("a", Some("b"), 2)]).unwrap_err();
-    assert!(matches!(err, Error::ParentCycle { .. }), "{err}");
-    assert_eq!(store.node(&s, &nid("c")).unwrap(), None, "nothing of the batch was written");
-    assert!(matches!(
-        store.append_batch(&s, vec![node("x", Some("y"), 1), node("y", Some("x"), 1)]),
-        Err(Error::ParentCycle { .. })
-    ));
-    assert!(matches!(store.append(&s, node("z", Some("z"), 1)), Err(Error::ParentCycle { .. })));
-    // A missing parent is just a root of what is stored.
-    assert_eq!(ids(&store.branch(&s, None).unwrap()), ["b"]);
+    assert_eq!(std::fs::read_to_string(store.log_path(&s)).unwrap().lines().count(), lines_after);
 }
 
 #[test]
@@ -466,229 +293,4 @@ fn list_sessions_orders_by_updated_at_and_repairs_a_stale_registry() {
     assert_eq!(open(dir.path()).rebuild_registry().unwrap(), 3);
     let summaries = open(dir.path()).list_summaries(page(0, 1)).unwrap();
     assert_eq!((summaries[0].session.id.as_str(), summaries[0].nodes), ("old", 2));
-}
-
-#[test]
-fn concurrent_writers_never_interleave_lines() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = sid("shared");
-    open(dir.path()).append(&s, node("root", None, 0)).unwrap();
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let path = dir.path().to_path_buf();
-            let s = s.clone();
-            std::thread::spawn(move || {
-                // One store per thread: each has its own file descriptions, like separate
-                // processes, so only the file lock keeps them apart.
-                let store = open(&path);
-                for i in 0..25 {
-                    let id = format!("t{t}-{i}");
-                    if i % 5 == 0 {
-                        let batch = vec![
-                            node(&format!("{id}-x"), Some("root"), 1),
-                            node(&format!("{id}-y"), Some("root"), 1),
-                        ];
-                        assert_eq!(store.append_batch(&s, batch).unwrap(), 2);
-                    }
-                    store.append(&s, node(&id, Some("root"), 1)).unwrap();
-                }
-            })
-        })
-        .collect();
-    for thread in threads {
-        thread.join().unwrap();
-    }
-    let store = open(dir.path());
-    assert_eq!(store.tips(&s).unwrap().len(), 4 * 25 + 4 * 5 * 2);
-    assert!(store.warnings().is_empty(), "{:?}", store.warnings());
-}
-
-#[test]
-fn a_store_sees_other_writers_before_it_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = sid("s");
-    let a = open(dir.path());
-    let b = open(dir.path());
-    a.append(&s, node("m1", None, 1)).unwrap();
-    b.append(&s, node("m2", Some("m1"), 2)).unwrap();
-    assert!(matches!(a.append(&s, node("m2", Some("m1"), 2)), Err(Error::DuplicateNode { .. })));
-    assert_eq!(ids(&a.branch(&s, None).unwrap()), ["m1", "m2"]);
-}
-
-#[test]
-fn set_head_and_rewind_use_the_injected_clock() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = ticking_clock(5_000);
-    let store = open_with(dir.path(), &clock);
-    let s = sid("s");
-    store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap();
-    store.set_head(&s, &nid("m1")).unwrap();
-    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(5_000));
-    store.set_head(&s, &nid("m1")).unwrap();
-    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(5_000), "no-op move");
-    store.rewind(&s, &nid("m3")).unwrap();
-    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(5_001));
-    store.set_title(&s, Some("A title".into())).unwrap();
-    let session = open(dir.path()).session(&s).unwrap().unwrap();
-    assert_eq!((session.title.as_deref(), session.updated_at), (Some("A title"), Timestamp(5_001)));
-}
-
-/// A simple model of a session: the reference the store must agree with.
-#[derive(Clone, Debug, Default)]
-struct Model {
-    nodes: Vec<Node>,
-    head: Option<usize>,
-    updated_at: i64,
-}
-
-impl Model {
-    fn index(&self, id: &NodeId) -> Option<usize> {
-        self.nodes.iter().position(|n| &n.id == id)
-    }
-
-    fn branch(&self, tip: usize) -> Vec<Node> {
-        let mut out = Vec::new();
-        let mut current = Some(tip);
-        while let Some(i) = current {
-            if !self.nodes[i].rewound {
-                out.push(self.nodes[i].clone());
-            }
-            current = self.nodes[i].parent.as_ref().and_then(|p| self.index(p));
-        }
-        out.reverse();
-        out
-    }
-
-    fn tips(&self) -> Vec<NodeId> {
-        let live: Vec<usize> = (0..self.nodes.len()).filter(|&i| !self.nodes[i].rewound).collect();
-        // n has a live child when some live m's branch has n just before m.
-        let has_live_child = |n: usize| {
-            live.iter().any(|&m| {
-                let branch = self.branch(m);
-                branch.len() >= 2 && branch[branch.len() - 2].id == self.nodes[n].id
-            })
-        };
-        let head = self.head.and_then(|h| self.branch(h).last().map(|n| n.id.clone()));
-        let mut others: Vec<usize> = live
-            .iter()
-            .copied()
-            .filter(|&i| !has_live_child(i) && Some(&self.nodes[i].id) != head.as_ref())
-            .collect();
-        others.sort_by_key(|&i| std::cmp::Reverse((self.nodes[i].created_at, i)));
-        head.into_iter().chain(others.into_iter().map(|i| self.nodes[i].id.clone())).collect()
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Op {
-    Append { parent: Option<prop::sample::Index>, created_at: i64 },
-    Batch { parents: Vec<Option<prop::sample::Index>>, created_at: i64 },
-    SetHead(prop::sample::Index),
-    Rewind(prop::sample::Index),
-    Meta(prop::sample::Index, u8, u8),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    prop_oneof![
-        4 => (proptest::option::weighted(0.8, any::<prop::sample::Index>()), 0..5i64)
-            .prop_map(|(parent, created_at)| Op::Append { parent, created_at }),
-        1 => (prop::collection::vec(proptest::option::weighted(0.9, any::<prop::sample::Index>()), 1..4), 0..5i64)
-            .prop_map(|(parents, created_at)| Op::Batch { parents, created_at }),
-        1 => any::<prop::sample::Index>().prop_map(Op::SetHead),
-        1 => any::<prop::sample::Index>().prop_map(Op::Rewind),
-        1 => (any::<prop::sample::Index>(), 0..3u8, 0..3u8).prop_map(|(n, k, v)| Op::Meta(n, k, v)),
-    ]
-}
-
-fn agrees(store: &EmbeddedStore, s: &SessionId, model: &Model) -> Result<(), TestCaseError> {
-    if model.nodes.is_empty() {
-        prop_assert_eq!(store.session(s).unwrap(), None);
-        return Ok(());
-    }
-    for (i, n) in model.nodes.iter().enumerate() {
-        prop_assert_eq!(store.node(s, &n.id).unwrap(), Some(n.clone()));
-        prop_assert_eq!(store.branch(s, Some(&n.id)).unwrap(), model.branch(i));
-    }
-    prop_assert_eq!(store.tips(s).unwrap(), model.tips());
-    let session = store.session(s).unwrap().unwrap();
-    prop_assert_eq!(session.head, model.head.map(|h| model.nodes[h].id.clone()));
-    prop_assert_eq!(session.updated_at, Timestamp(model.updated_at));
-    prop_assert!(store.warnings().is_empty(), "{:?}", store.warnings());
-    Ok(())
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
-
-    #[test]
-    fn store_agrees_with_a_model_after_every_step_and_reopen(ops in prop::collection::vec(op(), 1..16)) {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = ticking_clock(10);
-        let store = open_with(dir.path(), &clock);
-        let s = sid("prop");
-        let mut model = Model::default();
-        let mut next = 0;
-        for op in ops {
-            let pick = |model: &Model, ix: &prop::sample::Index| ix.index(model.nodes.len());
-            match op {
-                Op::Append { parent, created_at } => {
-                    let parent = if model.nodes.is_empty() { None } else { parent.map(|p| model.nodes[pick(&model, &p)].id.clone()) };
-                    let mut n = node(&format!("n{next}"), None, created_at);
-                    n.parent = parent;
-                    next += 1;
-                    store.append(&s, n.clone()).unwrap();
-                    model.updated_at = model.updated_at.max(created_at);
-                    model.head = Some(model.nodes.len());
-                    model.nodes.push(n);
-                }
-                Op::Batch { parents, created_at } => {
-                    let mut batch = Vec::new();
-                    for parent in parents {
-                        let parent = if model.nodes.is_empty() { None } else { parent.map(|p| model.nodes[pick(&model, &p)].id.clone()) };
-                        let mut n = node(&format!("n{next}"), None, created_at);
-                        n.parent = parent;
-                        next += 1;
-                        batch.push(n);
-                    }
-                    // Re-sending an existing node is a no-op.
-                    if let Some(first) = model.nodes.first() {
-                        batch.push(first.clone());
-                    }
-                    let new = batch.len() - usize::from(!model.nodes.is_empty());
-                    prop_assert_eq!(store.append_batch(&s, batch.clone()).unwrap(), new);
-                    let had_head = model.head.is_some();
-                    model.nodes.extend(batch.into_iter().take(new));
-                    model.updated_at = model.updated_at.max(created_at);
-                    if !had_head {
-                        model.head = Some(model.nodes.len() - 1);
-                    }
-                }
-                Op::SetHead(ix) if !model.nodes.is_empty() => {
-                    let i = pick(&model, &ix);
-                    store.set_head(&s, &model.nodes[i].id).unwrap();
-                    if model.head != Some(i) {
-                        model.updated_at = model.updated_at.max(clock.load(Ordering::SeqCst) - 1);
-                        model.head = Some(i);
-                    }
-                }
-                Op::Rewind(ix) if !model.nodes.is_empty() => {
-                    let i = pick(&model, &ix);
-                    store.rewind(&s, &model.nodes[i].id).unwrap();
-                    if !model.nodes[i].rewound {
-                        model.updated_at = model.updated_at.max(clock.load(Ordering::SeqCst) - 1);
-                        model.nodes[i].rewound = true;
-                    }
-                }
-                Op::Meta(ix, k, v) if !model.nodes.is_empty() => {
-                    let i = pick(&model, &ix);
-                    let patch = BTreeMap::from([(format!("k{k}"), format!("v{v}"))]);
-                    store.merge_metadata(&s, &MetadataBatch::from([(model.nodes[i].id.clone(), patch.clone())])).unwrap();
-                    model.nodes[i].metadata.extend(patch);
-                }
-                Op::SetHead(_) | Op::Rewind(_) | Op::Meta(..) => {}
-            }
-            agrees(&store, &s, &model)?;
-            agrees(&open(dir.path()), &s, &model)?;
-        }
-    }
 }

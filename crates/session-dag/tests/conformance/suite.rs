@@ -1,0 +1,627 @@
+//! The conformance suite of every `SessionStore`: the same tests, run against the embedded
+//! store (`session-dag`'s `conformance` test) and the PostgreSQL store (`session-pg`'s), each
+//! through a [`Backing`] that opens stores on one fresh location.
+//!
+//! A second `open` on one backing is another process's view of the same store: "reopen" checks
+//! what is durable, concurrent tests give each thread its own store.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use scriptorium_session_dag::{
+    Clock, Error, MetadataBatch, Node, NodeId, NodeKind, Page, Role, SessionId, SessionStore,
+    Speaker, Timestamp,
+};
+
+/// A store as the suite sees it.
+pub(crate) trait Opened: SessionStore + Send + Sync {
+    /// Problems the store found while reading (torn lines, …): must be none after any sequence
+    /// of the trait's own calls.
+    fn problems(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// One fresh, empty store location.
+pub(crate) trait Backing: Send + Sync {
+    /// Opens a store on this location with `clock`.
+    fn open_with(&self, clock: Arc<dyn Clock>) -> Box<dyn Opened>;
+
+    /// Opens a store with a clock ticking from 1 000 000.
+    fn open(&self) -> Box<dyn Opened> {
+        self.open_with(clock_from(&ticking_clock(1_000_000)))
+    }
+}
+
+/// One test of the suite.
+pub(crate) type Test = fn(&dyn Backing);
+
+/// Every test, by name.
+pub(crate) const TESTS: &[(&str, Test)] = &[
+    ("fork_gives_two_tips_head_first_and_branches_share_the_prefix", fork_gives_two_tips),
+    ("rewound_nodes_are_skipped_by_branches_and_tips", rewound_nodes_are_skipped),
+    ("merge_metadata_keeps_updated_at_appends_no_node_and_survives_reopen", merge_metadata),
+    ("append_batch_is_idempotent_and_keeps_existing_metadata", append_batch_is_idempotent),
+    ("errors_name_what_is_missing", errors_name_what_is_missing),
+    ("a_parent_cycle_is_refused_before_writing", a_parent_cycle_is_refused),
+    ("any_session_id_and_content_round_trip", any_id_and_content_round_trip),
+    ("list_sessions_orders_by_updated_at_newest_first", list_sessions_orders),
+    ("concurrent_writers_lose_nothing", concurrent_writers_lose_nothing),
+    ("concurrent_appends_and_marks_lose_no_mark", concurrent_appends_and_marks_lose_no_mark),
+    ("a_store_sees_other_writers_before_it_writes", a_store_sees_other_writers),
+    ("set_head_and_rewind_use_the_injected_clock", set_head_and_rewind_use_the_clock),
+    ("title_and_project_do_not_move_updated_at", title_and_project),
+    ("walk_ancestors_stops_where_the_visitor_says", walk_ancestors_stops),
+    ("store_agrees_with_a_model_after_every_step_and_reopen", store_agrees_with_a_model),
+];
+
+pub(crate) fn sid(s: &str) -> SessionId {
+    SessionId(s.to_owned())
+}
+
+pub(crate) fn nid(s: &str) -> NodeId {
+    NodeId(s.to_owned())
+}
+
+pub(crate) fn node(id: &str, parent: Option<&str>, created_at: i64) -> Node {
+    Node {
+        id: nid(id),
+        parent: parent.map(nid),
+        role: if id.ends_with('a') { Role::Assistant } else { Role::User },
+        kind: NodeKind::Message,
+        speaker: None,
+        content: format!("content of {id}\nsecond line"),
+        created_at: Timestamp(created_at),
+        metadata: BTreeMap::new(),
+        rewound: false,
+    }
+}
+
+/// A clock that starts at `start` and advances by one millisecond per reading.
+pub(crate) fn ticking_clock(start: i64) -> Arc<AtomicI64> {
+    Arc::new(AtomicI64::new(start))
+}
+
+pub(crate) fn clock_from(clock: &Arc<AtomicI64>) -> Arc<dyn Clock> {
+    let clock = Arc::clone(clock);
+    Arc::new(move || Timestamp(clock.fetch_add(1, Ordering::SeqCst)))
+}
+
+pub(crate) fn ids(nodes: &[Node]) -> Vec<&str> {
+    nodes.iter().map(|n| n.id.as_str()).collect()
+}
+
+fn tip_ids(tips: &[NodeId]) -> Vec<&str> {
+    tips.iter().map(NodeId::as_str).collect()
+}
+
+pub(crate) fn chain(
+    prefix: &str,
+    parent: Option<&str>,
+    range: std::ops::RangeInclusive<u32>,
+    t0: i64,
+) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut parent = parent.map(str::to_owned);
+    for i in range {
+        let id = format!("{prefix}{i}");
+        out.push(node(&id, parent.as_deref(), t0 + i64::from(i)));
+        parent = Some(id);
+    }
+    out
+}
+
+fn mark_patch(nodes: &[&str], key: &str, value: &str) -> MetadataBatch {
+    nodes.iter().map(|n| (nid(n), BTreeMap::from([(key.to_owned(), value.to_owned())]))).collect()
+}
+
+fn fork_gives_two_tips(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    for n in chain("m", None, 1..=5, 100) {
+        store.append(&s, n).unwrap();
+    }
+    store.set_head(&s, &nid("m3")).unwrap();
+    store.append(&s, node("b4", Some("m3"), 50)).unwrap();
+    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["b4", "m5"]);
+    assert_eq!(ids(&store.branch(&s, None).unwrap()), ["m1", "m2", "m3", "b4"]);
+    assert_eq!(ids(&store.branch(&s, Some(&nid("m5"))).unwrap()), ["m1", "m2", "m3", "m4", "m5"]);
+    // The head first even when the other tip is newer, then newest first.
+    store.append(&s, node("c4", Some("m3"), 500)).unwrap();
+    store.set_head(&s, &nid("b4")).unwrap();
+    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["b4", "c4", "m5"]);
+    // A head moved back onto an interior node is still listed first.
+    store.set_head(&s, &nid("m3")).unwrap();
+    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["m3", "c4", "m5", "b4"]);
+    let reopened = backing.open();
+    assert_eq!(tip_ids(&reopened.tips(&s).unwrap()), ["m3", "c4", "m5", "b4"]);
+    assert!(reopened.problems().is_empty(), "{:?}", reopened.problems());
+}
+
+fn rewound_nodes_are_skipped(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    for n in chain("m", None, 1..=4, 100) {
+        store.append(&s, n).unwrap();
+    }
+    store.rewind(&s, &nid("m2")).unwrap();
+    assert_eq!(ids(&store.branch(&s, None).unwrap()), ["m1", "m3", "m4"]);
+    store.rewind(&s, &nid("m4")).unwrap();
+    // The rewound head resolves to its nearest live ancestor.
+    assert_eq!(tip_ids(&store.tips(&s).unwrap()), ["m3"]);
+    assert_eq!(ids(&store.branch(&s, Some(&nid("m4"))).unwrap()), ["m1", "m3"]);
+    assert!(store.node(&s, &nid("m4")).unwrap().unwrap().rewound);
+    let reopened = backing.open();
+    assert_eq!(ids(&reopened.branch(&s, None).unwrap()), ["m1", "m3"]);
+}
+
+fn merge_metadata(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap();
+    let before = store.session(&s).unwrap().unwrap();
+    let mut batch = MetadataBatch::new();
+    batch.insert(nid("m2"), BTreeMap::from([("k".to_owned(), "v".to_owned())]));
+    store.merge_metadata(&s, &batch).unwrap();
+    assert_eq!(store.session(&s).unwrap().unwrap(), before);
+    assert_eq!(store.branch(&s, Some(&nid("m3"))).unwrap().len(), 3);
+    assert_eq!(store.tips(&s).unwrap(), [nid("m3")], "no node appended");
+    // Keys merge: a second key keeps the first.
+    batch.insert(nid("m2"), BTreeMap::from([("k2".to_owned(), "v2".to_owned())]));
+    store.merge_metadata(&s, &batch).unwrap();
+    let reopened = backing.open();
+    let m2 = reopened.node(&s, &nid("m2")).unwrap().unwrap();
+    assert_eq!((m2.metadata["k"].as_str(), m2.metadata["k2"].as_str()), ("v", "v2"));
+    assert_eq!(reopened.session(&s).unwrap().unwrap(), before);
+    assert_eq!(reopened.list_sessions(Page { offset: 0, limit: 10 }).unwrap(), [before]);
+    // An unknown node fails the whole batch before anything is written.
+    let mut bad = mark_patch(&["m1"], "k3", "v3");
+    bad.insert(nid("nope"), BTreeMap::new());
+    assert!(matches!(store.merge_metadata(&s, &bad), Err(Error::NodeNotFound { .. })));
+    assert!(!reopened.node(&s, &nid("m1")).unwrap().unwrap().metadata.contains_key("k3"));
+    assert!(matches!(
+        store.merge_metadata(&sid("none"), &MetadataBatch::new()),
+        Err(Error::SessionNotFound(_))
+    ));
+}
+
+fn append_batch_is_idempotent(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    assert_eq!(store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap(), 3);
+    let session = store.session(&s).unwrap().unwrap();
+    assert_eq!(session.head, Some(nid("m3")));
+    assert_eq!(session.updated_at, Timestamp(103));
+    let batch = mark_patch(&["m1"], "memory_written_scriptorium", "w-1");
+    store.merge_metadata(&s, &batch).unwrap();
+    // Re-import of the grown transcript: only m4, m5 are new; the head stays; marks survive.
+    assert_eq!(store.append_batch(&s, chain("m", None, 1..=5, 100)).unwrap(), 2);
+    assert_eq!(store.append_batch(&s, chain("m", None, 1..=5, 100)).unwrap(), 0);
+    let session = store.session(&s).unwrap().unwrap();
+    assert_eq!(session.head, Some(nid("m3")));
+    assert_eq!(session.updated_at, Timestamp(105));
+    let reopened = backing.open();
+    let m1 = reopened.node(&s, &nid("m1")).unwrap().unwrap();
+    assert_eq!(m1.metadata["memory_written_scriptorium"], "w-1");
+    assert_eq!(reopened.branch(&s, Some(&nid("m5"))).unwrap().len(), 5);
+    // An empty batch creates no session.
+    assert_eq!(store.append_batch(&sid("empty"), Vec::new()).unwrap(), 0);
+    assert_eq!(store.session(&sid("empty")).unwrap(), None);
+    assert_eq!(store.list_sessions(Page { offset: 0, limit: 10 }).unwrap().len(), 1);
+}
+
+fn errors_name_what_is_missing(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    assert!(matches!(store.branch(&s, None), Err(Error::SessionNotFound(_))));
+    assert!(matches!(store.tips(&s), Err(Error::SessionNotFound(_))));
+    assert!(matches!(store.set_head(&s, &nid("x")), Err(Error::SessionNotFound(_))));
+    assert!(matches!(store.rewind(&s, &nid("x")), Err(Error::SessionNotFound(_))));
+    assert!(matches!(store.set_title(&s, Some("t".into())), Err(Error::SessionNotFound(_))));
+    assert_eq!(store.node(&s, &nid("x")).unwrap(), None);
+    assert_eq!(store.session(&s).unwrap(), None);
+    assert!(!store.walk_ancestors(&s, &nid("x"), &mut |_| true).unwrap());
+    store.append(&s, node("m1", None, 1)).unwrap();
+    let err = store.append(&s, node("m1", None, 1)).unwrap_err();
+    assert!(matches!(err, Error::DuplicateNode { .. }), "{err}");
+    assert_eq!(err.code().as_str(), "DUPLICATE_NODE");
+    assert!(matches!(store.set_head(&s, &nid("x")), Err(Error::NodeNotFound { .. })));
+    assert!(matches!(store.rewind(&s, &nid("x")), Err(Error::NodeNotFound { .. })));
+    assert!(matches!(store.branch(&s, Some(&nid("x"))), Err(Error::NodeNotFound { .. })));
+    assert_eq!(store.branch(&s, None).unwrap().len(), 1, "the failed calls wrote nothing");
+}
+
+fn a_parent_cycle_is_refused(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    // b's parent a is missing from the store; then a arrives claiming b as its parent.
+    store.append(&s, node("b", Some("a"), 1)).unwrap();
+    let err = store.append(&s, node("a", Some("b"), 2)).unwrap_err();
+    assert!(matches!(err, Error::ParentCycle { .. }), "{err}");
+    let err =
+        store.append_batch(&s, vec![node("c", None, 3), node("a", Some("b"), 2)]).unwrap_err();
+    assert!(matches!(err, Error::ParentCycle { .. }), "{err}");
+    assert_eq!(store.node(&s, &nid("c")).unwrap(), None, "nothing of the batch was written");
+    assert!(matches!(
+        store.append_batch(&s, vec![node("x", Some("y"), 1), node("y", Some("x"), 1)]),
+        Err(Error::ParentCycle { .. })
+    ));
+    assert!(matches!(store.append(&s, node("z", Some("z"), 1)), Err(Error::ParentCycle { .. })));
+    // A longer loop through stored nodes: d → e → a(missing); a under d closes it.
+    store.append_batch(&s, vec![node("e", Some("a"), 1), node("d", Some("e"), 1)]).unwrap();
+    assert!(matches!(store.append(&s, node("a", Some("d"), 1)), Err(Error::ParentCycle { .. })));
+    // A missing parent is just a root of what is stored.
+    assert_eq!(ids(&store.branch(&s, Some(&nid("b"))).unwrap()), ["b"]);
+    assert_eq!(ids(&store.branch(&s, Some(&nid("d"))).unwrap()), ["e", "d"]);
+}
+
+fn any_id_and_content_round_trip(backing: &dyn Backing) {
+    let store = backing.open();
+    let hostile =
+        ["../escape", "a/b", "..", "", "Ünïcödé 会话", "A", "a", "/etc/passwd", "nul\0id"];
+    for (i, raw) in hostile.iter().enumerate() {
+        let mut n = node("m1", None, i64::try_from(i).unwrap());
+        n.id = nid(raw);
+        n.parent = Some(nid("p\0arent"));
+        n.content = format!("NUL \0 inside, quotes ' \" and \\ backslash, {raw}");
+        n.speaker = Some(Speaker { id: "owner/local".into(), display: "Own\0er".into() });
+        n.metadata = BTreeMap::from([("k\0".to_owned(), "v\0".to_owned())]);
+        store.append(&sid(raw), n.clone()).unwrap();
+        assert_eq!(store.node(&sid(raw), &nid(raw)).unwrap(), Some(n));
+    }
+    let long = "x".repeat(300);
+    store.append(&sid(&long), node("m1", None, 99)).unwrap();
+    store.set_title(&sid(&long), Some("tit\0le".into())).unwrap();
+    let reopened = backing.open();
+    let listed = reopened.list_sessions(Page { offset: 0, limit: 100 }).unwrap();
+    assert_eq!(listed[0].id, sid(&long));
+    assert_eq!(listed[0].title.as_deref(), Some("tit\0le"));
+    let mut listed: Vec<String> = listed.into_iter().map(|s| s.id.0).collect();
+    listed.sort();
+    let mut expected: Vec<String> = hostile.iter().map(|s| (*s).to_owned()).collect();
+    expected.push(long);
+    expected.sort();
+    assert_eq!(listed, expected);
+}
+
+fn list_sessions_orders(backing: &dyn Backing) {
+    let store = backing.open();
+    for (name, t) in [("old", 100), ("new", 300), ("mid", 200), ("tie", 200)] {
+        store.append(&sid(name), node("m1", None, t)).unwrap();
+    }
+    let page = |offset, limit| Page { offset, limit };
+    let listed = |store: &dyn Opened, p| -> Vec<String> {
+        store.list_sessions(p).unwrap().into_iter().map(|s| s.id.0).collect()
+    };
+    // Newest first, ties by ID.
+    assert_eq!(listed(&*store, page(0, 10)), ["new", "mid", "tie", "old"]);
+    assert_eq!(listed(&*store, page(1, 1)), ["mid"]);
+    assert_eq!(listed(&*store, page(4, 1)), Vec::<String>::new());
+    store.append(&sid("old"), node("m2", Some("m1"), 400)).unwrap();
+    assert_eq!(listed(&*backing.open(), page(0, 10)), ["old", "new", "mid", "tie"]);
+}
+
+fn concurrent_writers_lose_nothing(backing: &dyn Backing) {
+    let s = sid("shared");
+    backing.open().append(&s, node("root", None, 0)).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let s = s.clone();
+            scope.spawn(move || {
+                // One store per thread, like separate processes.
+                let store = backing.open();
+                for i in 0..25 {
+                    let id = format!("t{t}-{i}");
+                    if i % 5 == 0 {
+                        let batch = vec![
+                            node(&format!("{id}-x"), Some("root"), 1),
+                            node(&format!("{id}-y"), Some("root"), 1),
+                        ];
+                        assert_eq!(store.append_batch(&s, batch).unwrap(), 2);
+                    }
+                    store.append(&s, node(&id, Some("root"), 1)).unwrap();
+                }
+            });
+        }
+    });
+    let store = backing.open();
+    assert_eq!(store.tips(&s).unwrap().len(), 4 * 25 + 4 * 5 * 2);
+    assert!(store.problems().is_empty(), "{:?}", store.problems());
+}
+
+/// Writers append and mark on one session at once, each marking with its own key; every mark
+/// must survive (a read-modify-write of the metadata without a lock would lose some).
+fn concurrent_appends_and_marks_lose_no_mark(backing: &dyn Backing) {
+    let s = sid("marks");
+    let shared: Vec<Node> = chain("m", None, 1..=20, 0);
+    backing.open().append_batch(&s, shared).unwrap();
+    let all: Vec<String> = (1..=20).map(|i| format!("m{i}")).collect();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let (s, all) = (s.clone(), all.clone());
+            scope.spawn(move || {
+                let store = backing.open();
+                for i in 0..10 {
+                    // Every writer marks every shared node, under its own key…
+                    let names: Vec<&str> = all.iter().map(String::as_str).collect();
+                    let key = format!("writer-{t}");
+                    store.merge_metadata(&s, &mark_patch(&names, &key, &i.to_string())).unwrap();
+                    // …and appends and marks nodes of its own.
+                    let own = format!("t{t}-{i}");
+                    store.append(&s, node(&own, Some("m20"), 1)).unwrap();
+                    store.merge_metadata(&s, &mark_patch(&[&own], "mine", &own)).unwrap();
+                }
+            });
+        }
+    });
+    let store = backing.open();
+    for name in &all {
+        let metadata = store.node(&s, &nid(name)).unwrap().unwrap().metadata;
+        for t in 0..4 {
+            assert_eq!(metadata.get(&format!("writer-{t}")).map(String::as_str), Some("9"));
+        }
+    }
+    for t in 0..4 {
+        for i in 0..10 {
+            let own = format!("t{t}-{i}");
+            let found = store.node(&s, &nid(&own)).unwrap().unwrap();
+            assert_eq!(found.metadata.get("mine"), Some(&own));
+        }
+    }
+    assert_eq!(store.tips(&s).unwrap().len(), 40);
+}
+
+fn a_store_sees_other_writers(backing: &dyn Backing) {
+    let s = sid("s");
+    let a = backing.open();
+    let b = backing.open();
+    a.append(&s, node("m1", None, 1)).unwrap();
+    b.append(&s, node("m2", Some("m1"), 2)).unwrap();
+    assert!(matches!(a.append(&s, node("m2", Some("m1"), 2)), Err(Error::DuplicateNode { .. })));
+    assert_eq!(ids(&a.branch(&s, None).unwrap()), ["m1", "m2"]);
+}
+
+fn set_head_and_rewind_use_the_clock(backing: &dyn Backing) {
+    let clock = ticking_clock(5_000);
+    let store = backing.open_with(clock_from(&clock));
+    let s = sid("s");
+    store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap();
+    store.set_head(&s, &nid("m1")).unwrap();
+    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(5_000));
+    store.set_head(&s, &nid("m1")).unwrap();
+    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(5_000), "no-op move");
+    store.rewind(&s, &nid("m3")).unwrap();
+    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(5_001));
+    store.rewind(&s, &nid("m3")).unwrap();
+    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(5_001), "no-op rewind");
+    // A head moved as of an older time does not move `updated_at` back.
+    store.set_head_at(&s, &nid("m2"), Timestamp(7)).unwrap();
+    let session = store.session(&s).unwrap().unwrap();
+    assert_eq!((session.head, session.updated_at), (Some(nid("m2")), Timestamp(5_001)));
+    store.set_head_at(&s, &nid("m3"), Timestamp(9_000)).unwrap();
+    assert_eq!(store.session(&s).unwrap().unwrap().updated_at, Timestamp(9_000));
+}
+
+fn title_and_project(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    store.append(&s, node("m1", None, 10)).unwrap();
+    store.set_title(&s, Some("A title".into())).unwrap();
+    store.set_project(&s, Some("/srv/projects/tracker".into())).unwrap();
+    let session = backing.open().session(&s).unwrap().unwrap();
+    assert_eq!(session.title.as_deref(), Some("A title"));
+    assert_eq!(session.project.as_deref(), Some("/srv/projects/tracker"));
+    assert_eq!(session.updated_at, Timestamp(10));
+    store.set_title(&s, None).unwrap();
+    assert_eq!(store.session(&s).unwrap().unwrap().title, None);
+    assert!(matches!(store.set_project(&sid("x"), None), Err(Error::SessionNotFound(_))));
+}
+
+fn walk_ancestors_stops(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    store.append_batch(&s, chain("m", None, 1..=300, 0)).unwrap();
+    store.rewind(&s, &nid("m150")).unwrap();
+    let mut seen = Vec::new();
+    let found = store
+        .walk_ancestors(&s, &nid("m300"), &mut |n| {
+            seen.push(n.id.0.clone());
+            n.id.as_str() != "m100"
+        })
+        .unwrap();
+    assert!(found);
+    assert_eq!(seen.len(), 201, "m300 down to m100, the rewound m150 included");
+    assert_eq!((seen[0].as_str(), seen[200].as_str()), ("m300", "m100"));
+    let mut count = 0;
+    assert!(
+        store
+            .walk_ancestors(&s, &nid("m300"), &mut |_| {
+                count += 1;
+                true
+            })
+            .unwrap()
+    );
+    assert_eq!(count, 300, "to the root");
+    assert!(!store.walk_ancestors(&s, &nid("nope"), &mut |_| true).unwrap());
+}
+
+/// A simple model of a session: the reference the store must agree with.
+#[derive(Clone, Debug, Default)]
+struct Model {
+    nodes: Vec<Node>,
+    head: Option<usize>,
+    updated_at: i64,
+}
+
+impl Model {
+    fn index(&self, id: &NodeId) -> Option<usize> {
+        self.nodes.iter().position(|n| &n.id == id)
+    }
+
+    fn branch(&self, tip: usize) -> Vec<Node> {
+        let mut out = Vec::new();
+        let mut current = Some(tip);
+        while let Some(i) = current {
+            if !self.nodes[i].rewound {
+                out.push(self.nodes[i].clone());
+            }
+            current = self.nodes[i].parent.as_ref().and_then(|p| self.index(p));
+        }
+        out.reverse();
+        out
+    }
+
+    fn tips(&self) -> Vec<NodeId> {
+        let live: Vec<usize> = (0..self.nodes.len()).filter(|&i| !self.nodes[i].rewound).collect();
+        // n has a live child when some live m's branch has n just before m.
+        let has_live_child = |n: usize| {
+            live.iter().any(|&m| {
+                let branch = self.branch(m);
+                branch.len() >= 2 && branch[branch.len() - 2].id == self.nodes[n].id
+            })
+        };
+        let head = self.head.and_then(|h| self.branch(h).last().map(|n| n.id.clone()));
+        let mut others: Vec<usize> = live
+            .iter()
+            .copied()
+            .filter(|&i| !has_live_child(i) && Some(&self.nodes[i].id) != head.as_ref())
+            .collect();
+        others.sort_by_key(|&i| std::cmp::Reverse((self.nodes[i].created_at, i)));
+        head.into_iter().chain(others.into_iter().map(|i| self.nodes[i].id.clone())).collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Append { parent: Option<prop::sample::Index>, created_at: i64 },
+    Batch { parents: Vec<Option<prop::sample::Index>>, created_at: i64 },
+    SetHead(prop::sample::Index),
+    Rewind(prop::sample::Index),
+    Meta(prop::sample::Index, u8, u8),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (proptest::option::weighted(0.8, any::<prop::sample::Index>()), 0..5i64)
+            .prop_map(|(parent, created_at)| Op::Append { parent, created_at }),
+        1 => (prop::collection::vec(proptest::option::weighted(0.9, any::<prop::sample::Index>()), 1..4), 0..5i64)
+            .prop_map(|(parents, created_at)| Op::Batch { parents, created_at }),
+        1 => any::<prop::sample::Index>().prop_map(Op::SetHead),
+        1 => any::<prop::sample::Index>().prop_map(Op::Rewind),
+        1 => (any::<prop::sample::Index>(), 0..3u8, 0..3u8).prop_map(|(n, k, v)| Op::Meta(n, k, v)),
+    ]
+}
+
+fn agrees(store: &dyn Opened, s: &SessionId, model: &Model) -> Result<(), TestCaseError> {
+    if model.nodes.is_empty() {
+        prop_assert_eq!(store.session(s).unwrap(), None);
+        return Ok(());
+    }
+    for (i, n) in model.nodes.iter().enumerate() {
+        prop_assert_eq!(store.node(s, &n.id).unwrap(), Some(n.clone()));
+        prop_assert_eq!(store.branch(s, Some(&n.id)).unwrap(), model.branch(i));
+    }
+    prop_assert_eq!(store.tips(s).unwrap(), model.tips());
+    let session = store.session(s).unwrap().unwrap();
+    prop_assert_eq!(session.head, model.head.map(|h| model.nodes[h].id.clone()));
+    prop_assert_eq!(session.updated_at, Timestamp(model.updated_at));
+    prop_assert!(store.problems().is_empty(), "{:?}", store.problems());
+    Ok(())
+}
+
+/// Runs one generated sequence against a store on a fresh session of `backing`.
+fn run_ops(backing: &dyn Backing, s: &SessionId, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let clock = ticking_clock(10);
+    let store = backing.open_with(clock_from(&clock));
+    let mut model = Model::default();
+    let mut next = 0;
+    for op in ops {
+        let pick = |model: &Model, ix: &prop::sample::Index| ix.index(model.nodes.len());
+        let parent_of = |model: &Model, parent: Option<prop::sample::Index>| {
+            if model.nodes.is_empty() {
+                None
+            } else {
+                parent.map(|p| model.nodes[pick(model, &p)].id.clone())
+            }
+        };
+        match op {
+            Op::Append { parent, created_at } => {
+                let mut n = node(&format!("n{next}"), None, created_at);
+                n.parent = parent_of(&model, parent);
+                next += 1;
+                store.append(s, n.clone()).unwrap();
+                model.updated_at = model.updated_at.max(created_at);
+                model.head = Some(model.nodes.len());
+                model.nodes.push(n);
+            }
+            Op::Batch { parents, created_at } => {
+                let mut batch = Vec::new();
+                for parent in parents {
+                    let mut n = node(&format!("n{next}"), None, created_at);
+                    n.parent = parent_of(&model, parent);
+                    next += 1;
+                    batch.push(n);
+                }
+                // Re-sending an existing node is a no-op.
+                if let Some(first) = model.nodes.first() {
+                    batch.push(first.clone());
+                }
+                let new = batch.len() - usize::from(!model.nodes.is_empty());
+                prop_assert_eq!(store.append_batch(s, batch.clone()).unwrap(), new);
+                let had_head = model.head.is_some();
+                model.nodes.extend(batch.into_iter().take(new));
+                model.updated_at = model.updated_at.max(created_at);
+                if !had_head {
+                    model.head = Some(model.nodes.len() - 1);
+                }
+            }
+            Op::SetHead(ix) if !model.nodes.is_empty() => {
+                let i = pick(&model, &ix);
+                store.set_head(s, &model.nodes[i].id).unwrap();
+                if model.head != Some(i) {
+                    model.updated_at = model.updated_at.max(clock.load(Ordering::SeqCst) - 1);
+                    model.head = Some(i);
+                }
+            }
+            Op::Rewind(ix) if !model.nodes.is_empty() => {
+                let i = pick(&model, &ix);
+                store.rewind(s, &model.nodes[i].id).unwrap();
+                if !model.nodes[i].rewound {
+                    model.updated_at = model.updated_at.max(clock.load(Ordering::SeqCst) - 1);
+                    model.nodes[i].rewound = true;
+                }
+            }
+            Op::Meta(ix, k, v) if !model.nodes.is_empty() => {
+                let i = pick(&model, &ix);
+                let patch = BTreeMap::from([(format!("k{k}"), format!("v{v}"))]);
+                let batch = MetadataBatch::from([(model.nodes[i].id.clone(), patch.clone())]);
+                store.merge_metadata(s, &batch).unwrap();
+                model.nodes[i].metadata.extend(patch);
+            }
+            Op::SetHead(_) | Op::Rewind(_) | Op::Meta(..) => {}
+        }
+        agrees(&*store, s, &model)?;
+        agrees(&*backing.open(), s, &model)?;
+    }
+    Ok(())
+}
+
+fn store_agrees_with_a_model(backing: &dyn Backing) {
+    let config =
+        ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() };
+    let mut runner = TestRunner::new(config);
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    let result = runner.run(&prop::collection::vec(op(), 1..16), |ops| {
+        // Each case (and each shrinking step) works on a session of its own.
+        let s = sid(&format!("prop-{}", case.fetch_add(1, Ordering::SeqCst)));
+        run_ops(backing, &s, ops)
+    });
+    if let Err(err) = result {
+        panic!("{err}");
+    }
+}

@@ -1,0 +1,160 @@
+//! The connection: one `postgres::Client` owned by a worker thread, which runs the store's
+//! calls one at a time.
+//!
+//! Why a thread: the synchronous client drives a private Tokio runtime and panics when called
+//! from inside another runtime (the server's handlers, `watch`). Calls are sent to the worker
+//! as closures and the caller waits on a plain channel, so a store call blocks like a file
+//! read, wherever it is made. A lost connection is reopened by the next call.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use std::sync::{Arc, OnceLock};
+
+use postgres::{Client, Statement};
+use scriptorium_session_dag::Error;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// A database error as the store's error: the server's message (never the password), and
+/// whether retrying can help (a lost connection, a serialization failure or deadlock, a server
+/// shutting down or out of resources).
+pub(crate) fn db_error(err: postgres::Error) -> Error {
+    let retryable = err.is_closed()
+        || err.code().is_some_and(|code| {
+            let code = code.code();
+            code.starts_with("08")
+                || code.starts_with("53")
+                || code.starts_with("57P")
+                || code == "40001"
+                || code == "40P01"
+        })
+        || std::error::Error::source(&err).is_some_and(|s| s.is::<std::io::Error>());
+    let message = match err.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => err.to_string(),
+    };
+    Error::Database { message, retryable }
+}
+
+/// What the worker holds: the configuration to (re)connect with, the client, and the prepared
+/// statements of this connection.
+pub(crate) struct Conn {
+    config: postgres::Config,
+    tls: MakeRustlsConnect,
+    client: Option<Client>,
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl Conn {
+    /// The client, connected (and the schema migrated) if it was not.
+    pub(crate) fn client(&mut self) -> Result<&mut Client, Error> {
+        if self.client.as_ref().is_none_or(Client::is_closed) {
+            self.statements.clear();
+            self.client = None;
+            let mut client = self.config.connect(self.tls.clone()).map_err(db_error)?;
+            crate::migrate::apply(&mut client)?;
+            // Plan every execution with its parameters and the tables' current size: a generic
+            // plan made while a table was small (a fresh database being filled, before
+            // autovacuum's first ANALYZE) would keep scanning it whole as it grows, turning the
+            // O(batch) appends and merges and the O(walked) walk into O(session).
+            client.batch_execute("SET plan_cache_mode = force_custom_plan").map_err(db_error)?;
+            self.client = Some(client);
+        }
+        Ok(self.client.as_mut().expect("connected just above"))
+    }
+
+    /// The client and the statements `sql`, prepared once per connection.
+    pub(crate) fn prepared<const N: usize>(
+        &mut self,
+        sql: [&'static str; N],
+    ) -> Result<(&mut Client, [Statement; N]), Error> {
+        self.client()?;
+        let client = self.client.as_mut().expect("connected just above");
+        for text in sql {
+            if !self.statements.contains_key(text) {
+                let statement = client.prepare(text).map_err(db_error)?;
+                self.statements.insert(text, statement);
+            }
+        }
+        let statements = sql.map(|text| self.statements[text].clone());
+        Ok((client, statements))
+    }
+}
+
+/// The TLS connector: rustls with the ring provider and the platform's roots, built once per
+/// process (reading the roots is the costly part).
+fn tls() -> Result<MakeRustlsConnect, Error> {
+    static TLS: OnceLock<Result<MakeRustlsConnect, String>> = OnceLock::new();
+    let built = TLS.get_or_init(|| {
+        use rustls_platform_verifier::BuilderVerifierExt;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .and_then(|builder| builder.with_platform_verifier())
+            .map_err(|e| e.to_string())?
+            .with_no_client_auth();
+        Ok(MakeRustlsConnect::new(config))
+    });
+    built.clone().map_err(|e| Error::Database {
+        message: format!("cannot set up TLS: {e}"),
+        retryable: false,
+    })
+}
+
+type Job = Box<dyn FnOnce(&mut Conn) + Send>;
+
+/// The handle on the worker thread.
+pub(crate) struct Worker {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Starts the worker for `config` (it connects on the first call).
+    pub(crate) fn start(config: postgres::Config) -> Result<Worker, Error> {
+        let tls = tls()?;
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("scriptorium-session-pg".into())
+            .spawn(move || {
+                let mut conn = Conn { config, tls, client: None, statements: HashMap::new() };
+                for job in inbox {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|e| Error::Database {
+                message: format!("cannot start the connection thread: {e}"),
+                retryable: true,
+            })?;
+        Ok(Worker { jobs: Some(jobs), thread: Some(thread) })
+    }
+
+    /// Runs `job` on the connection and returns its result.
+    pub(crate) fn run<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Conn) -> Result<R, Error> + Send + 'static,
+    ) -> Result<R, Error> {
+        let gone = || Error::Database {
+            message: "the connection thread stopped".into(),
+            retryable: false,
+        };
+        let (reply, answer) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |conn| {
+            // The caller may have gone (it cannot: it waits); a failed send only drops `R`.
+            let _ = reply.send(job(conn));
+        });
+        self.jobs.as_ref().ok_or_else(gone)?.send(job).map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Closing the queue ends the worker's loop; the connection closes with it.
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

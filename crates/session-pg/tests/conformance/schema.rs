@@ -1,0 +1,206 @@
+//! What only the PostgreSQL store has: its migrations, the schema's own append-only guard, the
+//! indexed ancestor walk, and its connection errors.
+
+use std::sync::Arc;
+
+use postgres::{Client, NoTls};
+use scriptorium_session_dag::{ErrorCode, SessionId, SessionStore};
+use scriptorium_session_pg::PgStore;
+use scriptorium_session_pg::migrate::MIGRATIONS;
+use scriptorium_testkit::pg::{Cluster, pg_trial};
+use scriptorium_testkit::{Failed, Trial};
+
+type Check = fn(&Cluster) -> Result<(), Failed>;
+
+pub(crate) fn trials(cluster: &Result<Option<Arc<Cluster>>, String>) -> Vec<Trial> {
+    let checks: [(&str, Check); 7] = [
+        ("migrations_apply_once_even_when_processes_race", migrations_apply_once),
+        ("a_schema_newer_than_the_build_is_refused", newer_schema_is_refused),
+        ("the_schema_refuses_deleting_or_rewriting_nodes", schema_is_append_only),
+        ("the_ancestor_walk_follows_the_primary_key", walk_uses_the_index),
+        ("connection_failures_have_a_stable_code_and_no_password", connection_errors),
+        ("a_lost_connection_is_reopened_by_the_next_call", lost_connection_is_reopened),
+        ("calls_from_inside_a_tokio_runtime_work", calls_inside_a_runtime),
+    ];
+    checks.into_iter().map(|(name, check)| pg_trial(name, cluster, check)).collect()
+}
+
+fn client(url: &str) -> Result<Client, Failed> {
+    Ok(Client::connect(url, NoTls)?)
+}
+
+fn migrations_apply_once(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let stores: Vec<PgStore> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| PgStore::connect(&url))).collect();
+        handles.into_iter().map(|h| h.join().expect("thread ends")).collect::<Vec<_>>()
+    })
+    .into_iter()
+    .collect::<Result<_, _>>()?;
+    drop(stores);
+    PgStore::connect(&url)?;
+    let rows =
+        client(&url)?.query("SELECT version FROM schema_migrations ORDER BY version", &[])?;
+    let versions: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let expected: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
+    assert_eq!(versions, expected);
+    Ok(())
+}
+
+fn newer_schema_is_refused(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    PgStore::connect(&url)?;
+    client(&url)?
+        .execute("INSERT INTO schema_migrations (version, name) VALUES (999, 'x')", &[])?;
+    let err = PgStore::connect(&url).expect_err("a newer schema is refused");
+    assert_eq!(err.code(), ErrorCode::Database);
+    assert!(!err.is_retryable());
+    assert!(err.to_string().contains("newer than this build"), "{err}");
+    Ok(())
+}
+
+fn schema_is_append_only(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let store = PgStore::connect(&url)?;
+    let s = SessionId("s".into());
+    store.append(&s, suite_node("m1"))?;
+    store.rewind(&s, &suite_node("m1").id)?;
+    let mut raw = client(&url)?;
+    for statement in [
+        "DELETE FROM nodes",
+        "UPDATE nodes SET content = 'rewritten'::bytea",
+        "UPDATE nodes SET parent = NULL, seq = 7",
+        "UPDATE nodes SET rewound = FALSE",
+    ] {
+        let err = raw.execute(statement, &[]).expect_err(statement);
+        let message = err.as_db_error().map(|e| e.message().to_owned()).unwrap_or_default();
+        assert!(message.contains("append-only"), "{statement}: {err:?}");
+    }
+    raw.execute("UPDATE nodes SET metadata = '{\"k\":\"v\"}'", &[])?;
+    let node = store.node(&s, &suite_node("m1").id)?.expect("still there");
+    assert_eq!((node.content.as_str(), node.metadata["k"].as_str()), ("content", "v"));
+    Ok(())
+}
+
+fn suite_node(id: &str) -> scriptorium_session_dag::Node {
+    scriptorium_session_dag::Node {
+        id: scriptorium_session_dag::NodeId(id.into()),
+        parent: None,
+        role: scriptorium_session_dag::Role::User,
+        kind: scriptorium_session_dag::NodeKind::Message,
+        speaker: None,
+        content: "content".into(),
+        created_at: scriptorium_session_dag::Timestamp(1),
+        metadata: Default::default(),
+        rewound: false,
+    }
+}
+
+/// The walk's plan reads `nodes` through its primary key, never by scanning the table, so a
+/// walk that stops early reads few rows of a large session (the store plans each execution
+/// with the table's current size: `plan_cache_mode = force_custom_plan`, see `conn`).
+fn walk_uses_the_index(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let store = PgStore::connect(&url)?;
+    let s = SessionId("big".into());
+    let chain: Vec<_> = (1..=20_000)
+        .map(|i| {
+            let mut n = suite_node(&format!("n{i}"));
+            n.parent = (i > 1).then(|| scriptorium_session_dag::NodeId(format!("n{}", i - 1)));
+            n
+        })
+        .collect();
+    store.append_batch(&s, chain)?;
+    // No ANALYZE: a database just filled, before autovacuum looked at it.
+    let mut raw = client(&url)?;
+    let plan: String = raw
+        .query(
+            "EXPLAIN WITH RECURSIVE walk AS (
+                 SELECT nid, parent FROM nodes WHERE sid = $1 AND nid = $2
+                 UNION ALL
+                 SELECT n.nid, n.parent FROM walk w JOIN nodes n ON n.sid = $1 AND n.nid = w.parent)
+             SELECT * FROM walk LIMIT 8",
+            &[&b"big".as_slice(), &b"n20000".as_slice()],
+        )?
+        .iter()
+        .map(|r| r.get::<_, String>(0) + "\n")
+        .collect();
+    assert!(!plan.contains("Seq Scan on nodes"), "{plan}");
+    assert!(plan.contains("nodes_pkey"), "{plan}");
+    let mut visited = 0;
+    store.walk_ancestors(&s, &scriptorium_session_dag::NodeId("n20000".into()), &mut |_| {
+        visited += 1;
+        visited < 3
+    })?;
+    assert_eq!(visited, 3);
+    Ok(())
+}
+
+fn connection_errors(cluster: &Cluster) -> Result<(), Failed> {
+    // A port nobody listens on: the cluster's own port + 1 is refused almost surely, but a
+    // closed port is what matters, so take one that was just free.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    drop(listener);
+    let url = format!("postgres://scriptorium:s3cret-pw@127.0.0.1:{port}/none?connect_timeout=5");
+    let err = PgStore::connect(&url).expect_err("nothing listens there");
+    assert_eq!(err.code(), ErrorCode::Database);
+    assert_eq!(err.code().as_str(), "SESSION_DATABASE");
+    assert!(err.is_retryable(), "{err}");
+    assert!(!err.to_string().contains("s3cret-pw"), "{err}");
+    assert!(err.to_string().contains(&format!("127.0.0.1:{port}/none")), "{err}");
+    let err = PgStore::connect("postgres://x@127.0.0.1:notaport/db").expect_err("bad URL");
+    assert_eq!(err.code(), ErrorCode::Database);
+    assert!(!err.is_retryable());
+    // This cluster has no TLS: a connection that requires it is refused, saying why.
+    let plain = format!("{}?sslmode=require", cluster.url("postgres"));
+    let err = PgStore::connect(&plain).expect_err("TLS required, server without it");
+    assert_eq!(err.code(), ErrorCode::Database);
+    assert!(err.to_string().contains("TLS"), "{err}");
+    let missing = cluster.url("no_such_database");
+    let err = PgStore::connect(&missing).expect_err("no such database");
+    assert!(err.to_string().contains("no_such_database"), "{err}");
+    Ok(())
+}
+
+/// The server ends the store's connection (a restart, a failover): the call that meets the
+/// closed connection fails retryably, and a later call reconnects on its own.
+fn lost_connection_is_reopened(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let store = PgStore::connect(&url)?;
+    let s = SessionId("s".into());
+    store.append(&s, suite_node("m1"))?;
+    let database = url.rsplit('/').next().ok_or("a database name")?.to_owned();
+    let killed = client(&url)?.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = $1 AND pid <> pg_backend_pid()",
+        &[&database],
+    )?;
+    assert_eq!(killed, 1, "the store's one connection");
+    let mut attempts = 0;
+    let session = loop {
+        attempts += 1;
+        match store.session(&s) {
+            Ok(found) => break found,
+            Err(err) if err.is_retryable() && attempts < 3 => continue,
+            Err(err) => return Err(format!("after {attempts} attempt(s): {err}").into()),
+        }
+    };
+    assert_eq!(session.map(|s| s.head), Some(Some(suite_node("m1").id)));
+    Ok(())
+}
+
+/// The synchronous client would panic inside a Tokio runtime (the server's handlers, `watch`);
+/// the store's worker thread makes a call there block like a file read instead.
+fn calls_inside_a_runtime(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    let found = runtime.block_on(async {
+        let store = PgStore::connect(&url)?;
+        let s = SessionId("s".into());
+        store.append(&s, suite_node("m1"))?;
+        store.session(&s)
+    })?;
+    assert!(found.is_some());
+    Ok(())
+}
