@@ -262,6 +262,65 @@ pub struct Backlink {
     pub from: Citing,
 }
 
+/// A commit that changed a topic file: "what changed and why" for a person reviewing what an
+/// agent wrote.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TopicChange {
+    /// The commit (hex).
+    pub commit: String,
+    /// The commit time, RFC 3339 (UTC).
+    pub time: String,
+    /// The first line of the commit message (what the change said it did).
+    pub summary: String,
+    /// The transaction that made it (the commit's `Txn-Id`).
+    pub txn_id: Option<String>,
+    /// `created`, `modified` or `removed`.
+    pub change: &'static str,
+    /// The unified diff of the file (3 lines of context; `a/` and `b/` name the path).
+    pub diff: String,
+}
+
+/// At most this many commits are listed with a topic's history.
+pub const MAX_HISTORY: usize = 100;
+
+/// The commits that changed the file `path` (workspace-relative), newest first, at most `limit`
+/// (clamped to [`MAX_HISTORY`]), each with its diff.
+pub fn topic_changes(
+    history: &scriptorium_history::History,
+    path: &str,
+    limit: usize,
+) -> Result<Vec<TopicChange>, scriptorium_history::Error> {
+    let changes = history.file_changes(path, limit.clamp(1, MAX_HISTORY))?;
+    Ok(changes
+        .into_iter()
+        .map(|c| {
+            let before = c.before.as_deref().unwrap_or("");
+            let after = c.after.as_deref().unwrap_or("");
+            let diff = similar::TextDiff::from_lines(before, after)
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("a/{path}"), &format!("b/{path}"))
+                .to_string();
+            let time = time::OffsetDateTime::from_unix_timestamp(c.entry.time.seconds)
+                .ok()
+                .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+                .unwrap_or_default();
+            TopicChange {
+                commit: c.entry.commit,
+                time,
+                summary: c.entry.summary,
+                txn_id: c.entry.txn_id,
+                change: match (&c.before, &c.after) {
+                    (None, _) => "created",
+                    (_, None) => "removed",
+                    _ => "modified",
+                },
+                diff,
+            }
+        })
+        .collect())
+}
+
 /// At most this many backlinks are listed with a topic.
 pub const MAX_BACKLINKS: usize = 50;
 

@@ -14,6 +14,9 @@ pub(crate) struct Args {
     /// At most this many commits.
     #[arg(long, default_value_t = 50)]
     limit: usize,
+    /// With a file path: each commit's diff of that file (what changed, under why).
+    #[arg(long, short = 'p', requires = "path")]
+    patch: bool,
     /// Print the result as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -32,6 +35,19 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         ));
     };
     let path = args.path.as_deref().map(|p| p.trim_start_matches("./").trim_end_matches('/'));
+    if let (true, Some(path)) = (args.patch, path) {
+        let changes = scriptorium_backend::inspect::topic_changes(history, path, args.limit)?;
+        if args.json {
+            crate::output::document(&serde_json::json!({ "path": path, "changes": changes }))?;
+        } else {
+            for c in &changes {
+                let txn = c.txn_id.as_deref().map(|t| format!("  [{t}]")).unwrap_or_default();
+                outln!("{}  {}  {}{txn}", &c.commit[..c.commit.len().min(12)], c.time, c.summary);
+                outln!("{}", c.diff.trim_end());
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let entries = history.log(path, args.limit)?;
     if args.json {
         let rows: Vec<_> = entries

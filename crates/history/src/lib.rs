@@ -146,6 +146,18 @@ pub struct LogEntry {
     pub txn_id: Option<String>,
 }
 
+/// A commit that changed one file (see [`History::file_changes`]): the commit, and the file's
+/// text there and in the commit's first parent (`None` where it did not exist as a file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileChange {
+    /// The commit.
+    pub entry: LogEntry,
+    /// The file in the first parent (`None`: the commit created it).
+    pub before: Option<String>,
+    /// The file in the commit (`None`: the commit removed it).
+    pub after: Option<String>,
+}
+
 struct HeadInfo {
     commit: ObjectId,
     tree: ObjectId,
@@ -375,6 +387,32 @@ impl History {
         let path = path.map(check_changed_path).transpose()?;
         self.open()?.log(path, limit)
     }
+
+    /// The commits that changed the file `path` ([`History::log`] for that path, at most
+    /// `limit`), each with the file's text before and after it (lossy UTF-8), to show what
+    /// changed and why.
+    pub fn file_changes(&self, path: &str, limit: usize) -> Result<Vec<FileChange>, Error> {
+        let path = check_changed_path(path)?;
+        let repo = self.open()?;
+        let entries = repo.log(Some(path), limit)?;
+        let mut changes = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let read = |e| Error::read("read commit", Some(path), e);
+            let id = ObjectId::from_hex(entry.commit.as_bytes())
+                .map_err(|e| Error::read("read commit", Some(path), e))?;
+            let commit = repo.repo.find_commit(id).map_err(read)?;
+            let after = repo.text_at(commit.tree_id().map_err(read)?.detach(), path)?;
+            let before = match commit.parent_ids().next() {
+                Some(parent) => {
+                    let parent = repo.repo.find_commit(parent).map_err(read)?;
+                    repo.text_at(parent.tree_id().map_err(read)?.detach(), path)?
+                }
+                None => None,
+            };
+            changes.push(FileChange { entry, before, after });
+        }
+        Ok(changes)
+    }
 }
 
 impl Repo<'_> {
@@ -440,6 +478,17 @@ impl Repo<'_> {
         let entry =
             tree.lookup_entry_by_path(path).map_err(|e| Error::read("read tree", Some(path), e))?;
         Ok(entry.map(|entry| (entry.mode(), entry.object_id())))
+    }
+
+    /// The text of the file at `path` in `tree` (lossy UTF-8; `None` when there is no blob).
+    fn text_at(&self, tree: ObjectId, path: &str) -> Result<Option<String>, Error> {
+        let Some((mode, id)) = self.entry_at(tree, path)? else { return Ok(None) };
+        if !mode.is_blob() {
+            return Ok(None);
+        }
+        let blob =
+            self.repo.find_object(id).map_err(|e| Error::read("read blob", Some(path), e))?;
+        Ok(Some(String::from_utf8_lossy(&blob.data).into_owned()))
     }
 
     /// Every non-tree entry at or below `path` in `tree`, as full paths.

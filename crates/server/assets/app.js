@@ -641,7 +641,7 @@ function renderTopic(body) {
   const title = (meta && meta.title) || path;
   const sub = [`topics/${path}`, meta && fmtBytes(meta.size), meta && meta.mtime ? `modified ${fmtTime(meta.mtime)}` : ''].filter(Boolean).join(' · ');
   const editing = state.mode === 'edit';
-  const actions = [segment('View', [['preview', 'Preview'], ['edit', 'Edit']], state.mode, (m) => setTopicMode(m))];
+  const actions = [segment('View', [['preview', 'Preview'], ['edit', 'Edit'], ['history', 'History']], state.mode, (m) => setTopicMode(m))];
   if (editing) {
     actions.push(el('button', { type: 'button', class: 'btn primary', id: 'save', onclick: saveTopic, disabled: !doc }, 'Save'));
     actions.push(el('button', { type: 'button', class: 'btn', id: 'cancel', onclick: cancelTopic }, 'Cancel'));
@@ -659,6 +659,7 @@ function renderTopic(body) {
     return;
   }
   if (editing) renderEditor(body, path, doc.content, doc.revision, saveTopic);
+  else if (state.mode === 'history') renderHistory(body, path);
   else {
     const article = html(el('article', { class: 'doc md', id: 'preview' }), doc.html);
     body.append(article);
@@ -757,6 +758,37 @@ function setTopicMode(mode) {
   state.confirmDelete = false;
   render();
   if (mode === 'edit') $('editor')?.focus();
+  if (mode === 'history') {
+    const path = state.current;
+    state.history = null;
+    guarded(async () => {
+      const { data } = await api('GET', `/api/memory/history/${enc(path)}`);
+      if (state.current === path) state.history = { path, changes: data.changes };
+    });
+  }
+}
+
+// The transactions that changed a topic, newest first, each with its diff: what changed and why.
+function renderHistory(body, path) {
+  const h = state.history && state.history.path === path ? state.history : null;
+  if (!h) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  const list = el('article', { class: 'doc history', id: 'history' });
+  if (!h.changes.length) list.append(el('p', { text: 'No commit has changed this topic yet.' }));
+  for (const c of h.changes) {
+    const diff = el('pre', { class: 'diff' });
+    for (const line of c.diff.split('\n')) {
+      const kind = /^(\+\+\+|---) /.test(line) ? 'file' : line[0] === '+' ? 'add' : line[0] === '-' ? 'del' : line.startsWith('@@') ? 'hunk' : '';
+      diff.append(el('span', { class: kind ? `dl ${kind}` : 'dl', text: line || ' ' }));
+    }
+    list.append(el('section', { class: 'change' },
+      el('div', { class: 'change-head' }, el('span', { class: 'badge', text: c.change }), el('span', { class: 'change-sum', text: c.summary })),
+      el('div', { class: 'change-meta', text: [fmtTime(c.time), c.txn_id ? `Txn-Id ${c.txn_id}` : '', `commit ${c.commit.slice(0, 12)}`].filter(Boolean).join(' · ') }),
+      diff));
+  }
+  body.append(list);
 }
 
 function cancelTopic() {

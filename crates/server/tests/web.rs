@@ -288,6 +288,7 @@ async fn every_api_route_requires_the_token() {
         (Method::GET, "/api/memory/search?q=x"),
         (Method::GET, "/api/memory/refs"),
         (Method::GET, "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1"),
+        (Method::GET, "/api/memory/history/projects/budget.md"),
         (Method::POST, "/api/memory/changes"),
         (Method::POST, "/api/memory/notes"),
         (Method::PUT, "/api/memory/core"),
@@ -324,9 +325,12 @@ async fn a_foreign_host_header_is_refused() {
     for host in
         ["evil.example:7878", "127.0.0.1:9999", "localhost", "127.0.0.1.evil.example:7878", ""]
     {
-        for uri in
-            ["/", "/api/memory/status", "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1"]
-        {
+        for uri in [
+            "/",
+            "/api/memory/status",
+            "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1",
+            "/api/memory/history/projects/budget.md",
+        ] {
             let request = server
                 .request(Method::GET, uri)
                 .header(header::HOST, host)
@@ -601,6 +605,50 @@ async fn a_topic_lists_the_blocks_linking_to_its_blocks() {
 }
 
 #[tokio::test]
+async fn a_topics_history_lists_the_transactions_that_changed_it_with_their_diffs() {
+    let server = Server::new();
+    server.seed().await;
+    let path = "/api/memory/topics/projects/budget.md";
+    let before = server.get(path).await;
+    let edited = before.body["content"].as_str().expect("content").replace("Flask", "Django");
+    let put = server
+        .call(
+            Method::PUT,
+            path,
+            Some(json!({"content": edited, "base_revision": before.body["revision"]})),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+
+    let history = server.get("/api/memory/history/projects/budget.md").await;
+    assert_eq!(history.status, StatusCode::OK, "{}", history.body);
+    assert_eq!(history.body["path"], "projects/budget.md");
+    let changes = history.body["changes"].as_array().expect("changes");
+    assert_eq!(changes.len(), 2, "{}", history.body);
+    // Newest first: the edit, then the change that created the topic.
+    assert_eq!(changes[0]["change"], "modified");
+    let diff = changes[0]["diff"].as_str().expect("a diff");
+    assert!(diff.contains("--- a/topics/projects/budget.md"), "{diff}");
+    assert!(diff.lines().any(|l| l.starts_with('-') && l.contains("Flask")), "{diff}");
+    assert!(diff.lines().any(|l| l.starts_with('+') && l.contains("Django")), "{diff}");
+    assert!(changes[0]["txn_id"].as_str().is_some_and(|t| t.starts_with("t-")), "{}", changes[0]);
+    assert_eq!(changes[1]["change"], "created");
+    assert!(changes[1]["summary"].as_str().is_some_and(|s| s.contains("add the tracker")));
+    assert!(changes[1]["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{}", changes[1]);
+    // One commit at most, a topic without history, and bad paths and limits.
+    let one = server.get("/api/memory/history/projects/budget.md?limit=1").await;
+    assert_eq!(one.body["changes"].as_array().map(Vec::len), Some(1), "{}", one.body);
+    let none = server.get("/api/memory/history/projects/none.md").await;
+    assert_eq!((none.status, none.body["changes"].clone()), (StatusCode::OK, json!([])));
+    let bad = server.get("/api/memory/history/projects/budget.md?limit=0").await;
+    assert_eq!((bad.status, error_code(&bad)), (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"));
+    for attempt in ["..%2F..%2Fsecret.md", "%2e%2e/x.md", "..%5Cx.md", "notes.txt"] {
+        let got = server.get(&format!("/api/memory/history/{attempt}")).await;
+        assert_eq!(got.status, StatusCode::FORBIDDEN, "{attempt}: {}", got.body);
+    }
+}
+
+#[tokio::test]
 async fn path_traversal_and_symlinks_are_refused_on_every_path_route() {
     let server = Server::new();
     server.seed().await;
@@ -635,6 +683,8 @@ async fn path_traversal_and_symlinks_are_refused_on_every_path_route() {
         let delete =
             server.call(Method::DELETE, &format!("{uri}?base_revision={base}"), None).await;
         assert_eq!(delete.status, StatusCode::FORBIDDEN, "DELETE {attempt}: {}", delete.body);
+        let history = server.get(&format!("/api/memory/history/{attempt}")).await;
+        assert_eq!(history.status, StatusCode::FORBIDDEN, "history {attempt}: {}", history.body);
     }
     assert_eq!(std::fs::read_to_string(&outside).expect("read"), "# Secret\n");
     // A symlink in place of the recent file or a timeline file is not followed either.

@@ -245,6 +245,22 @@ async function run(browser, w, h) {
       .catch(() => { throw new Error('the saved text does not appear in the preview'); });
   });
 
+  await step(page, '10b-topic-history', async () => {
+    // The save is the newest change in the topic's history, its diff showing the added text.
+    await page.click('.segment button[data-mode="history"]');
+    await visible(page, '#history .change', 'the topic history');
+    const first = page.locator('#history .change').first();
+    const added = await first.locator('.dl.add').allTextContents();
+    check(added.some((l) => l.includes(marker)), `the newest change does not add "${marker}"`);
+    check((await first.locator('.dl.del').count()) >= 1, 'the newest change removes no line');
+    check(/Txn-Id t-/.test(await first.locator('.change-meta').textContent()), 'the change does not name its transaction');
+    check((await page.locator('#history .change').count()) >= 2, 'the history does not reach the change that created the topic');
+    await noOverflow(page);
+    await shot(page, '10b-history');
+    await page.click('.segment button[data-mode="preview"]');
+    await visible(page, '#preview', 'the preview after the history');
+  });
+
   await step(page, '11-topic-invalid', async () => {
     await page.click('.segment button[data-mode="edit"]');
     await visible(page, '#editor', 'the topic editor');

@@ -105,6 +105,21 @@ fn an_edit_installs_normalized_text_and_commits_it() {
     let log: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
     assert_eq!(log["commits"].as_array().expect("rows").len(), 1);
     assert_eq!(log["commits"][0]["txn_id"], txn.as_str());
+
+    // `log --patch`: the file's diff in each commit, as a person reviews it.
+    let patch = scriptorium(home.path(), &["log", "topics/garden.md", "--patch"]);
+    assert_eq!(patch.status.code(), Some(0), "{}", String::from_utf8_lossy(&patch.stderr));
+    let patch = String::from_utf8_lossy(&patch.stdout);
+    assert!(patch.contains(&format!("[{txn}]")), "{patch}");
+    assert!(patch.contains("+++ b/topics/garden.md"), "{patch}");
+    assert!(patch.lines().any(|l| l.starts_with("+# Garden")), "{patch}");
+    let json = scriptorium(home.path(), &["log", "topics/garden.md", "--patch", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(json["changes"][0]["change"], "created", "{json}");
+    assert_eq!(json["changes"][0]["txn_id"], txn.as_str(), "{json}");
+    // A patch needs a file.
+    let bare = scriptorium(home.path(), &["log", "--patch"]);
+    assert_eq!(bare.status.code(), Some(2), "{}", String::from_utf8_lossy(&bare.stderr));
 }
 
 #[test]

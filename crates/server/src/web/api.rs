@@ -62,6 +62,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/memory/core", get(get_core).put(put_core))
         .route("/api/memory/search", get(search))
         .route("/api/memory/sources/{*path}", get(get_source))
+        .route("/api/memory/history/{*path}", get(topic_history))
 }
 
 /// Unknown routes: a JSON 404.
@@ -459,6 +460,49 @@ async fn get_topic(State(state): State<AppState>, UrlPath(param): UrlPath<String
                 "content": content,
                 "revision": revision.as_str(),
                 "backlinks": backlinks,
+            })))
+        })
+        .await
+}
+
+#[derive(Debug, Deserialize)]
+struct HistoryQuery {
+    limit: Option<String>,
+}
+
+/// The commits that changed a topic (path relative to `topics/`, as the topic routes), newest
+/// first, each with the topic's diff: `{"path", "changes": [TopicChange…]}`.
+async fn topic_history(
+    State(state): State<AppState>,
+    UrlPath(param): UrlPath<String>,
+    Query(query): Query<HistoryQuery>,
+) -> ApiResult {
+    use scriptorium_backend::inspect::{MAX_HISTORY, topic_changes};
+    let limit = match query.limit.as_deref() {
+        None | Some("") => 20,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_HISTORY).contains(n))
+            .ok_or_else(|| ApiError::invalid(format!("limit must be 1 to {MAX_HISTORY}")))?,
+    };
+    state
+        .blocking(move |_, backend| {
+            let memory = backend.memory();
+            let ws_path = topic_path(memory.workspace().root(), &param)?;
+            let Some(history) = memory.history() else {
+                let why = memory.history_error().unwrap_or("unknown error");
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Code::GitUnavailable,
+                    format!("git history unavailable: {why}"),
+                ));
+            };
+            let changes = topic_changes(history, &ws_path, limit)
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            Ok(Json(json!({
+                "path": ws_path.trim_start_matches("topics/"),
+                "changes": changes,
             })))
         })
         .await
