@@ -221,15 +221,21 @@ struct RefsQuery {
     limit: Option<String>,
 }
 
-async fn refs(State(state): State<AppState>, Query(query): Query<RefsQuery>) -> ApiResult {
-    let limit = match query.limit.as_deref() {
-        None | Some("") => DEFAULT_REFS,
+/// A `limit` query parameter: `default` when absent or empty, else a number from 1 to `max`
+/// (anything else is 400 `INVALID_ARGUMENT`).
+fn limit_param(text: Option<&str>, default: usize, max: usize) -> ApiResult<usize> {
+    match text {
+        None | Some("") => Ok(default),
         Some(text) => text
             .parse::<usize>()
             .ok()
-            .filter(|n| (1..=MAX_REFS).contains(n))
-            .ok_or_else(|| ApiError::invalid(format!("limit must be 1 to {MAX_REFS}")))?,
-    };
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| ApiError::invalid(format!("limit must be 1 to {max}"))),
+    }
+}
+
+async fn refs(State(state): State<AppState>, Query(query): Query<RefsQuery>) -> ApiResult {
+    let limit = limit_param(query.limit.as_deref(), DEFAULT_REFS, MAX_REFS)?;
     state
         .blocking(move |_, backend| {
             let ws = backend.memory().workspace();
@@ -478,14 +484,7 @@ async fn topic_history(
     Query(query): Query<HistoryQuery>,
 ) -> ApiResult {
     use scriptorium_backend::inspect::{MAX_HISTORY, topic_changes};
-    let limit = match query.limit.as_deref() {
-        None | Some("") => 20,
-        Some(text) => text
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=MAX_HISTORY).contains(n))
-            .ok_or_else(|| ApiError::invalid(format!("limit must be 1 to {MAX_HISTORY}")))?,
-    };
+    let limit = limit_param(query.limit.as_deref(), 20, MAX_HISTORY)?;
     state
         .blocking(move |_, backend| {
             let memory = backend.memory();
