@@ -278,6 +278,9 @@ pub struct TopicChange {
     pub change: &'static str,
     /// The unified diff of the file (3 lines of context; `a/` and `b/` name the path).
     pub diff: String,
+    /// The whole file as this commit left it (`None` when it removed it): what a restore
+    /// puts back, through the normal compare-and-set edit.
+    pub text: Option<String>,
 }
 
 /// At most this many commits are listed with a topic's history.
@@ -316,6 +319,7 @@ pub fn topic_changes(
                     _ => "modified",
                 },
                 diff,
+                text: c.after,
             }
         })
         .collect())

@@ -768,6 +768,13 @@ function setTopicMode(mode) {
   }
 }
 
+function restoreVersion(path, text) {
+  const doc = state.doc && state.doc.path === path ? state.doc : null;
+  if (!doc) return;
+  state.drafts.set(path, { text, orig: doc.content, base: doc.revision });
+  setTopicMode('edit');
+}
+
 // The transactions that changed a topic, newest first, each with its diff: what changed and why.
 function renderHistory(body, path) {
   const h = state.history && state.history.path === path ? state.history : null;
@@ -777,14 +784,19 @@ function renderHistory(body, path) {
   }
   const list = el('article', { class: 'doc history', id: 'history' });
   if (!h.changes.length) list.append(el('p', { text: 'No commit has changed this topic yet.' }));
-  for (const c of h.changes) {
+  for (const [i, c] of h.changes.entries()) {
     const diff = el('pre', { class: 'diff' });
     for (const line of c.diff.split('\n')) {
       const kind = /^(\+\+\+|---) /.test(line) ? 'file' : line[0] === '+' ? 'add' : line[0] === '-' ? 'del' : line.startsWith('@@') ? 'hunk' : '';
       diff.append(el('span', { class: kind ? `dl ${kind}` : 'dl', text: line || ' ' }));
     }
+    // Restoring a version is an edit like any other: its text becomes the draft, saved by
+    // compare-and-set against the revision shown, validated, and it makes a new transaction.
+    const restore = i > 0 && c.text !== null && c.text !== undefined
+      ? el('button', { type: 'button', class: 'btn restore', title: 'Open this version in the editor; Save installs it as a new change', onclick: () => restoreVersion(path, c.text) }, 'Restore this version')
+      : null;
     list.append(el('section', { class: 'change' },
-      el('div', { class: 'change-head' }, el('span', { class: 'badge', text: c.change }), el('span', { class: 'change-sum', text: c.summary })),
+      el('div', { class: 'change-head' }, el('span', { class: 'badge', text: c.change }), el('span', { class: 'change-sum', text: c.summary }), restore),
       el('div', { class: 'change-meta', text: [fmtTime(c.time), c.txn_id ? `Txn-Id ${c.txn_id}` : '', `commit ${c.commit.slice(0, 12)}`].filter(Boolean).join(' · ') }),
       diff));
   }

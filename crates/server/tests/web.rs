@@ -632,6 +632,8 @@ async fn a_topics_history_lists_the_transactions_that_changed_it_with_their_diff
     assert!(diff.lines().any(|l| l.starts_with('-') && l.contains("Flask")), "{diff}");
     assert!(diff.lines().any(|l| l.starts_with('+') && l.contains("Django")), "{diff}");
     assert!(changes[0]["txn_id"].as_str().is_some_and(|t| t.starts_with("t-")), "{}", changes[0]);
+    assert_eq!(changes[0]["text"], edited.as_str(), "each change carries the file it left");
+    assert_eq!(changes[1]["text"], before.body["content"]);
     assert_eq!(changes[1]["change"], "created");
     assert!(changes[1]["summary"].as_str().is_some_and(|s| s.contains("add the tracker")));
     assert!(changes[1]["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{}", changes[1]);

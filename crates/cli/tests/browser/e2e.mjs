@@ -257,8 +257,15 @@ async function run(browser, w, h) {
     check((await page.locator('#history .change').count()) >= 2, 'the history does not reach the change that created the topic');
     await noOverflow(page);
     await shot(page, '10b-history');
-    await page.click('.segment button[data-mode="preview"]');
-    await visible(page, '#preview', 'the preview after the history');
+    // Restoring the version before the save opens it in the editor (Save would install it as
+    // a new change); Cancel keeps the saved text.
+    await page.locator('#history .change').nth(1).locator('.restore').click();
+    await visible(page, '#editor', 'the editor with the earlier version');
+    check(!(await page.locator('#editor').inputValue()).includes(marker), 'the restored version still holds the later text');
+    await page.click('#cancel');
+    await visible(page, '#preview', 'the preview after cancelling the restore');
+    await page.waitForFunction((m) => document.getElementById('preview')?.textContent.includes(m), marker, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('cancelling the restore changed the topic'); });
   });
 
   await step(page, '11-topic-invalid', async () => {
