@@ -283,6 +283,50 @@ pub struct TopicChange {
     pub text: Option<String>,
 }
 
+/// One transaction of the workspace's history and the files it changed.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Transaction {
+    /// The commit (hex).
+    pub commit: String,
+    /// The commit time, RFC 3339 (UTC).
+    pub time: String,
+    /// The first line of the commit message.
+    pub summary: String,
+    /// The transaction (the commit's `Txn-Id`).
+    pub txn_id: Option<String>,
+    /// The workspace-relative files it changed (topics, archives, derived views), in tree order.
+    pub files: Vec<String>,
+}
+
+/// The workspace's transactions, newest first, at most `limit` (clamped to [`MAX_HISTORY`]),
+/// each with the files it changed.
+pub fn workspace_changes(
+    history: &scriptorium_history::History,
+    limit: usize,
+) -> Result<Vec<Transaction>, scriptorium_history::Error> {
+    history
+        .log(None, limit.clamp(1, MAX_HISTORY))?
+        .into_iter()
+        .map(|entry| {
+            Ok(Transaction {
+                files: history.commit_files(&entry.commit)?,
+                time: rfc3339(entry.time.seconds),
+                commit: entry.commit,
+                summary: entry.summary,
+                txn_id: entry.txn_id,
+            })
+        })
+        .collect()
+}
+
+/// `seconds` since the Unix epoch as RFC 3339 (UTC); empty when out of range.
+fn rfc3339(seconds: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(seconds)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}
+
 /// At most this many commits are listed with a topic's history.
 pub const MAX_HISTORY: usize = 100;
 
@@ -304,13 +348,9 @@ pub fn topic_changes(
                 .context_radius(3)
                 .header(&format!("a/{path}"), &format!("b/{path}"))
                 .to_string();
-            let time = time::OffsetDateTime::from_unix_timestamp(c.entry.time.seconds)
-                .ok()
-                .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-                .unwrap_or_default();
             TopicChange {
+                time: rfc3339(c.entry.time.seconds),
                 commit: c.entry.commit,
-                time,
                 summary: c.entry.summary,
                 txn_id: c.entry.txn_id,
                 change: match (&c.before, &c.after) {

@@ -828,6 +828,13 @@ impl MemoryWorkspace {
         self.history_error.get().map(String::as_str)
     }
 
+    /// The history, or why there is none (for a face's `GIT_UNAVAILABLE` answer).
+    pub fn history_or_why(&self) -> Result<&History, String> {
+        self.history().ok_or_else(|| {
+            format!("git history unavailable: {}", self.history_error().unwrap_or("unknown error"))
+        })
+    }
+
     /// Recalls blocks and source records for `query`. First takes in edits made outside any
     /// transaction ([`MemoryWorkspace::adopt_outside_edits`]; at most once per
     /// [`MemoryWorkspace::set_outside_check_interval`]), then searches the index at the

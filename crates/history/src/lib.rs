@@ -388,6 +388,25 @@ impl History {
         self.open()?.log(path, limit)
     }
 
+    /// The files the commit `commit` (hex) changed against its first parent (every file of a
+    /// root commit), workspace-relative, in tree order.
+    pub fn commit_files(&self, commit: &str) -> Result<Vec<String>, Error> {
+        let repo = self.open()?;
+        let read = |e| Error::read("read commit", None, e);
+        let id = ObjectId::from_hex(commit.as_bytes()).map_err(read)?;
+        let commit = repo.repo.find_commit(id).map_err(read)?;
+        let tree = commit.tree_id().map_err(read)?.detach();
+        let parent = match commit.parent_ids().next() {
+            Some(parent) => {
+                Some(repo.repo.find_commit(parent).map_err(read)?.tree_id().map_err(read)?.detach())
+            }
+            None => None,
+        };
+        let mut out = Vec::new();
+        repo.diff_trees(parent, Some(tree), BStr::new(""), &mut out)?;
+        Ok(out.into_iter().map(|p| p.to_str_lossy().into_owned()).collect())
+    }
+
     /// The commits that changed the file `path` ([`History::log`] for that path, at most
     /// `limit`), each with the file's text before and after it (lossy UTF-8), to show what
     /// changed and why.
@@ -478,6 +497,50 @@ impl Repo<'_> {
         let entry =
             tree.lookup_entry_by_path(path).map_err(|e| Error::read("read tree", Some(path), e))?;
         Ok(entry.map(|entry| (entry.mode(), entry.object_id())))
+    }
+
+    /// The paths (files) that differ between the trees `old` and `new` (`None`: empty), under
+    /// `prefix`, appended to `out` in tree order; subtrees with the same ID are skipped, so the
+    /// cost follows what changed.
+    fn diff_trees(
+        &self,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+        prefix: &BStr,
+        out: &mut Vec<BString>,
+    ) -> Result<(), Error> {
+        type Entries = std::collections::BTreeMap<BString, (bool, ObjectId)>;
+        let entries = |id: Option<ObjectId>| -> Result<Entries, Error> {
+            let mut map = Entries::new();
+            let Some(id) = id else { return Ok(map) };
+            let read = |e| Error::read("read tree", prefix.to_str().ok(), e);
+            let tree = self.repo.find_tree(id).map_err(read)?;
+            for entry in &tree.decode().map_err(read)?.entries {
+                map.insert(entry.filename.to_owned(), (entry.mode.is_tree(), entry.oid.to_owned()));
+            }
+            Ok(map)
+        };
+        let (old, new) = (entries(old)?, entries(new)?);
+        let names: std::collections::BTreeSet<&BString> = old.keys().chain(new.keys()).collect();
+        for name in names {
+            let (a, b) = (old.get(name), new.get(name));
+            if a == b {
+                continue;
+            }
+            let mut path = BString::from(prefix);
+            if !path.is_empty() {
+                path.push_byte(b'/');
+            }
+            path.push_str(name);
+            let tree = |e: Option<&(bool, ObjectId)>| e.filter(|(t, _)| *t).map(|(_, id)| *id);
+            if tree(a).is_some() || tree(b).is_some() {
+                self.diff_trees(tree(a), tree(b), path.as_bstr(), out)?;
+            }
+            if a.is_some_and(|(t, _)| !t) || b.is_some_and(|(t, _)| !t) {
+                out.push(path);
+            }
+        }
+        Ok(())
     }
 
     /// The text of the file at `path` in `tree` (lossy UTF-8; `None` when there is no blob).

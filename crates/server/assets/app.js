@@ -896,10 +896,51 @@ function renderDay(body) {
   else body.append(html(el('article', { class: 'doc md', id: 'day' }), doc.html));
 }
 
+function setRecentMode(mode) {
+  state.recentMode = mode;
+  render();
+  if (mode === 'changes') {
+    state.changes = null;
+    guarded(async () => {
+      const { data } = await api('GET', '/api/memory/history');
+      state.changes = data.commits;
+    });
+  }
+}
+
+// The workspace's transactions, newest first: what each changed, and a way to each topic's
+// history (what changed and why).
+function renderChanges(body) {
+  const c = state.changes;
+  setHead([el('span', { class: 't', text: 'Recent changes' })], c ? `${c.length} newest transactions · newest first · from git` : '',
+    [segment('Show', [['records', 'Records'], ['changes', 'Changes']], 'changes', setRecentMode)]);
+  if (state.error) body.append(errorBanner(state.error, () => setRecentMode('changes')));
+  if (!c) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  const list = el('section', { class: 'doc history', id: 'changes', 'aria-label': 'Recent changes' });
+  for (const t of c) {
+    const files = el('div', { class: 'change-files' });
+    for (const f of t.files) {
+      const topic = /^topics\/.+\.md$/.test(f) && f !== 'topics/core.md';
+      files.append(topic
+        ? el('button', { type: 'button', class: 'link', title: `History of ${f}`, onclick: () => { openTopic(f); setTopicMode('history'); } }, rel(f))
+        : el('span', { class: 'change-file', text: f }));
+    }
+    list.append(el('article', { class: 'change' },
+      el('div', { class: 'change-head' }, el('span', { class: 'change-sum', text: t.summary })),
+      el('div', { class: 'change-meta', text: [fmtTime(t.time), t.txn_id ? `Txn-Id ${t.txn_id}` : '', `commit ${t.commit.slice(0, 12)}`].filter(Boolean).join(' · ') }),
+      files));
+  }
+  body.append(list);
+}
+
 function renderRecent(body) {
+  if (state.recentMode === 'changes') return renderChanges(body);
   const r = state.recent;
   const sub = r ? `${r.rows.length} / ${r.limit ?? '?'} records · newest durable records first · derived from Topics` : '';
-  setHead([el('span', { class: 't', text: 'Recent memory' })], sub);
+  setHead([el('span', { class: 't', text: 'Recent memory' })], sub, [segment('Show', [['records', 'Records'], ['changes', 'Changes']], 'records', setRecentMode)]);
   if (state.error) body.append(errorBanner(state.error, () => guarded(loadRecent)));
   if (!r) {
     if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));

@@ -289,6 +289,7 @@ async fn every_api_route_requires_the_token() {
         (Method::GET, "/api/memory/refs"),
         (Method::GET, "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1"),
         (Method::GET, "/api/memory/history/projects/budget.md"),
+        (Method::GET, "/api/memory/history"),
         (Method::POST, "/api/memory/changes"),
         (Method::POST, "/api/memory/notes"),
         (Method::PUT, "/api/memory/core"),
@@ -637,6 +638,24 @@ async fn a_topics_history_lists_the_transactions_that_changed_it_with_their_diff
     assert_eq!(changes[1]["change"], "created");
     assert!(changes[1]["summary"].as_str().is_some_and(|s| s.contains("add the tracker")));
     assert!(changes[1]["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{}", changes[1]);
+    // The workspace's transactions, each with the files it changed.
+    let log = server.get("/api/memory/history?limit=2").await;
+    assert_eq!(log.status, StatusCode::OK, "{}", log.body);
+    let commits = log.body["commits"].as_array().expect("commits");
+    assert_eq!(commits.len(), 2, "{}", log.body);
+    assert_eq!(commits[0]["txn_id"], changes[0]["txn_id"]);
+    let files = |c: &Value| -> Vec<String> {
+        c["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| f.as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert!(files(&commits[0]).contains(&"topics/projects/budget.md".to_owned()), "{}", commits[0]);
+    assert!(files(&commits[1]).iter().any(|f| f.starts_with("sources/")), "{}", commits[1]);
+    assert!(files(&commits[1]).contains(&"topics/projects/budget.md".to_owned()), "{}", commits[1]);
+    assert!(!files(&commits[0]).iter().any(|f| f.starts_with("sources/")), "{}", commits[0]);
     // One commit at most, a topic without history, and bad paths and limits.
     let one = server.get("/api/memory/history/projects/budget.md?limit=1").await;
     assert_eq!(one.body["changes"].as_array().map(Vec::len), Some(1), "{}", one.body);

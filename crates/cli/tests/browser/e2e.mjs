@@ -150,6 +150,17 @@ async function run(browser, w, h) {
     await visible(page, '#recent .rec, .empty', 'recent records or the empty state');
   });
 
+  await step(page, '05b-changes', async () => {
+    // The workspace's transactions, each with what it changed; a topic file opens its history.
+    await page.click('.segment button[data-mode="changes"]');
+    await visible(page, '#changes .change', 'the recent transactions');
+    check(/Txn-Id t-/.test(await page.locator('#changes .change-meta').first().textContent()), 'a transaction is not named');
+    await noOverflow(page);
+    await shot(page, '05b-changes-list');
+    await page.locator('#changes .change-files .link').first().click();
+    await visible(page, '#history .change', 'the history of a topic a transaction changed');
+  });
+
   await step(page, '06-core-preview', async () => {
     await section(page, 'core');
     await visible(page, '#core-preview', 'the core prompt preview');
@@ -256,7 +267,7 @@ async function run(browser, w, h) {
     check(/Txn-Id t-/.test(await first.locator('.change-meta').textContent()), 'the change does not name its transaction');
     check((await page.locator('#history .change').count()) >= 2, 'the history does not reach the change that created the topic');
     await noOverflow(page);
-    await shot(page, '10b-history');
+    await shot(page, '10b-history-list');
     // Restoring the version before the save opens it in the editor (Save would install it as
     // a new change); Cancel keeps the saved text.
     await page.locator('#history .change').nth(1).locator('.restore').click();

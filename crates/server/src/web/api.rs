@@ -62,6 +62,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/memory/core", get(get_core).put(put_core))
         .route("/api/memory/search", get(search))
         .route("/api/memory/sources/{*path}", get(get_source))
+        .route("/api/memory/history", get(workspace_history))
         .route("/api/memory/history/{*path}", get(topic_history))
 }
 
@@ -476,6 +477,29 @@ struct HistoryQuery {
     limit: Option<String>,
 }
 
+/// The workspace's transactions, newest first (`?limit=`, 20 by default): `{"commits":
+/// [{"commit", "time", "summary", "txn_id", "files"}…]}`, `files` being what each changed.
+async fn workspace_history(
+    State(state): State<AppState>,
+    Query(query): Query<HistoryQuery>,
+) -> ApiResult {
+    use scriptorium_backend::inspect::{MAX_HISTORY, workspace_changes};
+    let limit = limit_param(query.limit.as_deref(), 20, MAX_HISTORY)?;
+    state
+        .blocking(move |_, backend| {
+            let history = backend.memory().history_or_why().map_err(git_unavailable)?;
+            let commits =
+                workspace_changes(history, limit).map_err(|e| ApiError::internal(e.to_string()))?;
+            Ok(Json(json!({ "commits": commits })))
+        })
+        .await
+}
+
+/// 503 `GIT_UNAVAILABLE`.
+fn git_unavailable(why: String) -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, Code::GitUnavailable, why)
+}
+
 /// The commits that changed a topic (path relative to `topics/`, as the topic routes), newest
 /// first, each with the topic's diff: `{"path", "changes": [TopicChange…]}`.
 async fn topic_history(
@@ -487,16 +511,8 @@ async fn topic_history(
     let limit = limit_param(query.limit.as_deref(), 20, MAX_HISTORY)?;
     state
         .blocking(move |_, backend| {
-            let memory = backend.memory();
-            let ws_path = topic_path(memory.workspace().root(), &param)?;
-            let Some(history) = memory.history() else {
-                let why = memory.history_error().unwrap_or("unknown error");
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Code::GitUnavailable,
-                    format!("git history unavailable: {why}"),
-                ));
-            };
+            let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
+            let history = backend.memory().history_or_why().map_err(git_unavailable)?;
             let changes = topic_changes(history, &ws_path, limit)
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             Ok(Json(json!({
