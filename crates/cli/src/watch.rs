@@ -49,7 +49,9 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
     let config = crate::config(home)?;
     let imports: Vec<(Format, PathBuf)> =
         args.imports.iter().map(|i| parse_import(i)).collect::<anyhow::Result<_>>()?;
+    // Colours only on a terminal: a log redirected to a file stays plain text.
     tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SCRIPTORIUM_LOG")

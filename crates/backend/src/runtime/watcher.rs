@@ -89,7 +89,10 @@ impl Default for WatcherConfig {
 #[non_exhaustive]
 pub enum WatcherStateError {
     /// Another watcher holds the lock of this memory.
-    #[error("another session-end watcher holds {}", lock.display())]
+    #[error(
+        "another `scriptorium watch` is already running for the memory in {}",
+        lock.parent().and_then(Path::parent).unwrap_or(lock).display()
+    )]
     Busy {
         /// The lock file.
         lock: PathBuf,

@@ -49,7 +49,8 @@ fn watch_writes_idle_sessions_refuses_a_second_watch_and_stops_on_sigterm() {
     let second = scriptorium(home, &["watch", "--poll", "1"]);
     assert_eq!(second.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&second.stderr);
-    assert!(stderr.contains("session-end.lock"), "{stderr}");
+    assert!(stderr.contains("another `scriptorium watch` is already running"), "{stderr}");
+    assert!(!stderr.contains("session-end"), "no internal words: {stderr}");
     // SIGTERM: a clean stop.
     let killed =
         Command::new("kill").args(["-TERM", &watch.id().to_string()]).status().expect("kill");
@@ -66,6 +67,8 @@ fn watch_writes_idle_sessions_refuses_a_second_watch_and_stops_on_sigterm() {
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(status.success(), "{log}");
     assert!(log.contains("watch stopped"), "{log}");
+    // stderr is a pipe here, not a terminal: the log holds no colour codes.
+    assert!(!log.contains('\u{1b}'), "ANSI escapes in a redirected log: {log:?}");
     let processed =
         std::fs::read_to_string(home.join("memory/.scriptorium/session-end.json")).expect("state");
     assert!(processed.contains("\"talk\""), "{processed}");
