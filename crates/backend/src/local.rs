@@ -204,15 +204,7 @@ impl LocalBackend {
 
     /// Records a write's outcome in `.scriptorium/writer-status.json` (best effort).
     fn record_outcome(&self, outcome: &WriteOutcome) {
-        let root = self.inner.memory.workspace().root();
-        let now = crate::memory::wall_clock();
-        let saved = match outcome {
-            Ok(_) => WriterStatus::record_success(root, now),
-            Err(failure) => WriterStatus::record_failure(root, now, failure),
-        };
-        if let Err(error) = saved {
-            tracing::warn!(%error, "could not save the writer status");
-        }
+        WriterStatus::record_outcome(self.inner.memory.workspace().root(), outcome);
     }
 
     /// Adds the nodes of `messages` the store does not hold yet (in order); the last one added

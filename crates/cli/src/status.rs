@@ -59,14 +59,17 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         Some(n) => outln!("sessions    {n} turn(s) not yet written into memory"),
         None => outln!("sessions    the pending count failed"),
     }
-    if let Some(failure) = &writer.last_failure
-        && writer.last_outcome == Some(Outcome::Failure)
-    {
-        outln!(
-            "writer      last write failed: {} ({})",
+    match (&writer.last_outcome, &writer.last_failure, &writer.last_success_at) {
+        (Some(Outcome::Failure), Some(failure), _) => outln!(
+            "writer      last write failed at {}: {} ({})",
+            rfc3339(failure.at),
             failure.reason_code,
             if failure.retryable { "retryable" } else { "permanent" }
-        );
+        ),
+        (Some(Outcome::Success), _, Some(at)) => {
+            outln!("writer      last write succeeded at {}", rfc3339(*at));
+        }
+        _ => outln!("writer      no write yet"),
     }
     let git = &status.git;
     match (&git.error, &git.head) {
@@ -83,4 +86,9 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => outln!("git         no commits yet"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `at` as RFC 3339.
+fn rfc3339(at: time::OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }

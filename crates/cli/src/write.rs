@@ -205,6 +205,11 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let mut outcomes: Vec<(String, Result<WriteReport, WriteFailure>)> = Vec::new();
     for session in sessions {
         let outcome = writer.write(&session, args.force);
+        // `status` tells the last write's outcome whatever ran it.
+        scriptorium_backend::runtime::status::WriterStatus::record_outcome(
+            memory.workspace().root(),
+            &outcome,
+        );
         outcomes.push((session.0, outcome));
     }
     if args.json {

@@ -146,6 +146,23 @@ impl WriterStatus {
         })
     }
 
+    /// Records how a write ended, now, whichever path ran it (the backend's `write` for the
+    /// hooks, MCP and REST, `scriptorium write`, `watch`); best effort: a status that cannot be
+    /// saved is logged, never a write's failure.
+    pub fn record_outcome(
+        memory_root: &Path,
+        outcome: &Result<scriptorium_writer::WriteReport, WriteFailure>,
+    ) {
+        let now = crate::memory::wall_clock();
+        let saved = match outcome {
+            Ok(_) => WriterStatus::record_success(memory_root, now),
+            Err(failure) => WriterStatus::record_failure(memory_root, now, failure),
+        };
+        if let Err(error) = saved {
+            tracing::warn!(%error, "could not save the writer status");
+        }
+    }
+
     /// Records a successful write at `at` (keeping the last failure).
     pub fn record_success(memory_root: &Path, at: OffsetDateTime) -> Result<(), StatusError> {
         update(memory_root, |status| {

@@ -337,3 +337,35 @@ fn check_reports_what_transactions_cannot_use_and_never_reads_through_a_symlink(
     assert_eq!(report["diagnostics"][0]["path"], "topics", "{report}");
     assert_eq!(report["diagnostics"][0]["code"], "NOT_REGULAR_FILE", "{report}");
 }
+
+#[test]
+fn status_tells_the_last_write_outcome_whatever_ran_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path();
+    assert_eq!(scriptorium(home, &["init"]).status.code(), Some(0));
+    let line = r#"{"id": "u1", "role": "user", "content": "I'm Dana and I live in Lyon.", "created_at": "2024-04-02T09:00:00Z"}"#;
+    let file = write(home, "s.jsonl", &format!("{line}\n"));
+    assert_eq!(scriptorium(home, &["import", "jsonl", &file]).status.code(), Some(0));
+    let text_status =
+        || String::from_utf8_lossy(&scriptorium(home, &["status"]).stdout).into_owned();
+    assert!(text_status().contains("writer      no write yet"), "{}", text_status());
+
+    // `scriptorium write` with a model that fails: the failure is recorded with its code.
+    let failed = scriptorium(home, &["write", "--all", "--model", "command", "--command", "false"]);
+    assert_eq!(failed.status.code(), Some(1), "{}", String::from_utf8_lossy(&failed.stderr));
+    let writer = &status(home)["writer"];
+    assert_eq!(writer["last_outcome"], "failure", "{writer}");
+    assert_eq!(writer["last_failure"]["reason_code"], "MODEL_FAILURE_UNKNOWN", "{writer}");
+    assert!(writer["last_failure"]["at"].as_str().is_some_and(|t| t.starts_with("20")), "{writer}");
+    let text = text_status();
+    assert!(
+        text.contains("last write failed at") && text.contains("MODEL_FAILURE_UNKNOWN"),
+        "{text}"
+    );
+
+    // The next write succeeds, and the status says so.
+    let ok = scriptorium(home, &["write", "--all"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert_eq!(status(home)["writer"]["last_outcome"], "success");
+    assert!(text_status().contains("writer      last write succeeded at"), "{}", text_status());
+}
