@@ -341,28 +341,85 @@ pub fn topic_changes(
     Ok(changes
         .into_iter()
         .map(|c| {
-            let before = c.before.as_deref().unwrap_or("");
-            let after = c.after.as_deref().unwrap_or("");
-            let diff = similar::TextDiff::from_lines(before, after)
-                .unified_diff()
-                .context_radius(3)
-                .header(&format!("a/{path}"), &format!("b/{path}"))
-                .to_string();
+            let (change, diff) = file_diff(path, c.before.as_deref(), c.after.as_deref());
             TopicChange {
                 time: rfc3339(c.entry.time.seconds),
                 commit: c.entry.commit,
                 summary: c.entry.summary,
                 txn_id: c.entry.txn_id,
-                change: match (&c.before, &c.after) {
-                    (None, _) => "created",
-                    (_, None) => "removed",
-                    _ => "modified",
-                },
+                change,
                 diff,
                 text: c.after,
             }
         })
         .collect())
+}
+
+/// How a file changed (`created`, `modified`, `removed`) and its unified diff (3 lines of
+/// context; `a/` and `b/` name the path).
+fn file_diff(path: &str, before: Option<&str>, after: Option<&str>) -> (&'static str, String) {
+    let diff = similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string();
+    let change = match (before, after) {
+        (None, _) => "created",
+        (_, None) => "removed",
+        _ => "modified",
+    };
+    (change, diff)
+}
+
+/// One file of a [`CommitDiff`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CommitFile {
+    /// The workspace-relative path.
+    pub path: String,
+    /// `created`, `modified` or `removed`.
+    pub change: &'static str,
+    /// The unified diff of the file (3 lines of context).
+    pub diff: String,
+}
+
+/// One transaction's commit with the diff of every file it changed: `scriptorium show`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CommitDiff {
+    /// The commit (hex).
+    pub commit: String,
+    /// The commit time, RFC 3339 (UTC).
+    pub time: String,
+    /// The first line of the commit message.
+    pub summary: String,
+    /// The transaction (the commit's `Txn-Id`).
+    pub txn_id: Option<String>,
+    /// The files it changed (only those at or below the path asked for), in tree order.
+    pub files: Vec<CommitFile>,
+}
+
+/// The commit `rev` names (`HEAD`, an id, a unique prefix or a `Txn-Id`; see
+/// [`scriptorium_history::History::resolve`]) with the diff of each file it changed at or below
+/// `path`.
+pub fn commit_diff(
+    history: &scriptorium_history::History,
+    rev: &str,
+    path: Option<&str>,
+) -> Result<CommitDiff, scriptorium_history::Error> {
+    let (entry, changed) = history.commit_changes(rev, path)?;
+    let files = changed
+        .into_iter()
+        .map(|f| {
+            let (change, diff) = file_diff(&f.path, f.before.as_deref(), f.after.as_deref());
+            CommitFile { path: f.path, change, diff }
+        })
+        .collect();
+    Ok(CommitDiff {
+        time: rfc3339(entry.time.seconds),
+        commit: entry.commit,
+        summary: entry.summary,
+        txn_id: entry.txn_id,
+        files,
+    })
 }
 
 /// At most this many backlinks are listed with a topic.

@@ -285,6 +285,7 @@ impl From<scriptorium_history::ErrorCode> for Code {
             E::GitCorrupt => Code::GitCorrupt,
             E::Io => Code::Io,
             E::InvalidArgument => Code::InvalidArgument,
+            E::RevisionNotFound => Code::NotFound,
             _ => Code::Internal,
         }
     }

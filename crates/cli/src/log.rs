@@ -1,4 +1,5 @@
-//! `scriptorium log [PATH]`: the git history of the workspace or of one file.
+//! `scriptorium log [PATH]`: the git history of the workspace or of one file; `scriptorium show
+//! REV [PATH]`: one transaction's commit with its diffs.
 
 use std::process::ExitCode;
 
@@ -14,6 +15,9 @@ pub(crate) struct Args {
     /// At most this many commits.
     #[arg(long, default_value_t = 50)]
     limit: usize,
+    /// Skip this many of the newest commits first (the next page starts at offset + limit).
+    #[arg(long, default_value_t = 0)]
+    offset: usize,
     /// With a file path: each commit's diff of that file (what changed, under why).
     #[arg(long, short = 'p', requires = "path")]
     patch: bool,
@@ -22,21 +26,64 @@ pub(crate) struct Args {
     pub(crate) json: bool,
 }
 
-/// Runs the command.
-pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+/// Arguments of `scriptorium show`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    /// The commit: `HEAD`, a commit id or a unique prefix of it (4+ hex digits), or a
+    /// transaction id (`Txn-Id`).
+    rev: String,
+    /// Only the files at or below this workspace-relative path.
+    path: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The workspace's history, or `GIT_UNAVAILABLE` saying why there is none.
+fn open(home: &Home) -> anyhow::Result<scriptorium_history::History> {
     let memory = memory::open(home, false)?;
-    let Some(history) = memory.history() else {
-        return Err(crate::output::usage(
+    match memory.history() {
+        Some(history) => Ok(history.clone()),
+        None => Err(crate::output::usage(
             scriptorium_backend::wire::Code::GitUnavailable,
             format!(
                 "git history unavailable: {}",
                 memory.history_error().unwrap_or("unknown error")
             ),
-        ));
-    };
+        )),
+    }
+}
+
+/// Runs `scriptorium show`.
+pub(crate) fn run_show(home: &Home, args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let history = open(home)?;
+    let path = args.path.as_deref().map(|p| p.trim_start_matches("./").trim_end_matches('/'));
+    let shown = scriptorium_backend::inspect::commit_diff(&history, &args.rev, path)?;
+    if args.json {
+        crate::output::document(&serde_json::json!({ "commit": shown }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("commit {}", shown.commit);
+    if let Some(txn) = &shown.txn_id {
+        outln!("Txn-Id: {txn}");
+    }
+    outln!("Date:   {}", shown.time);
+    outln!("\n    {}\n", shown.summary);
+    for file in &shown.files {
+        outln!("{}", file.diff.trim_end());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `scriptorium log`.
+pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
+    let history = open(home)?;
+    let history = &history;
     let path = args.path.as_deref().map(|p| p.trim_start_matches("./").trim_end_matches('/'));
     if let (true, Some(path)) = (args.patch, path) {
-        let changes = scriptorium_backend::inspect::topic_changes(history, path, args.limit)?;
+        let wanted = args.offset.saturating_add(args.limit);
+        let mut changes = scriptorium_backend::inspect::topic_changes(history, path, wanted)?;
+        changes.drain(..args.offset.min(changes.len()));
         if args.json {
             crate::output::document(&serde_json::json!({ "path": path, "changes": changes }))?;
         } else {
@@ -48,7 +95,8 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let entries = history.log(path, args.limit)?;
+    let mut entries = history.log(path, args.offset.saturating_add(args.limit))?;
+    entries.drain(..args.offset.min(entries.len()));
     if args.json {
         let rows: Vec<_> = entries
             .iter()

@@ -103,6 +103,8 @@ enum Command {
     Edit(edit::Args),
     /// Show the git history of the workspace or of one file.
     Log(log::Args),
+    /// Show one transaction's commit (by id, unique prefix or Txn-Id) with its diffs.
+    Show(log::ShowArgs),
     /// Apply a change request (whole-file changes or a unified diff) as one compare-and-set
     /// transaction.
     Update(update::Args),
@@ -175,6 +177,7 @@ impl Command {
             Command::Model(args) => args.json(),
             Command::Sleep(args) => args.json,
             Command::Log(args) => args.json,
+            Command::Show(args) => args.json,
             Command::Edit(_)
             | Command::Watch(_)
             | Command::Serve(_)
@@ -252,6 +255,7 @@ fn main() -> ExitCode {
         Command::Status(args) => status::run(&home, args),
         Command::Edit(args) => edit::run(&home, args),
         Command::Log(args) => log::run(&home, args),
+        Command::Show(args) => log::run_show(&home, args),
         Command::Update(args) => update::run(&home, args),
         Command::Note(args) => note::run(&home, args),
         Command::Model(args) => model::run(&home, args),

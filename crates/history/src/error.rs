@@ -19,8 +19,11 @@ pub enum ErrorCode {
     GitCorrupt,
     /// A workspace file or directory could not be read.
     Io,
-    /// The request itself is malformed (a path escaping the workspace, a bad transaction id).
+    /// The request itself is malformed (a path escaping the workspace, a bad transaction id,
+    /// an ambiguous commit prefix).
     InvalidArgument,
+    /// No commit of the history matches the revision asked for.
+    RevisionNotFound,
 }
 
 impl ErrorCode {
@@ -32,6 +35,7 @@ impl ErrorCode {
             ErrorCode::GitCorrupt => "GIT_CORRUPT",
             ErrorCode::Io => "IO",
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
         }
     }
 }
@@ -118,6 +122,20 @@ pub enum Error {
         /// Why it was refused.
         reason: &'static str,
     },
+    /// No commit of the (first-parent) history matches the revision.
+    #[error("no commit {rev:?} in the history: {reason}")]
+    RevisionNotFound {
+        /// The revision as given.
+        rev: String,
+        /// What was looked for.
+        reason: &'static str,
+    },
+    /// A commit id prefix matches more than one commit.
+    #[error("commit prefix {rev:?} is ambiguous; give more digits")]
+    AmbiguousRevision {
+        /// The prefix as given.
+        rev: String,
+    },
 }
 
 fn fmt_path(path: Option<&str>) -> String {
@@ -132,7 +150,10 @@ impl Error {
             Error::Read { .. } => ErrorCode::GitCorrupt,
             Error::Write { .. } => ErrorCode::GitCommitFailed,
             Error::Workspace { .. } => ErrorCode::Io,
-            Error::InvalidPath { .. } | Error::InvalidTxnId { .. } => ErrorCode::InvalidArgument,
+            Error::InvalidPath { .. }
+            | Error::InvalidTxnId { .. }
+            | Error::AmbiguousRevision { .. } => ErrorCode::InvalidArgument,
+            Error::RevisionNotFound { .. } => ErrorCode::RevisionNotFound,
         }
     }
 

@@ -158,6 +158,18 @@ pub struct FileChange {
     pub after: Option<String>,
 }
 
+/// One file a commit changed (see [`History::commit_changes`]): its text in the first parent
+/// and in the commit (lossy UTF-8; `None` where it did not exist as a file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangedFile {
+    /// The workspace-relative path.
+    pub path: String,
+    /// The file in the first parent (`None`: the commit created it).
+    pub before: Option<String>,
+    /// The file in the commit (`None`: the commit removed it).
+    pub after: Option<String>,
+}
+
 struct HeadInfo {
     commit: ObjectId,
     tree: ObjectId,
@@ -394,17 +406,93 @@ impl History {
         let repo = self.open()?;
         let read = |e| Error::read("read commit", None, e);
         let id = ObjectId::from_hex(commit.as_bytes()).map_err(read)?;
-        let commit = repo.repo.find_commit(id).map_err(read)?;
-        let tree = commit.tree_id().map_err(read)?.detach();
-        let parent = match commit.parent_ids().next() {
-            Some(parent) => {
-                Some(repo.repo.find_commit(parent).map_err(read)?.tree_id().map_err(read)?.detach())
-            }
-            None => None,
-        };
+        let (tree, parent) = repo.trees_of(id)?;
         let mut out = Vec::new();
         repo.diff_trees(parent, Some(tree), BStr::new(""), &mut out)?;
         Ok(out.into_iter().map(|p| p.to_str_lossy().into_owned()).collect())
+    }
+
+    /// The commit `rev` names, as hex: `HEAD`, a full id or a unique prefix of at least 4 hex
+    /// digits of a commit in the first-parent history, or a transaction id (the newest commit
+    /// whose `Txn-Id` it is). None matching is `REVISION_NOT_FOUND`; an ambiguous prefix is
+    /// `INVALID_ARGUMENT`.
+    pub fn resolve(&self, rev: &str) -> Result<String, Error> {
+        let rev = rev.trim();
+        let not_found = |reason| Error::RevisionNotFound { rev: rev.to_owned(), reason };
+        let repo = self.open()?;
+        let Some(head) = repo.head()? else { return Err(not_found("the history is empty")) };
+        if rev == "HEAD" {
+            return Ok(head.commit.to_hex().to_string());
+        }
+        let is_hex = (4..=40).contains(&rev.len()) && rev.bytes().all(|b| b.is_ascii_hexdigit());
+        let prefix = rev.to_ascii_lowercase();
+        let read = |op| move |source| Error::read(op, None, source);
+        let walk = repo
+            .repo
+            .find_commit(head.commit)
+            .map_err(read("read commit"))?
+            .ancestors()
+            .first_parent_only()
+            .all()
+            .map_err(read("walk history"))?;
+        let mut found = None;
+        for info in walk {
+            let info = info.map_err(read("walk history"))?;
+            let hex = info.id.to_hex().to_string();
+            if is_hex {
+                if hex.starts_with(&prefix) {
+                    if found.is_some() {
+                        return Err(Error::AmbiguousRevision { rev: rev.to_owned() });
+                    }
+                    found = Some(hex);
+                }
+            } else {
+                let commit = info.object().map_err(read("read commit"))?;
+                if txn_id_of(commit.message_raw_sloppy()).as_deref() == Some(rev) {
+                    return Ok(hex);
+                }
+            }
+        }
+        found.ok_or_else(|| {
+            not_found(if is_hex {
+                "no commit in the history starts with it"
+            } else {
+                "neither a commit id nor the Txn-Id of a commit in the history"
+            })
+        })
+    }
+
+    /// The commit `rev` names ([`History::resolve`]) and the files it changed against its first
+    /// parent ([`History::commit_files`]; only those at or below `path` when given), each with
+    /// its text before and after.
+    pub fn commit_changes(
+        &self,
+        rev: &str,
+        path: Option<&str>,
+    ) -> Result<(LogEntry, Vec<ChangedFile>), Error> {
+        let path = path.map(check_changed_path).transpose()?;
+        let commit = self.resolve(rev)?;
+        let files = self.commit_files(&commit)?;
+        let repo = self.open()?;
+        let read = |e| Error::read("read commit", None, e);
+        let id = ObjectId::from_hex(commit.as_bytes()).map_err(read)?;
+        let entry = repo.entry(id)?;
+        let (tree, parent) = repo.trees_of(id)?;
+        let mut changed = Vec::new();
+        for file in files {
+            if let Some(path) = path
+                && !(file == path || file.strip_prefix(path).is_some_and(|r| r.starts_with('/')))
+            {
+                continue;
+            }
+            let before = match parent {
+                Some(parent) => repo.text_at(parent, &file)?,
+                None => None,
+            };
+            let after = repo.text_at(tree, &file)?;
+            changed.push(ChangedFile { path: file, before, after });
+        }
+        Ok((entry, changed))
     }
 
     /// The commits that changed the file `path` ([`History::log`] for that path, at most
@@ -434,7 +522,38 @@ impl History {
     }
 }
 
+/// The [`LogEntry`] of a commit.
+fn entry_of(commit: &gix::Commit<'_>) -> Result<LogEntry, Error> {
+    let time = commit.time().map_err(|source| Error::read("read commit", None, source))?;
+    let message = commit.message_raw_sloppy();
+    Ok(LogEntry {
+        commit: commit.id().to_hex().to_string(),
+        time: time.into(),
+        summary: summary_of(message),
+        txn_id: txn_id_of(message),
+    })
+}
+
 impl Repo<'_> {
+    /// The tree of the commit `id` and its first parent's (`None` for a root commit).
+    fn trees_of(&self, id: ObjectId) -> Result<(ObjectId, Option<ObjectId>), Error> {
+        let read = |e| Error::read("read commit", None, e);
+        let commit = self.repo.find_commit(id).map_err(read)?;
+        let tree = commit.tree_id().map_err(read)?.detach();
+        let parent = match commit.parent_ids().next() {
+            Some(parent) => {
+                Some(self.repo.find_commit(parent).map_err(read)?.tree_id().map_err(read)?.detach())
+            }
+            None => None,
+        };
+        Ok((tree, parent))
+    }
+
+    /// The [`LogEntry`] of the commit `id`.
+    fn entry(&self, id: ObjectId) -> Result<LogEntry, Error> {
+        entry_of(&self.repo.find_commit(id).map_err(|e| Error::read("read commit", None, e))?)
+    }
+
     fn log(&self, path: Option<&str>, limit: usize) -> Result<Vec<LogEntry>, Error> {
         let mut entries = Vec::new();
         let Some(head) = self.head()? else { return Ok(entries) };
@@ -472,14 +591,7 @@ impl Repo<'_> {
                     continue;
                 }
             }
-            let time = commit.time().map_err(|source| Error::read("read commit", None, source))?;
-            let message = commit.message_raw_sloppy();
-            entries.push(LogEntry {
-                commit: commit.id().to_hex().to_string(),
-                time: time.into(),
-                summary: summary_of(message),
-                txn_id: txn_id_of(message),
-            });
+            entries.push(entry_of(&commit)?);
             if entries.len() >= limit {
                 break;
             }

@@ -52,6 +52,7 @@ const state = {
   topics: null, // [{path,title,type,size,mtime}]
   timeline: null, // [{date,size,mtime}]
   recent: null, // {rows, limit}
+  commitDiffs: new Map(), // commit → its files' diffs, once asked for in Recent → Changes
   core: null,
   coreMode: 'preview', // 'preview' | 'source'
   current: null, // selected topic path
@@ -775,6 +776,16 @@ function restoreVersion(path, text) {
   setTopicMode('edit');
 }
 
+// A unified diff as lines, added and removed ones coloured (text only: never parsed as HTML).
+function diffBlock(text) {
+  const diff = el('pre', { class: 'diff' });
+  for (const line of text.split('\n')) {
+    const kind = /^(\+\+\+|---) /.test(line) ? 'file' : line[0] === '+' ? 'add' : line[0] === '-' ? 'del' : line.startsWith('@@') ? 'hunk' : '';
+    diff.append(el('span', { class: kind ? `dl ${kind}` : 'dl', text: line || ' ' }));
+  }
+  return diff;
+}
+
 // The transactions that changed a topic, newest first, each with its diff: what changed and why.
 function renderHistory(body, path) {
   const h = state.history && state.history.path === path ? state.history : null;
@@ -785,11 +796,7 @@ function renderHistory(body, path) {
   const list = el('article', { class: 'doc history', id: 'history' });
   if (!h.changes.length) list.append(el('p', { text: 'No commit has changed this topic yet.' }));
   for (const [i, c] of h.changes.entries()) {
-    const diff = el('pre', { class: 'diff' });
-    for (const line of c.diff.split('\n')) {
-      const kind = /^(\+\+\+|---) /.test(line) ? 'file' : line[0] === '+' ? 'add' : line[0] === '-' ? 'del' : line.startsWith('@@') ? 'hunk' : '';
-      diff.append(el('span', { class: kind ? `dl ${kind}` : 'dl', text: line || ' ' }));
-    }
+    const diff = diffBlock(c.diff);
     // Restoring a version is an edit like any other: its text becomes the draft, saved by
     // compare-and-set against the revision shown, validated, and it makes a new transaction.
     const restore = i > 0 && c.text !== null && c.text !== undefined
@@ -928,10 +935,17 @@ function renderChanges(body) {
         ? el('button', { type: 'button', class: 'link', title: `History of ${f}`, onclick: () => { openTopic(f); setTopicMode('history'); } }, rel(f))
         : el('span', { class: 'change-file', text: f }));
     }
+    // The whole transaction's diff (every file it changed), fetched when asked for.
+    const shown = state.commitDiffs.get(t.commit);
+    const diffs = el('div', { class: 'change-diffs' }, ...(shown || []).map((f) => diffBlock(f.diff)));
+    const show = shown ? null : el('button', { type: 'button', class: 'btn show-diff', onclick: () => guarded(async () => {
+      const { data } = await api('GET', `/api/memory/commits/${encodeURIComponent(t.commit)}`);
+      state.commitDiffs.set(t.commit, data.commit.files);
+    }) }, 'Show diff');
     list.append(el('article', { class: 'change' },
-      el('div', { class: 'change-head' }, el('span', { class: 'change-sum', text: t.summary })),
+      el('div', { class: 'change-head' }, el('span', { class: 'change-sum', text: t.summary }), show),
       el('div', { class: 'change-meta', text: [fmtTime(t.time), t.txn_id ? `Txn-Id ${t.txn_id}` : '', `commit ${t.commit.slice(0, 12)}`].filter(Boolean).join(' · ') }),
-      files));
+      files, diffs));
   }
   body.append(list);
 }

@@ -290,6 +290,7 @@ async fn every_api_route_requires_the_token() {
         (Method::GET, "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1"),
         (Method::GET, "/api/memory/history/projects/budget.md"),
         (Method::GET, "/api/memory/history"),
+        (Method::GET, "/api/memory/commits/HEAD"),
         (Method::POST, "/api/memory/changes"),
         (Method::POST, "/api/memory/notes"),
         (Method::PUT, "/api/memory/core"),
@@ -331,6 +332,7 @@ async fn a_foreign_host_header_is_refused() {
             "/api/memory/status",
             "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1",
             "/api/memory/history/projects/budget.md",
+            "/api/memory/commits/HEAD",
         ] {
             let request = server
                 .request(Method::GET, uri)
@@ -665,6 +667,42 @@ async fn a_topics_history_lists_the_transactions_that_changed_it_with_their_diff
     assert_eq!((bad.status, error_code(&bad)), (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"));
     for attempt in ["..%2F..%2Fsecret.md", "%2e%2e/x.md", "..%5Cx.md", "notes.txt"] {
         let got = server.get(&format!("/api/memory/history/{attempt}")).await;
+        assert_eq!(got.status, StatusCode::FORBIDDEN, "{attempt}: {}", got.body);
+    }
+}
+
+#[tokio::test]
+async fn a_commit_is_found_by_txn_id_or_prefix_with_its_diffs() {
+    let server = Server::new();
+    server.seed().await;
+    let log = server.get("/api/memory/history?limit=1").await;
+    let newest = &log.body["commits"][0];
+    let txn = newest["txn_id"].as_str().expect("a Txn-Id");
+    let commit = newest["commit"].as_str().expect("a commit");
+
+    let shown = server.get(&format!("/api/memory/commits/{txn}")).await;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.body);
+    assert_eq!(shown.body["commit"]["commit"], commit);
+    let files = shown.body["commit"]["files"].as_array().expect("files");
+    let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap_or("")).collect();
+    assert_eq!(json!(paths), newest["files"], "the same files as the workspace history");
+    let budget = files
+        .iter()
+        .find(|f| f["path"] == "topics/projects/budget.md")
+        .expect("the topic is among them");
+    assert_eq!(budget["change"], "created");
+    assert!(budget["diff"].as_str().is_some_and(|d| d.contains("+++ b/topics/projects/budget.md")));
+
+    let by_prefix = server.get(&format!("/api/memory/commits/{}", &commit[..8])).await;
+    assert_eq!(by_prefix.body, shown.body);
+    let only =
+        server.get(&format!("/api/memory/commits/{txn}?path=topics/projects/budget.md")).await;
+    assert_eq!(only.body["commit"]["files"].as_array().map(Vec::len), Some(1), "{}", only.body);
+
+    let missing = server.get("/api/memory/commits/t-0000000000000-nothing").await;
+    assert_eq!((missing.status, error_code(&missing)), (StatusCode::NOT_FOUND, "NOT_FOUND"));
+    for attempt in ["../secret.md", "..%2Fsecret.md", "%2Fetc%2Fpasswd", "topics%5C..%5Cx"] {
+        let got = server.get(&format!("/api/memory/commits/HEAD?path={attempt}")).await;
         assert_eq!(got.status, StatusCode::FORBIDDEN, "{attempt}: {}", got.body);
     }
 }

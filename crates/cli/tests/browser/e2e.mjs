@@ -157,6 +157,11 @@ async function run(browser, w, h) {
     check(/Txn-Id t-/.test(await page.locator('#changes .change-meta').first().textContent()), 'a transaction is not named');
     await noOverflow(page);
     await shot(page, '05b-changes-list');
+    // A transaction's whole diff, its added lines coloured.
+    await page.locator('#changes .show-diff').first().click();
+    await visible(page, '#changes .diff .dl.add', 'the diff of a transaction');
+    await noOverflow(page);
+    await shot(page, '05c-changes-diff');
     await page.locator('#changes .change-files .link').first().click();
     await visible(page, '#history .change', 'the history of a topic a transaction changed');
   });

@@ -3,6 +3,7 @@
 mod agents;
 mod check;
 mod demo;
+mod history;
 mod hook;
 mod import;
 mod memory;

@@ -4,6 +4,7 @@ mod catch_up;
 mod commit;
 mod interop;
 mod log;
+mod review;
 mod scan;
 mod stale_locks;
 mod support;

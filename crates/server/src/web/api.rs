@@ -64,6 +64,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/memory/sources/{*path}", get(get_source))
         .route("/api/memory/history", get(workspace_history))
         .route("/api/memory/history/{*path}", get(topic_history))
+        .route("/api/memory/commits/{rev}", get(commit_diff))
 }
 
 /// Unknown routes: a JSON 404.
@@ -519,6 +520,43 @@ async fn topic_history(
                 "path": ws_path.trim_start_matches("topics/"),
                 "changes": changes,
             })))
+        })
+        .await
+}
+
+#[derive(Debug, Deserialize)]
+struct CommitQuery {
+    /// Only the files at or below this workspace-relative path.
+    path: Option<String>,
+}
+
+/// One transaction's commit (`{rev}`: an id, a unique prefix of 4+ hex digits, `HEAD` or a
+/// `Txn-Id`) with the diff of each file it changed (`?path=` keeps those at or below a
+/// workspace-relative path): `{"commit": CommitDiff}`. 404 `NOT_FOUND` for an unknown
+/// revision, 400 for an ambiguous prefix, 403 for a path that escapes the workspace.
+async fn commit_diff(
+    State(state): State<AppState>,
+    UrlPath(rev): UrlPath<String>,
+    Query(query): Query<CommitQuery>,
+) -> ApiResult {
+    let path = query.path.filter(|p| !p.is_empty());
+    if let Some(p) = &path
+        && (p.contains(['\\', '\0']) || p.starts_with('/') || p.split('/').any(|c| c == ".."))
+    {
+        return Err(ApiError::forbidden(p, format!("path escapes the workspace: {p}")));
+    }
+    state
+        .blocking(move |_, backend| {
+            let history = backend.memory().history_or_why().map_err(git_unavailable)?;
+            let shown = scriptorium_backend::inspect::commit_diff(history, &rev, path.as_deref())
+                .map_err(|e| match Code::from(e.code()) {
+                Code::NotFound => {
+                    ApiError::new(StatusCode::NOT_FOUND, Code::NotFound, e.to_string())
+                }
+                Code::InvalidArgument => ApiError::invalid(e.to_string()),
+                _ => ApiError::internal(e.to_string()),
+            })?;
+            Ok(Json(json!({ "commit": shown })))
         })
         .await
 }

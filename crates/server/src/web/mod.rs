@@ -26,6 +26,9 @@
 //! | `PUT /api/memory/core` | `{content, base_revision}` → like `PUT` a topic, on `topics/core.md` |
 //! | `GET /api/memory/search?q&top_k&prefix` | `{hits: [{path, anchor, kind, score, content}], outside_edits?}` (`outside_edits`: edits made outside a transaction that this search took in or found invalid, `{adopted, files, revision, git_commit}` or `{adopted: false, files, violations, reason}`) |
 //! | `GET /api/memory/sources/{path}?anchor&offset&limit` | an archive under `sources/` (paged: `{path, text, truncated, offset, total_lines, next_offset?}`, and its records as `turns: [{anchor, text}]` with `more_turns` past 500), or with `anchor=source-…` one record of it: the same with `record: {source_id, anchor, position, records, previous?, next?: {anchor, snippet}, cited_by: [{path, block_id, snippet}]}`; 404 `MEMORY_NOT_FOUND` for an anchor it does not hold |
+//! | `GET /api/memory/history?limit` | `{commits: [{commit, time, summary, txn_id, files}]}`, the workspace's transactions newest first |
+//! | `GET /api/memory/history/{path}?limit` | `{path, changes: [{commit, time, summary, txn_id, change, diff, text}]}`, the commits that changed a topic |
+//! | `GET /api/memory/commits/{rev}?path` | `{commit: {commit, time, summary, txn_id, files: [{path, change, diff}]}}`: `rev` is an id, a unique prefix (4+ hex digits), `HEAD` or a `Txn-Id`; `path` keeps the files at or below it; 404 `NOT_FOUND` for an unknown revision |
 //!
 //! The `{path}` of the topic routes is relative to `topics/` (`people/dave.md`), as in the
 //! topic list; `mtime` values are seconds since the epoch (float). Status codes: 400 a bad
