@@ -270,7 +270,14 @@ fn a_second_watcher_is_refused_while_the_first_lives() {
     let first = home.watcher();
     let err = Watcher::open(home.root()).unwrap_err();
     assert!(matches!(err, WatcherStateError::Busy { .. }), "{err}");
-    assert!(err.to_string().contains("session-end.lock"), "{err}");
+    let memory = home.root();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "another `scriptorium watch` is already running for the memory in {}",
+            memory.display()
+        )
+    );
     drop(first);
     let second = Watcher::open(home.root()).unwrap();
     home.turn("s1", NOW - 60 * MINUTE);
