@@ -34,6 +34,10 @@
 //! store = "postgres://scriptorium@db.local/scriptorium"  # default: the embedded store in
 //!                                                        # <home>/sessions
 //!
+//! [sync]
+//! remote = "git@example.com:me/memory.git"  # a path, file://, ssh:// or https:// git remote
+//! interval_secs = 600          # how often `watch` syncs; 0: only `scriptorium sync`
+//!
 //! [watch]
 //! poll_secs = 300
 //! idle_secs = 1800
@@ -41,7 +45,8 @@
 //! ```
 //!
 //! Environment: `SCRIPTORIUM_MEMORY_BACKEND` overrides `memory.backend`, `SCRIPTORIUM_MODEL`
-//! overrides `model.kind`, `SCRIPTORIUM_SESSIONS_STORE` overrides `sessions.store`; the home itself comes from `SCRIPTORIUM_HOME` (resolved by the
+//! overrides `model.kind`, `SCRIPTORIUM_SESSIONS_STORE` overrides `sessions.store`,
+//! `SCRIPTORIUM_SYNC_REMOTE` overrides `sync.remote`; the home itself comes from `SCRIPTORIUM_HOME` (resolved by the
 //! caller), the API key from the variable `model.api_key_env` names.
 
 use std::path::{Path, PathBuf};
@@ -92,6 +97,25 @@ pub struct Config {
     pub watch: WatchConfig,
     /// `[sessions]`: where the session store lives.
     pub sessions: SessionsConfig,
+    /// `[sync]`: the git remote the memory workspace syncs through.
+    pub sync: SyncConfig,
+}
+
+/// `[sync]`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SyncConfig {
+    /// The git remote (a path, `file://`, `ssh://`, `user@host:path` or `https://`); absent:
+    /// no sync.
+    pub remote: Option<String>,
+    /// Seconds between the syncs `watch` runs; 0 turns them off.
+    pub interval_secs: u64,
+}
+
+impl Default for SyncConfig {
+    fn default() -> Self {
+        SyncConfig { remote: None, interval_secs: 600 }
+    }
 }
 
 /// `[sessions]`.
@@ -312,6 +336,9 @@ impl Config {
                 }
             };
         }
+        if let Some(value) = var("SCRIPTORIUM_SYNC_REMOTE") {
+            self.sync.remote = Some(value).filter(|v| !v.is_empty());
+        }
         if let Some(value) = var("SCRIPTORIUM_SESSIONS_STORE") {
             self.sessions.store = Some(value).filter(|v| !v.is_empty());
         }
@@ -392,6 +419,12 @@ impl Config {
                 message: "must be a postgres:// or postgresql:// URL (leave it out for the \
                           embedded store in <home>/sessions)"
                     .into(),
+            });
+        }
+        if self.sync.remote.as_deref().is_some_and(|r| r.trim().is_empty() || r.starts_with('-')) {
+            return Err(ConfigError::Invalid {
+                key: "sync.remote",
+                message: "must be a git remote: a path or a URL".into(),
             });
         }
         let needs_name = matches!(self.model.kind, ModelKind::Openai | ModelKind::Anthropic);

@@ -48,6 +48,7 @@ pub mod project;
 pub mod runtime;
 pub mod sessions;
 pub mod summary;
+pub mod sync;
 pub mod wire;
 
 pub use config::Config;

@@ -185,6 +185,54 @@ pub struct Derived {
     archived: Mutex<Vec<String>>,
     /// The index update the coming install started ([`InstallObserver::installing`]).
     ahead: Mutex<Option<IndexAhead>>,
+    /// A sync's merge waiting for its install (see [`PendingMerge`]).
+    merge: Mutex<Option<PendingMerge>>,
+}
+
+/// What a sync's install commits besides an ordinary install's: the remote commit it merged
+/// (the commit's second parent, or where the branch fast-forwards to), and the derived views
+/// taken verbatim from it when this clone simply takes the remote's history. Matched to its
+/// install by the transaction's message, which names the remote commit.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingMerge {
+    /// The install's commit message.
+    pub(crate) message: String,
+    /// The remote commit (hex).
+    pub(crate) theirs: String,
+    /// View files to write as the remote has them (`None`: removed there).
+    pub(crate) views: Vec<(String, Option<Vec<u8>>)>,
+}
+
+/// Writes view files as another clone has them (workspace-relative; `None` removes); returns
+/// the paths. Views are derived and never fail an install: a file that cannot be written is
+/// logged and the commit shows the local version.
+pub(crate) fn write_taken_views(root: &Path, views: &[(String, Option<Vec<u8>>)]) -> Vec<String> {
+    let mut written = Vec::new();
+    for (path, bytes) in views {
+        let target = root.join(path);
+        let outcome = match bytes {
+            Some(bytes) => {
+                if let Some(parent) = target.parent() {
+                    let _ = scriptorium_workspace_fs::create_dir_all(&RealFs, parent, 0o700);
+                }
+                let temp = root.join(".scriptorium").join(format!(
+                    "tmp-sync-view-{}",
+                    REFUSED_SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                ));
+                write_atomic(&RealFs, &temp, &target, bytes, 0o600, Durability::Cache)
+                    .map_err(|e| e.to_string())
+            }
+            None => match RealFs.remove_file(&target) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.to_string()),
+                _ => Ok(()),
+            },
+        };
+        match outcome {
+            Ok(()) => written.push(path.clone()),
+            Err(error) => tracing::warn!(%error, path, "taking a view file from the remote failed"),
+        }
+    }
+    written
 }
 
 /// An index update prepared beside an install's durable steps, waiting for its outcome.
@@ -234,6 +282,7 @@ impl Derived {
             wiring,
             archived: Mutex::default(),
             ahead: Mutex::default(),
+            merge: Mutex::default(),
         }
     }
 
@@ -292,6 +341,16 @@ impl Derived {
                 Err(err) => after.views_error = Some(err),
             }
         }
+        let merge = {
+            let mut pending = self.merge.lock().unwrap_or_else(PoisonError::into_inner);
+            match pending.as_ref() {
+                Some(p) if p.message == event.installed.message => pending.take(),
+                _ => None,
+            }
+        };
+        if let Some(merge) = &merge {
+            changed.extend(write_taken_views(event.root, &merge.views));
+        }
         changed.sort();
         changed.dedup();
         if let Some(history) = self.history.get() {
@@ -301,6 +360,7 @@ impl Derived {
                 // A failed views rebuild may have left files the list does not name: scan all.
                 changed: after.views_error.is_none().then_some(changed.as_slice()),
                 time: now(),
+                merge: merge.as_ref().map(|m| m.theirs.as_str()),
             };
             match history.commit(request) {
                 Ok(outcome) => after.git_commit = Some(outcome.commit),
@@ -811,6 +871,12 @@ impl MemoryWorkspace {
                 Ok((Adoption::Refused { files, violations: Some(violations) }, live))
             }
         }
+    }
+
+    /// Registers a sync's merge for the install whose message is `merge.message` (replacing
+    /// any earlier one that never installed); `None` withdraws it.
+    pub(crate) fn set_pending_merge(&self, merge: Option<PendingMerge>) {
+        *self.derived.merge.lock().unwrap_or_else(PoisonError::into_inner) = merge;
     }
 
     /// The transaction engine's workspace (with the observer registered).

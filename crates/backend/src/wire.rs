@@ -73,6 +73,10 @@ pub enum Code {
     ForbiddenOrigin,
     /// A request method the route does not have.
     MethodNotAllowed,
+    /// A sync whose merge found blocks changed differently on both sides (or a merged tree that
+    /// does not validate): nothing was installed; `scriptorium sync --status` shows both
+    /// versions.
+    SyncConflict,
 
     // ---- concurrency (retryable) ----
     /// Another process holds the workspace write lock.
@@ -83,6 +87,8 @@ pub enum Code {
     IndexBusy,
     /// The disk (or quota) is full; retry once space is freed.
     NoSpace,
+    /// The sync remote could not be reached or refused the exchange.
+    RemoteUnavailable,
 
     // ---- refused changes (the transaction engine) ----
     /// A patch or whole-file change does not apply to the current files.
@@ -171,6 +177,8 @@ impl Code {
             Code::ForbiddenHost => "FORBIDDEN_HOST",
             Code::ForbiddenOrigin => "FORBIDDEN_ORIGIN",
             Code::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            Code::SyncConflict => "SYNC_CONFLICT",
+            Code::RemoteUnavailable => "REMOTE_UNAVAILABLE",
             Code::Busy => "BUSY",
             Code::ConcurrentUpdate => "CONCURRENT_UPDATE",
             Code::IndexBusy => "INDEX_BUSY",
@@ -213,6 +221,7 @@ impl Code {
                 | Code::IndexBusy
                 | Code::NoSpace
                 | Code::SessionDatabase
+                | Code::RemoteUnavailable
         )
     }
 }
@@ -286,6 +295,7 @@ impl From<scriptorium_history::ErrorCode> for Code {
             E::Io => Code::Io,
             E::InvalidArgument => Code::InvalidArgument,
             E::RevisionNotFound => Code::NotFound,
+            E::RemoteUnavailable => Code::RemoteUnavailable,
             _ => Code::Internal,
         }
     }

@@ -32,6 +32,7 @@ mod serve;
 mod sessions;
 mod setup;
 mod status;
+mod sync;
 mod update;
 mod watch;
 mod write;
@@ -123,6 +124,8 @@ enum Command {
     Browse(inspect::BrowseArgs),
     /// Rebuild the derived views and the search index from the canonical files.
     Rebuild(rebuild::Args),
+    /// Exchange the memory with a git remote: fetch, merge by block, install, push.
+    Sync(sync::Args),
     /// Validate a memory workspace's topics/ and sources/ and print every diagnostic.
     Check(check::Args),
     /// Repair what the workspace refuses to guess (a lost workspace ID).
@@ -169,6 +172,7 @@ impl Command {
             Command::Get(args) => args.json,
             Command::Browse(args) => args.json,
             Command::Rebuild(args) => args.json,
+            Command::Sync(args) => args.json,
             Command::Check(args) => args.json,
             Command::Repair(args) => args.json,
             Command::Import(args) => args.json,
@@ -265,6 +269,7 @@ fn main() -> ExitCode {
         Command::Get(args) => inspect::get(&home, args),
         Command::Browse(args) => inspect::browse(&home, args),
         Command::Rebuild(args) => rebuild::run(&home, args),
+        Command::Sync(args) => sync::run(&home, args),
         Command::Check(args) => check::run(&home, args),
         Command::Repair(args) => repair::run(&home, &args),
         Command::Import(args) => import::run(&home, args),

@@ -94,6 +94,12 @@ pub(crate) fn problem(code: Code, message: impl Into<String>) -> anyhow::Error {
     Failure { error: WireError::new(code, message), exit: EXIT_PROBLEMS }.into()
 }
 
+/// A wire error from the backend as a command's failure, with the exit code its code gets.
+pub(crate) fn wire(error: WireError) -> anyhow::Error {
+    let exit = exit_for(error.code);
+    Failure { error, exit }.into()
+}
+
 /// The exit code of an engine refusal: 75 when retrying can succeed, 2 when the machine failed
 /// (IO, corrupt state), 1 for a refused request.
 fn exit_for(code: Code) -> u8 {

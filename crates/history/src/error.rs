@@ -24,6 +24,9 @@ pub enum ErrorCode {
     InvalidArgument,
     /// No commit of the history matches the revision asked for.
     RevisionNotFound,
+    /// The remote could not be reached or refused the exchange (fetch or push); retrying later
+    /// can succeed.
+    RemoteUnavailable,
 }
 
 impl ErrorCode {
@@ -36,6 +39,7 @@ impl ErrorCode {
             ErrorCode::Io => "IO",
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
+            ErrorCode::RemoteUnavailable => "REMOTE_UNAVAILABLE",
         }
     }
 }
@@ -130,6 +134,16 @@ pub enum Error {
         /// What was looked for.
         reason: &'static str,
     },
+    /// Fetching from or pushing to a remote failed.
+    #[error("git {op} {url}: {message}")]
+    Remote {
+        /// The operation (`"fetch"`, `"push"`).
+        op: &'static str,
+        /// The remote as configured.
+        url: String,
+        /// What failed (gix's error, or the git CLI's own words).
+        message: String,
+    },
     /// A commit id prefix matches more than one commit.
     #[error("commit prefix {rev:?} is ambiguous; give more digits")]
     AmbiguousRevision {
@@ -154,14 +168,16 @@ impl Error {
             | Error::InvalidTxnId { .. }
             | Error::AmbiguousRevision { .. } => ErrorCode::InvalidArgument,
             Error::RevisionNotFound { .. } => ErrorCode::RevisionNotFound,
+            Error::Remote { .. } => ErrorCode::RemoteUnavailable,
         }
     }
 
     /// Whether retrying the same operation later can succeed without changing the request.
     /// History operations run under the caller's workspace lock, so none is retryable as such;
     /// a failed commit is repaired by the next [`catch_up`](crate::History::catch_up) instead.
+    /// A remote that could not be reached is the exception: the exchange can be tried again.
     pub fn is_retryable(&self) -> bool {
-        false
+        matches!(self, Error::Remote { .. })
     }
 
     pub(crate) fn read(op: &'static str, path: Option<&str>, source: gix::Error) -> Self {

@@ -53,6 +53,7 @@
 //!     message: "memory: edit topics/core.md",
 //!     changed: Some(&changed),
 //!     time: Time::utc(1_700_000_060),
+//!     merge: None,
 //! })?;
 //! assert!(outcome.created);
 //! assert_eq!(history.last_txn_id()?.as_deref(), Some("t-0001"));
@@ -65,6 +66,7 @@ mod error;
 mod message;
 mod paths;
 mod scan;
+mod sync;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -75,6 +77,7 @@ use gix::hash::ObjectId;
 pub use error::{Error, ErrorCode};
 pub use message::{IDENTITY_EMAIL, IDENTITY_NAME, INITIAL_MESSAGE, TXN_ID_TRAILER, Time};
 pub use paths::{is_internal_path, is_runtime_name};
+pub use sync::{Ancestry, FETCHED_PREFIX, Pushed};
 
 use message::{check_txn_id, summary_of, txn_id_of, with_trailer};
 use paths::{check_changed_path, is_git_reserved_name, is_internal_bytes};
@@ -116,6 +119,11 @@ pub struct CommitRequest<'a> {
     pub changed: Option<&'a [String]>,
     /// The author and committer time.
     pub time: Time,
+    /// A sync's merge: the remote commit (hex) whose tree the transaction merged in. The commit
+    /// gets it as second parent; when `HEAD` is an ancestor of it and the new tree is its tree,
+    /// the branch moves to it instead (a fast-forward, no new commit), so two clones that took
+    /// each other's changes end on the same commit.
+    pub merge: Option<&'a str>,
 }
 
 /// What [`History::commit`] did.
@@ -323,7 +331,22 @@ impl History {
     pub fn commit(&self, request: CommitRequest<'_>) -> Result<CommitOutcome, Error> {
         check_txn_id(request.txn_id)?;
         let message = with_trailer(request.message, request.txn_id);
-        self.open()?.commit_inner(message, Some(request.txn_id), request.changed, request.time)
+        let merge = request
+            .merge
+            .map(|hex| {
+                ObjectId::from_hex(hex.as_bytes()).map_err(|_| Error::RevisionNotFound {
+                    rev: hex.to_owned(),
+                    reason: "not a full commit id",
+                })
+            })
+            .transpose()?;
+        self.open()?.commit_merge(
+            message,
+            Some(request.txn_id),
+            request.changed,
+            request.time,
+            merge,
+        )
     }
 
     /// The `Txn-Id` trailer of `HEAD`; `None` if `HEAD` has none (e.g. a commit made with the
@@ -760,6 +783,17 @@ impl Repo<'_> {
         changed: Option<&[String]>,
         time: Time,
     ) -> Result<CommitOutcome, Error> {
+        self.commit_merge(message, txn_id, changed, time, None)
+    }
+
+    fn commit_merge(
+        &self,
+        message: String,
+        txn_id: Option<&str>,
+        changed: Option<&[String]>,
+        time: Time,
+        merge: Option<ObjectId>,
+    ) -> Result<CommitOutcome, Error> {
         let repo = &self.repo;
         let head = self.head()?;
         let mut scanner = Scanner::new(repo, self.root);
@@ -835,8 +869,48 @@ impl Repo<'_> {
         let tree = editor.write().map_err(|source| Error::write("write tree", None, source))?;
         let tree = tree.detach();
 
+        let signature = time.signature();
+        let mut time_buf = gix::date::parse::TimeBuf::default();
+        let signature = signature.to_ref(&mut time_buf);
+        // A merge whose result is the other side's tree, when `HEAD` is behind it, is that
+        // commit: the branch moves there and no commit is made.
+        let merge = match merge {
+            Some(other) if head.as_ref().is_some_and(|h| h.commit == other) => None,
+            Some(other) => {
+                let behind = match &head {
+                    Some(head) => self.is_ancestor(head.commit, other)?,
+                    None => true,
+                };
+                if behind && self.tree_of(other)? == tree {
+                    self.fast_forward(
+                        head.as_ref().map(|h| h.commit),
+                        other,
+                        "sync: fast-forward",
+                        signature,
+                    )?;
+                    let index_written = self.write_index(tree, &scanner).is_ok();
+                    if let Some(txn_id) = txn_id {
+                        let _ = write_settled(self.root, txn_id, other);
+                    }
+                    return Ok(CommitOutcome {
+                        commit: other.to_hex().to_string(),
+                        created: false,
+                        index_written,
+                        files_hashed: scanner.hashed,
+                    });
+                }
+                // Already merged (the other commit is in our history): a plain commit.
+                match &head {
+                    Some(head) if self.is_ancestor(other, head.commit)? => None,
+                    _ => Some(other),
+                }
+            }
+            None => None,
+        };
+
         if let Some(head) = &head
             && head.tree == tree
+            && merge.is_none()
         {
             // Nothing to commit: never an empty commit. When a transaction is named, `HEAD`
             // already holds its tree, so it is recorded as settled at `HEAD`.
@@ -854,10 +928,7 @@ impl Repo<'_> {
             });
         }
 
-        let signature = time.signature();
-        let mut time_buf = gix::date::parse::TimeBuf::default();
-        let signature = signature.to_ref(&mut time_buf);
-        let parents: Vec<ObjectId> = head.iter().map(|head| head.commit).collect();
+        let parents: Vec<ObjectId> = head.iter().map(|head| head.commit).chain(merge).collect();
         let commit = repo
             .commit_as(signature, signature, "HEAD", &message, tree, parents)
             .map_err(|source| Error::write("update HEAD", Some("HEAD"), source))?;

@@ -59,6 +59,7 @@
 
 pub mod catalog;
 pub mod diag;
+pub mod merge;
 pub mod project;
 pub mod python;
 pub mod source;

@@ -9,7 +9,10 @@ use crate::recover::{recover, recover_intent};
 use crate::sources::LiveSources;
 use crate::state::{Intent, RevisionRecord, SwapMode, write_atomic};
 use crate::workspace::{Current, Workspace, ensure_dir};
-use scriptorium_topics_format::source::{AppendPlan, ArchiveRecord, PlannedWrite, plan_append};
+use scriptorium_topics_format::catalog::FileLookup;
+use scriptorium_topics_format::source::{
+    AppendPlan, ArchiveRecord, ArchiveTree as _, PlannedWrite, plan_append,
+};
 
 /// The outcome of [`Workspace::archive_sources`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -159,5 +162,108 @@ impl Workspace {
             return Err(error);
         }
         Ok(())
+    }
+}
+
+/// One archive file a sync's merge extends (see `docs/format.md#merging-two-clones`): the text
+/// it held when the merge read it (`None`: absent) and the merged text, which must extend it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchiveExtension {
+    /// Workspace-relative path of the archive file (`sources/…`).
+    pub rel_path: String,
+    /// What the file held when the merge was computed.
+    pub current: Option<String>,
+    /// The merged text: `current` followed by the frames the other clone archived.
+    pub merged: String,
+}
+
+impl Workspace {
+    /// Extends archive files to a sync's merged versions, as an append does (intent record,
+    /// each file replaced atomically, the revision moved iff some file changed, observers told).
+    ///
+    /// Under the write lock, before anything is written: every path is preflighted as an
+    /// append's (inside `sources/`, no case-fold collision, no symlink on the way); each file
+    /// must still hold `current` (else `CONCURRENT_UPDATE`: merge again) and `merged` must
+    /// extend it (else `APPEND_ONLY_REQUIRED`: the archive is append-only).
+    pub fn extend_archives(
+        &self,
+        files: &[ArchiveExtension],
+        lock_timeout: LockTimeout,
+    ) -> Result<ArchiveOutcome> {
+        let _lock = self.lock(lock_timeout)?;
+        recover(self.fs(), self.layout(), self.inner.ids.as_ref())?;
+        let current = self.current()?;
+        let tree = LiveSources::new(self.inner.fs.clone(), self.layout().root.clone());
+        let paths: Vec<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        scriptorium_topics_format::source::append::preflight_paths(&paths, &tree)
+            .map_err(|source| Error::Archive { source })?;
+        let mut writes = Vec::new();
+        for file in files {
+            let live = match tree.read(&file.rel_path) {
+                FileLookup::Text(text) => Some(text.to_string()),
+                FileLookup::Missing => None,
+                FileLookup::NotRegularFile => {
+                    return Err(Error::Archive {
+                        source: scriptorium_topics_format::source::AppendError::NotRegularFile {
+                            rel_path: file.rel_path.clone(),
+                        },
+                    });
+                }
+            };
+            if let Some(error) = tree.take_errors().into_iter().next() {
+                return Err(Error::Io {
+                    op: "read sources",
+                    path: self.layout().root.join(&file.rel_path),
+                    source: std::io::Error::other(error),
+                });
+            }
+            if live != file.current {
+                return Err(Error::ConcurrentUpdate {
+                    base_revision: current.revision.clone(),
+                    revision: current.revision.clone(),
+                });
+            }
+            let held = live.as_deref().unwrap_or_default();
+            if !file.merged.starts_with(held) {
+                return Err(Error::Invalid {
+                    code: crate::ErrorCode::AppendOnlyRequired,
+                    message: format!("{}: a merged archive must extend the archive", file.rel_path),
+                });
+            }
+            if file.merged != held {
+                writes.push(PlannedWrite {
+                    rel_path: file.rel_path.clone(),
+                    new_text: file.merged.clone(),
+                    existed: live.is_some_and(|t| !t.is_empty()),
+                    appended: Vec::new(),
+                });
+            }
+        }
+        if writes.is_empty() {
+            return Ok(ArchiveOutcome {
+                source_ids: Vec::new(),
+                changed_files: Vec::new(),
+                previous_revision: current.revision.clone(),
+                revision: current.revision,
+            });
+        }
+        self.append_planned(&writes, &current)?;
+        let changed_files: Vec<String> = writes.into_iter().map(|w| w.rel_path).collect();
+        let revision = self.current()?.revision;
+        let event = ArchiveEvent {
+            root: &self.layout().root,
+            changed_files: &changed_files,
+            previous_revision: &current.revision,
+            revision: &revision,
+        };
+        for observer in &self.inner.observers {
+            observer.archived(&event);
+        }
+        Ok(ArchiveOutcome {
+            source_ids: Vec::new(),
+            changed_files,
+            revision,
+            previous_revision: current.revision,
+        })
     }
 }

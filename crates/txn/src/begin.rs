@@ -49,6 +49,10 @@ pub struct BeginOptions {
     /// records it in the revision record with the topics
     /// ([`Workspace::installed_batches`](crate::Workspace::installed_batches)).
     pub batch: Option<Batch>,
+    /// Block IDs another clone of this workspace committed (a sync's merge brings its blocks):
+    /// normalization keeps them as written instead of stripping them as invented, so a block
+    /// keeps its ID on every clone.
+    pub adopted_block_ids: BTreeSet<String>,
 }
 
 /// The baseline of one revision, kept by the [`Workspace`](crate::Workspace) handle between

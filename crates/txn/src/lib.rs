@@ -190,7 +190,7 @@ mod state;
 pub mod validate;
 mod workspace;
 
-pub use archive::ArchiveOutcome;
+pub use archive::{ArchiveExtension, ArchiveOutcome};
 pub use begin::{BeginOptions, Resolver};
 pub use change::{
     ChangeForm, ChangeLimits, FileAction, FileChange, NewSource, UpdateContext, UpdateOutcome,

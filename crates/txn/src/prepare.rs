@@ -233,7 +233,11 @@ impl Staged {
         }
 
         // Normalize the changed files, the rest of the tree as context.
-        let normalized = normalize_with(&staged_files, &baseline.context(&dirty), &begin.resolver);
+        let normalized = normalize_with(
+            &staged_files,
+            &baseline.context(&dirty, &self.opts.adopted_block_ids),
+            &begin.resolver,
+        );
         // Normalization's last step prunes sections that hold no record; written text there
         // would vanish while the change reports success. Refuse it instead.
         for dropped in &normalized.dropped {

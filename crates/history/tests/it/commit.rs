@@ -191,6 +191,7 @@ fn bad_requests_are_invalid_arguments() {
                 message: "m",
                 changed: Some(&changed),
                 time: at(1),
+                merge: None,
             })
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::InvalidArgument, "{path:?}: {err}");
@@ -198,7 +199,7 @@ fn bad_requests_are_invalid_arguments() {
     }
     for txn_id in ["", "two words", "line\nbreak"] {
         let err = history
-            .commit(CommitRequest { txn_id, message: "m", changed: None, time: at(1) })
+            .commit(CommitRequest { txn_id, message: "m", changed: None, time: at(1), merge: None })
             .unwrap_err();
         assert_eq!(err.code(), ErrorCode::InvalidArgument, "{txn_id:?}");
     }
@@ -235,6 +236,7 @@ fn a_failed_commit_moves_nothing_and_reports_git_commit_failed() {
             message: "memory: incremental transaction",
             changed: Some(&changed),
             time: at(1),
+            merge: None,
         })
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::GitCommitFailed, "{err}");

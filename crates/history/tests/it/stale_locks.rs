@@ -22,6 +22,7 @@ fn stale_lock_files_block_commits_until_removed() {
         message: "memory: two",
         changed: None,
         time: at(2),
+        merge: None,
     });
     assert!(blocked.is_err(), "a stale ref lock blocks the commit");
 

@@ -104,6 +104,6 @@ pub(crate) fn commit(
     let changed: Option<Vec<String>> =
         changed.map(|paths| paths.iter().map(|p| (*p).to_owned()).collect());
     history
-        .commit(CommitRequest { txn_id, message, changed: changed.as_deref(), time })
+        .commit(CommitRequest { txn_id, message, changed: changed.as_deref(), time, merge: None })
         .expect("commit")
 }

@@ -363,8 +363,12 @@ impl Baseline {
 
     /// The context [`normalize_with`](scriptorium_topics_format::topic::normalize_with) needs
     /// to normalize the files named by `normalized` alone.
-    pub(crate) fn context<'a>(&'a self, normalized: &'a BTreeSet<String>) -> Context<'a> {
-        Context { baseline: self, normalized }
+    pub(crate) fn context<'a>(
+        &'a self,
+        normalized: &'a BTreeSet<String>,
+        adopted: &'a BTreeSet<String>,
+    ) -> Context<'a> {
+        Context { baseline: self, normalized, adopted }
     }
 }
 
@@ -382,6 +386,8 @@ pub(crate) struct Context<'a> {
     baseline: &'a Baseline,
     /// The files being normalized (their baseline versions do not count as "elsewhere").
     normalized: &'a BTreeSet<String>,
+    /// Block IDs committed by another clone ([`crate::BeginOptions::adopted_block_ids`]).
+    adopted: &'a BTreeSet<String>,
 }
 
 impl Context<'_> {
@@ -405,7 +411,7 @@ impl Context<'_> {
 
 impl TreeContext for Context<'_> {
     fn is_committed_block(&self, id: &str) -> bool {
-        self.baseline.has_block(id)
+        self.baseline.has_block(id) || self.adopted.contains(id)
     }
 
     fn committed_unit(&self, id: &str) -> Option<&Unit> {
