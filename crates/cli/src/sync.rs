@@ -44,13 +44,16 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         return status(home, args.json);
     }
     let config = crate::config(home)?;
-    let Some(remote) = args.remote.or(config.sync.remote) else {
-        return Err(crate::output::usage(
-            Code::InvalidConfig,
-            "no sync remote: pass --remote or set remote under [sync] in scriptorium.toml",
-        ));
+    let remote = match (args.remote, config.sync.remote) {
+        (Some(remote), _) => absolute_remote(&remote, &std::env::current_dir()?),
+        (None, Some(remote)) => absolute_remote(&remote, home.root()),
+        (None, None) => {
+            return Err(crate::output::usage(
+                Code::InvalidConfig,
+                "no sync remote: pass --remote or set remote under [sync] in scriptorium.toml",
+            ));
+        }
     };
-    let remote = absolute_remote(&remote);
     let memory = memory::open(home, false)?;
     let prefer = args.prefer.map(|side| match side {
         Side::Ours => Prefer::Ours,
@@ -87,16 +90,16 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A remote given as a relative path is taken relative to the current directory, as git does,
-/// not to the workspace the push runs in.
-fn absolute_remote(remote: &str) -> String {
+/// A remote given as a relative path is taken relative to `base` (the current directory for
+/// `--remote`, as git does; the home for `[sync] remote`), not to the workspace git runs in.
+pub(crate) fn absolute_remote(remote: &str, base: &std::path::Path) -> String {
     let path = std::path::Path::new(remote);
     let looks_like_url = remote.contains("://")
         || remote.split_once(':').is_some_and(|(host, _)| !host.contains('/'));
     if looks_like_url || path.is_absolute() {
         return remote.to_owned();
     }
-    std::path::absolute(path).map_or_else(|_| remote.to_owned(), |p| p.display().to_string())
+    base.join(path).display().to_string()
 }
 
 fn status(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
@@ -112,9 +115,12 @@ fn status(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
         }))?;
         return Ok(if state.conflict.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
-    match &config.sync.remote {
-        Some(remote) => outln!("remote: {remote}"),
-        None => outln!("remote: none configured ([sync] remote in scriptorium.toml)"),
+    match (&config.sync.remote, &state.last) {
+        (Some(remote), _) => outln!("remote: {remote}"),
+        (None, Some(last)) => {
+            outln!("remote: none configured (the last sync used {})", last.remote)
+        }
+        (None, None) => outln!("remote: none configured ([sync] remote in scriptorium.toml)"),
     }
     match &state.last {
         Some(last) => outln!(

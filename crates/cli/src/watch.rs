@@ -73,7 +73,20 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(serve(backend, watcher, imports, poll, config.watch.nightly_hour, offset))?;
+    let sync =
+        config.sync.remote.as_deref().filter(|_| config.sync.interval_secs > 0).map(|remote| {
+            let remote = crate::sync::absolute_remote(remote, home.root());
+            (remote, Duration::from_secs(config.sync.interval_secs))
+        });
+    runtime.block_on(serve(
+        backend,
+        watcher,
+        imports,
+        poll,
+        config.watch.nightly_hour,
+        offset,
+        sync,
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -84,6 +97,7 @@ async fn serve(
     poll: Duration,
     hour: u8,
     offset: time::UtcOffset,
+    sync: Option<(String, Duration)>,
 ) -> anyhow::Result<()> {
     let (stop, stopped) = watch::channel(false);
     let store: Arc<dyn SessionStore + Send + Sync> = backend.store().shared();
@@ -95,6 +109,9 @@ async fn serve(
     tasks.spawn(run_nightly(hour, offset, move || organizer.reorganize(), stopped.clone()));
     if !imports.is_empty() {
         tasks.spawn(import_loop(backend.clone(), imports, poll, stopped.clone()));
+    }
+    if let Some((remote, interval)) = sync {
+        tasks.spawn(sync_loop(backend.clone(), remote, interval, stopped.clone()));
     }
     shutdown_signal().await?;
     tracing::info!("stopping: finishing the session in progress");
@@ -111,6 +128,47 @@ async fn shutdown_signal() -> anyhow::Result<()> {
     tokio::select! {
         result = tokio::signal::ctrl_c() => result.context("waiting for SIGINT"),
         _ = term.recv() => Ok(()),
+    }
+}
+
+/// Syncs the memory with the remote now and then every `interval` (see `docs/sync.md`). A
+/// conflict or an unreachable remote is logged and tried again at the next tick; nothing is
+/// installed by a sync that fails.
+async fn sync_loop(
+    backend: LocalBackend,
+    remote: String,
+    interval: Duration,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let (memory, request) = (
+            backend.clone(),
+            scriptorium_backend::sync::SyncRequest { remote: remote.clone(), prefer: None },
+        );
+        match tokio::task::spawn_blocking(move || memory.memory().sync(&request)).await {
+            Ok(Ok(report)) => tracing::info!(
+                remote = %report.remote,
+                action = %report.action,
+                commit = %report.commit,
+                topics_changed = report.topics_changed.len(),
+                "synced"
+            ),
+            Ok(Err(error)) => tracing::warn!(
+                remote = %remote,
+                code = %error.code,
+                "sync failed, trying again in {} s: {}",
+                interval.as_secs(),
+                error.message
+            ),
+            Err(error) => tracing::error!(%error, "the sync task failed"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = stopped.changed() => return,
+        }
+        if *stopped.borrow() {
+            return;
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod recall;
 mod sessions;
 mod setup;
 mod support;
+mod sync;
 mod truth;
 mod update;
 mod watch;
