@@ -118,7 +118,7 @@ fn status(home: &Home, json: bool) -> anyhow::Result<ExitCode> {
     match (&config.sync.remote, &state.last) {
         (Some(remote), _) => outln!("remote: {remote}"),
         (None, Some(last)) => {
-            outln!("remote: none configured (the last sync used {})", last.remote)
+            outln!("remote: none configured (the last sync used {})", last.remote);
         }
         (None, None) => outln!("remote: none configured ([sync] remote in scriptorium.toml)"),
     }
