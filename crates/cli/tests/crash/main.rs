@@ -1,8 +1,11 @@
 //! The kill supervisors, end to end through the `scriptorium` binary (a `harness = false`
-//! test). Two supervisors run, each reported as its own trial:
+//! test). Three supervisors run, each reported as its own trial:
 //!
 //! - `edit` ([`edit`]): `scriptorium edit` processes that add a paragraph each are killed with
 //!   SIGKILL at random points; every block ever reported installed must survive.
+//! - `sync` ([`sync`]): `scriptorium sync` of one of two homes sharing a bare remote is
+//!   killed (SIGKILL) at random points; the home stays at its old or merged revision, and a
+//!   sync run to the end brings both homes to the same memory and commit.
 //! - `write` ([`write`]): a real Claude Code project is imported and `scriptorium write --all
 //!   --force` is killed (SIGKILL, SIGTERM, SIGINT) at random points and run again until it
 //!   finishes; the result must equal an uninterrupted run byte for byte, and the session
@@ -22,6 +25,7 @@
 //! `cargo xtask crash --iterations N` runs them longer, in release.
 
 mod edit;
+mod sync;
 mod write;
 
 use std::path::Path;
@@ -146,7 +150,8 @@ fn main() -> ExitCode {
     });
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     eprintln!("crash supervisors: SCRIPTORIUM_CRASH_SEED={seed}");
-    let supervisors: [(&str, Supervisor); 2] = [("edit", edit::run), ("write", write::run)];
+    let supervisors: [(&str, Supervisor); 3] =
+        [("edit", edit::run), ("sync", sync::run), ("write", write::run)];
     let (mut passed, mut failed, mut not_run, mut filtered) = (0, 0, 0, 0);
     for (name, supervise) in supervisors {
         if filter.as_deref().is_some_and(|f| !name.contains(f)) {
