@@ -280,8 +280,9 @@ fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
             }
             if recovered > 0 {
                 outln!(
-                    "{session}: {recovered} batch(es) already written by another write (or one \
-                     interrupted after installing), marked as written"
+                    "{session}: {recovered} batch(es) already written (by another write, one \
+                     interrupted after installing, or another machine syncing this memory), \
+                     marked as written"
                 );
             }
             for batch in &report.batches {

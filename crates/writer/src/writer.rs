@@ -97,8 +97,9 @@ pub struct BatchReport {
     pub revision: String,
     /// Whether the repair turn was needed.
     pub repaired: bool,
-    /// The batch had been installed by an earlier, interrupted write and was only marked now
-    /// (no model ran; `changed_files` and `block_ids` are empty).
+    /// The batch had been installed by an earlier, interrupted write, or written by another
+    /// clone of this memory (its records are cited already), and was only marked now (no
+    /// model ran; `changed_files` and `block_ids` are empty).
     pub recovered: bool,
     /// The transaction that installed the batch.
     pub txn_id: String,
@@ -303,6 +304,38 @@ impl Writer {
                 ..BeginOptions::default()
             })
             .map_err(WriteFailure::from)?;
+        // Records a block of this memory cites already were written by another clone of it
+        // (synced in through git, the session shared through PostgreSQL): mark them as
+        // written, never write them twice.
+        let cited =
+            turns.iter().take_while(|t| staged.baseline().is_committed_ref(&t.source_ref)).count();
+        if cited > 0 {
+            staged.abort();
+            let done = &batch[..cited];
+            mark(self.store()?, session, done, &self.workspace_id()?).map_err(|e| {
+                WriteFailure::permanent(
+                    FailureCode::WriterFailureUnknown,
+                    format!("could not mark records another clone wrote: {e}"),
+                )
+            })?;
+            return Ok(Pass::Written(BatchReport {
+                tip: tip.map(|t| t.0.clone()),
+                source_ids: turns[..cited].iter().map(|t| t.source_ref.clone()).collect(),
+                tokens: done.iter().map(|n| tokens::count(&n.content)).sum(),
+                changed_files: Vec::new(),
+                block_ids: Vec::new(),
+                revision: self
+                    .ws
+                    .installed_revision()
+                    .map_err(WriteFailure::from)?
+                    .as_str()
+                    .to_owned(),
+                repaired: false,
+                recovered: true,
+                txn_id: self.ws.installed_txn_id().map_err(WriteFailure::from)?,
+                organized: Vec::new(),
+            }));
+        }
         let prompt_turns: Vec<prompt::Turn<'_>> = turns
             .iter()
             .map(|t| prompt::Turn {

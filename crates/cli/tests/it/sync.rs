@@ -295,3 +295,54 @@ fn four_processes_syncing_in_a_loop_lose_no_update() {
         git_clean(&cluster.memory(home));
     }
 }
+
+/// The same four-turn session `s` in `home`'s embedded store.
+fn import_session(home: &Path) {
+    use std::collections::BTreeMap;
+
+    use scriptorium_session_dag::{
+        EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Speaker, Timestamp,
+    };
+    let store = EmbeddedStore::open(home.join("sessions")).expect("store");
+    let texts = ["I'm Dana. I moved to Lisbon in June.", "Welcome to Lisbon, Dana."];
+    let mut parent: Option<NodeId> = None;
+    for (i, text) in texts.iter().enumerate() {
+        let id = NodeId(format!("m{i}"));
+        let user = i % 2 == 0;
+        let node = Node {
+            id: id.clone(),
+            parent: parent.clone(),
+            role: if user { Role::User } else { Role::Assistant },
+            kind: NodeKind::Message,
+            speaker: user.then(|| Speaker { id: "owner/local".into(), display: "Dana".into() }),
+            content: (*text).to_owned(),
+            created_at: Timestamp(1_710_493_200_000 + 60_000 * i as i64),
+            metadata: BTreeMap::new(),
+            rewound: false,
+        };
+        store.append(&SessionId("s".into()), node).expect("append");
+        parent = Some(id);
+    }
+}
+
+#[test]
+fn a_session_two_homes_hold_is_written_once() {
+    let cluster = Cluster::new(2);
+    import_session(&cluster.homes[0]);
+    import_session(&cluster.homes[1]);
+    let wrote = scriptorium(&cluster.homes[0], &["write", "--session", "s", "--force"]);
+    assert!(String::from_utf8_lossy(&wrote.stdout).contains("s: wrote 1 batch(es)"));
+    ok(&cluster.sync(0, &[]));
+    ok(&cluster.sync(1, &[]));
+    let before = tree(&cluster.memory(1));
+    let head = cluster.head(1);
+    // The second home finds the turns cited already: it marks them and writes nothing.
+    let out = scriptorium(&cluster.homes[1], &["write", "--session", "s", "--force", "--json"]);
+    let report = ok(&out);
+    let batches = report.to_string();
+    assert!(batches.contains("\"recovered\":true"), "{batches}");
+    assert_eq!(tree(&cluster.memory(1)), before);
+    assert_eq!(cluster.head(1), head);
+    let status = json(&scriptorium(&cluster.homes[1], &["status", "--json"]));
+    assert_eq!(status["pending_turns"], 0, "{status}");
+}
