@@ -9,7 +9,10 @@
 //!
 //! The marker value is the workspace ID: a session copied from another machine (another
 //! workspace) is written from the start, while a restored backup keeps its marks. Any value
-//! other than this workspace's ID — another workspace, or garbage — reads as unmarked.
+//! other than this workspace's ID — another workspace, or garbage — reads as unmarked. Each mark
+//! also sets `memory_written_scriptorium:<workspace id> = 1` ([`workspace_marker_key`]): clones
+//! of one memory sharing a session store (PostgreSQL) overwrite each other's value of the
+//! shared key, and the per-workspace key keeps every clone's mark.
 //!
 //! # Limitations
 //!
@@ -71,6 +74,14 @@ use scriptorium_session_dag::{
 /// The node metadata key of the written marker (historical and fixed: changing it orphans every
 /// existing mark).
 pub const MARKER_KEY: &str = "memory_written_scriptorium";
+
+/// The per-workspace marker key, `memory_written_scriptorium:<workspace id>` (value `1`),
+/// written beside [`MARKER_KEY`] so that clones of one memory sharing a session store (see
+/// `docs/sync.md#written-once`) keep each its own mark: [`MARKER_KEY`] holds one workspace,
+/// the last to mark, and a metadata merge only adds keys.
+pub fn workspace_marker_key(workspace: &WorkspaceId) -> String {
+    format!("{MARKER_KEY}:{}", workspace.as_str())
+}
 
 /// Errors of the marker operations.
 #[non_exhaustive]
@@ -148,9 +159,11 @@ pub fn records(branch: &[Node]) -> Vec<&Node> {
     branch.iter().filter(|n| is_record(n)).collect()
 }
 
-/// Whether `node` carries this workspace's written marker.
+/// Whether `node` carries this workspace's written marker (the shared key naming it, or its
+/// own per-workspace key).
 pub fn is_marked(node: &Node, workspace: &WorkspaceId) -> bool {
     node.metadata.get(MARKER_KEY).is_some_and(|v| v == workspace.as_str())
+        || node.metadata.get(&workspace_marker_key(workspace)).is_some_and(|v| v == "1")
 }
 
 /// The records of the branch ending at `tip` (default: the head) that are not yet written for
@@ -244,7 +257,11 @@ pub fn mark<S: SessionStore + ?Sized>(
     let patch: MetadataBatch = batch
         .iter()
         .map(|n| {
-            (n.id.clone(), BTreeMap::from([(MARKER_KEY.to_owned(), workspace.as_str().to_owned())]))
+            let marks = [
+                (MARKER_KEY.to_owned(), workspace.as_str().to_owned()),
+                (workspace_marker_key(workspace), "1".to_owned()),
+            ];
+            (n.id.clone(), BTreeMap::from(marks))
         })
         .collect();
     store.merge_metadata(session, &patch)?;

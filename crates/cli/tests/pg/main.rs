@@ -237,6 +237,139 @@ fn a_url_that_is_not_postgres_is_a_usage_error() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A home configured with one shared database and one git remote (`../remote.git`).
+fn machine(dir: &Path, name: &str, url: &str) -> Result<PathBuf, Failed> {
+    let home = dir.join(name);
+    std::fs::create_dir_all(&home)?;
+    std::fs::write(
+        home.join("scriptorium.toml"),
+        format!("[sessions]\nstore = \"{url}\"\n[sync]\nremote = \"../remote.git\"\n"),
+    )?;
+    json(&scriptorium(&home, &["init", "--json"]))?;
+    Ok(home)
+}
+
+/// A JSON-lines chat `name` of two turns about `topic`, imported into the shared store.
+fn import_chat(home: &Path, dir: &Path, name: &str, topic: &str) -> Result<(), Failed> {
+    let chat = dir.join(format!("{name}.jsonl"));
+    let lines = [
+        serde_json::json!({"id": format!("{name}-1"), "role": "user", "content": format!("Remember that {topic}.")}),
+        serde_json::json!({"id": format!("{name}-2"), "parent": format!("{name}-1"), "role": "assistant", "content": "Noted."}),
+    ];
+    std::fs::write(&chat, lines.map(|l| l.to_string()).join("\n") + "\n")?;
+    json(&scriptorium(home, &["import", "jsonl", chat.to_str().ok_or("utf-8")?, "--json"]))?;
+    Ok(())
+}
+
+/// `scriptorium sync` until it is done (75 is retryable: another machine pushed meanwhile).
+fn sync(home: &Path) -> Result<Value, Failed> {
+    for _ in 0..50 {
+        let out = scriptorium(home, &["sync", "--json"]);
+        if out.status.code() != Some(75) {
+            return json(&out);
+        }
+    }
+    Err("sync stayed retryable".into())
+}
+
+/// Every file of the memory but `.git` and runtime state.
+fn memory_tree(home: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
+    let memory = home.join("memory");
+    let mut out = BTreeMap::new();
+    let mut dirs = vec![memory.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if dir == memory && (name == ".git" || name.starts_with(".scriptorium")) {
+                continue;
+            }
+            if entry.file_type()?.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                let rel = entry.path().strip_prefix(&memory)?.display().to_string();
+                out.insert(rel, std::fs::read(entry.path())?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Two machines share one database and one git remote: a session one of them wrote is marked,
+/// not written again, by the other once it has synced; then both import, write and sync at the
+/// same time, and end with the same memory at the same commit, every turn written once.
+fn two_machines_with_one_remote_and_one_database_converge(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let tmp = tempfile::tempdir()?;
+    let status = Command::new("git")
+        .args(["init", "--quiet", "--bare", "--initial-branch=main"])
+        .arg(tmp.path().join("remote.git"))
+        .status()?;
+    assert!(status.success());
+    let (a, b) = (machine(tmp.path(), "a", &url)?, machine(tmp.path(), "b", &url)?);
+    import_chat(&a, tmp.path(), "ledger", "my budget lives in a spreadsheet called Ledger")?;
+    json(&scriptorium(&a, &["write", "--all", "--force", "--json"]))?;
+    sync(&a)?;
+    sync(&b)?;
+    // b sees the session in the shared store, finds its turns cited, and writes nothing.
+    let before = memory_tree(&b)?;
+    let written = json(&scriptorium(&b, &["write", "--all", "--force", "--json"]))?;
+    assert!(written.to_string().contains("\"recovered\":true"), "{written}");
+    assert_eq!(memory_tree(&b)?, before, "b wrote the turns a had written");
+    // Both at once: each imports and writes its own chat, then syncs.
+    let work = |home: PathBuf, name: &'static str, topic: &'static str| {
+        let dir = tmp.path().to_path_buf();
+        std::thread::spawn(move || -> Result<(), String> {
+            import_chat(&home, &dir, name, topic).map_err(|e| format!("{e:?}"))?;
+            let out = scriptorium(&home, &["write", "--all", "--force", "--json"]);
+            json(&out).map_err(|e| format!("{e:?}"))?;
+            sync(&home).map_err(|e| format!("{e:?}"))?;
+            Ok(())
+        })
+    };
+    let jobs = [
+        work(a.clone(), "garden", "the garden needs watering on Sundays"),
+        work(b.clone(), "car", "the car is due for a service in May"),
+    ];
+    for job in jobs {
+        job.join().map_err(|_| "a machine's thread panicked")??;
+    }
+    for _ in 0..2 {
+        sync(&a)?;
+        sync(&b)?;
+    }
+    assert_eq!(memory_tree(&a)?, memory_tree(&b)?, "the two machines differ");
+    let head = |home: &Path| -> Result<Vec<u8>, Failed> {
+        Ok(Command::new("git")
+            .arg("-C")
+            .arg(home.join("memory"))
+            .args(["rev-parse", "HEAD"])
+            .output()?
+            .stdout)
+    };
+    assert_eq!(head(&a)?, head(&b)?);
+    let text: String = memory_tree(&a)?
+        .iter()
+        .filter(|(path, _)| path.starts_with("topics/"))
+        .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+        .collect();
+    for fact in ["Ledger", "watering on Sundays", "service in May"] {
+        assert_eq!(text.matches(fact).count(), 1, "{fact:?} is not written exactly once:\n{text}");
+    }
+    // Each machine's writer marks what the other wrote (cited already) and writes nothing;
+    // the marks of both machines stand side by side in the shared store.
+    let settled = memory_tree(&a)?;
+    for home in [&a, &b] {
+        json(&scriptorium(home, &["write", "--all", "--force", "--json"]))?;
+    }
+    for home in [&a, &b] {
+        assert_eq!(memory_tree(home)?, settled, "a write after the sync changed the memory");
+        let status = json(&scriptorium(home, &["status", "--json"]))?;
+        assert_eq!(status["pending_turns"], 0, "{status}");
+    }
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let cluster = pg::tls_cluster("cli-pg");
     if let Ok(Some(cluster)) = &cluster
@@ -260,6 +393,11 @@ fn main() -> std::process::ExitCode {
             "an_unreachable_database_is_retryable_with_a_stable_code",
             &cluster,
             an_unreachable_database_is_retryable_with_a_stable_code,
+        ),
+        pg_trial(
+            "two_machines_with_one_remote_and_one_database_converge",
+            &cluster,
+            two_machines_with_one_remote_and_one_database_converge,
         ),
         Trial::test(
             "a_url_that_is_not_postgres_is_a_usage_error",

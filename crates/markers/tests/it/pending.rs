@@ -58,6 +58,24 @@ fn a_marker_of_another_workspace_or_a_corrupt_one_reads_as_unmarked() {
 }
 
 #[test]
+fn two_workspaces_sharing_a_store_each_keep_their_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let s = sid("s");
+    chain(&store, &s, "m", None, 1..=3, 1);
+    let other = WorkspaceId::parse("w-deadbeef").unwrap();
+    let branch = store.branch(&s, Some(&nid("m3"))).unwrap();
+    mark(&store, &s, &branch, &ws()).unwrap();
+    // The other clone marks last: the shared key now names it, and the first keeps its own.
+    mark(&store, &s, &branch, &other).unwrap();
+    assert!(pending(&store, &s, None, &ws()).unwrap().is_empty());
+    assert!(pending(&store, &s, None, &other).unwrap().is_empty());
+    let node = store.node(&s, &nid("m3")).unwrap().unwrap();
+    assert!(is_marked(&node, &ws()) && is_marked(&node, &other));
+    assert_eq!(node.metadata[MARKER_KEY], "w-deadbeef");
+}
+
+#[test]
 fn only_user_and_assistant_messages_with_content_are_records() {
     let dir = tempfile::tempdir().unwrap();
     let store = EmbeddedStore::open(dir.path()).unwrap();
