@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use scriptorium_txn::fs::NoSync;
-use scriptorium_txn::{BeginOptions, FaultFs, Fs, LockTimeout, Workspace};
+use scriptorium_txn::{ArchiveExtension, BeginOptions, FaultFs, Fs, LockTimeout, Workspace};
 
 use super::{fixture_with, options, records, stages, topic, tree_state};
 
@@ -44,6 +44,36 @@ fn transaction_with_sources(ws: &Workspace) -> scriptorium_txn::Result<()> {
         .write_file("topics/people/luis.md", &topic("Luis", &[("Luis grows beans.".into(), 7)]))?;
     staged.validate()?.install()?;
     Ok(())
+}
+
+/// A sync's merge as the engine runs it: the other clone's frame appended to an archive
+/// (`extend_archives`), then its block, with the ID that clone gave it, installed.
+fn sync_merge(ws: &Workspace) -> scriptorium_txn::Result<()> {
+    let path = "sources/openprogram/_v2/garden.md";
+    let current = std::fs::read_to_string(ws.root().join(path)).expect("archive");
+    let frames: Vec<String> = records(6..=6).iter().map(|r| r.render()).collect();
+    let merged = scriptorium_topics_format::source::frame::append_frames_to(&current, &frames);
+    let extension = ArchiveExtension { rel_path: path.into(), current: Some(current), merged };
+    ws.extend_archives(&[extension], LockTimeout::DEFAULT)?;
+    let options = BeginOptions {
+        adopted_block_ids: [FOREIGN_ID.to_owned()].into(),
+        ..BeginOptions::default()
+    };
+    let mut staged = ws.begin(options)?;
+    staged.write_file("topics/people/luis.md", &foreign_topic())?;
+    staged.validate()?.install()?;
+    Ok(())
+}
+
+/// The block ID the other clone gave the block [`foreign_topic`] brings.
+const FOREIGN_ID: &str = "0badcafe";
+
+/// A topic as another clone committed it: its block ID, citing the frame `u6`.
+fn foreign_topic() -> String {
+    format!(
+        "# Luis\n\nLuis grows beans.[^e0] ^{FOREIGN_ID}\n\n\
+         [^e0]: Time: `2024-04-02`; Sources: [s6](openprogram/garden/u6)\n"
+    )
 }
 
 fn archive(ws: &Workspace) -> scriptorium_txn::Result<()> {
@@ -171,6 +201,34 @@ fn install_fault_at_every_call_with_two_renames() {
 #[test]
 fn install_with_pending_sources_fault_at_every_call() {
     sweep(transaction_with_sources, true);
+}
+
+#[test]
+fn sync_merge_fault_at_every_call() {
+    sweep(sync_merge, true);
+}
+
+#[test]
+fn a_sync_keeps_the_block_ids_another_clone_committed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    sync_merge(&ws).expect("merge");
+    let luis = std::fs::read_to_string(dir.path().join("topics/people/luis.md")).expect("luis");
+    assert!(
+        luis.contains("Luis grows beans.[^e-") && luis.contains(&format!(" ^{FOREIGN_ID}\n")),
+        "{luis}"
+    );
+    // Without the sync's word for it, the same ID is an invention and is replaced.
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
+    staged
+        .write_file(
+            "topics/people/ana.md",
+            &foreign_topic().replace("Luis", "Ana").replace(FOREIGN_ID, "0badf00d"),
+        )
+        .expect("write");
+    staged.validate().expect("valid").install().expect("install");
+    let ana = std::fs::read_to_string(dir.path().join("topics/people/ana.md")).expect("ana");
+    assert!(!ana.contains("0badf00d"), "{ana}");
 }
 
 #[test]
