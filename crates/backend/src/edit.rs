@@ -18,6 +18,7 @@ use scriptorium_workspace_fs::read::{FsSources, read_in, read_topics};
 use scriptorium_workspace_fs::{Fs as _, RealFs};
 
 use crate::memory::MemoryWorkspace;
+use crate::summary::{ChangeResult, change_result};
 
 /// How a [`TopicEdit`] starts.
 #[derive(Clone, Debug)]
@@ -285,8 +286,9 @@ impl Note {
 
 impl MemoryWorkspace {
     /// Adds `note` in one transaction: the note archived as an owner-authored source record (the
-    /// text verbatim, observed at `now`, archived with the local owner's authority and
-    /// `origin`, such as `owner-cli/note`), and a block citing it at the end of the topic
+    /// text verbatim, observed at `now`, archived with the authority, origin and surface of
+    /// `context`, such as `UpdateContext::owner(Surface::Cli, "owner-cli/note")`, under the
+    /// surface's provider), and a block citing it at the end of the topic
     /// ([`Note::topic_path`], under its first heading, or under a new one). The change request
     /// is the change API's (`create_record` citing one declared source), so a bad time, an empty
     /// text or a path outside `topics/` is refused with its stable code and changes nothing; the
@@ -298,7 +300,7 @@ impl MemoryWorkspace {
     pub fn note(
         &self,
         note: &Note,
-        origin: &str,
+        context: UpdateContext,
         now: time::OffsetDateTime,
     ) -> Result<NoteOutcome, Error> {
         let path = note.topic_path();
@@ -308,7 +310,8 @@ impl MemoryWorkspace {
             .and_then(|bytes| String::from_utf8(bytes).ok())
             .unwrap_or_default();
         if let Some(block_id) = noted_block(&existing, &paragraph) {
-            return Ok(NoteOutcome::AlreadyNoted { topic_path: path, block_id });
+            let revision = self.workspace().installed_revision()?.as_str().to_owned();
+            return Ok(NoteOutcome::AlreadyNoted { topic_path: path, block_id, revision });
         }
         let observed = now
             .format(&time::format_description::well_known::Rfc3339)
@@ -342,7 +345,7 @@ impl MemoryWorkspace {
             }],
         });
         let request = UpdateRequest::from_json(&body.to_string())?;
-        Ok(NoteOutcome::Noted(Box::new(self.update(request, UpdateContext::owner(origin))?)))
+        Ok(NoteOutcome::Noted(Box::new(self.update(request, context)?)))
     }
 }
 
@@ -357,19 +360,34 @@ pub enum NoteOutcome {
         topic_path: String,
         /// The block that holds it.
         block_id: String,
+        /// The installed revision (unchanged).
+        revision: String,
     },
 }
 
-/// The answer of every face to a note the topic already holds: `ok`, `noop`, the block.
-pub fn already_noted(topic_path: &str, block_id: &str) -> serde_json::Value {
-    serde_json::json!({
-        "ok": true,
-        "noop": true,
-        "already_noted": true,
-        "topic_path": topic_path,
-        "block_ids": [block_id],
-        "changed_files": [],
-    })
+impl NoteOutcome {
+    /// The answer of every face: the change's [`ChangeResult`]; for a note the topic already
+    /// holds, `noop` and `already_noted` with the block (keyed `<topic>#0`), nothing changed.
+    pub fn result(&self) -> ChangeResult {
+        match self {
+            NoteOutcome::Noted(outcome) => change_result(outcome),
+            NoteOutcome::AlreadyNoted { topic_path, block_id, revision } => ChangeResult {
+                ok: true,
+                noop: true,
+                revision: revision.clone(),
+                source_ids: Default::default(),
+                block_ids: [(format!("{topic_path}#0"), block_id.clone())].into(),
+                evidence_ids: Default::default(),
+                changed_files: Vec::new(),
+                adopted: Vec::new(),
+                memory_committed: false,
+                git_committed: false,
+                git_commit: None,
+                already_noted: Some(true),
+                topic_path: Some(topic_path.clone()),
+            },
+        }
+    }
 }
 
 /// The block ID of the line of `text` that is `paragraph` followed by its citations and a

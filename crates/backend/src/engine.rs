@@ -8,7 +8,7 @@
 
 pub use scriptorium_txn::validate::Violation;
 pub use scriptorium_txn::{
-    Error as TxnError, ErrorCode, IdSource, Installed, LockTimeout, RandomIds, Revision,
+    Error as TxnError, ErrorCode, IdSource, Installed, LockTimeout, RandomIds, Revision, Surface,
     UpdateContext, UpdateOutcome, UpdateRequest, Workspace, WorkspaceId, restore_workspace_id,
     writable_path,
 };

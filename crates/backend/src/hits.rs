@@ -135,11 +135,16 @@ fn project_name(project: &str) -> &str {
     project.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or(project)
 }
 
-/// `sources/<provider>/_v2/<thread>.md` → `<provider> session <thread>`.
+/// `sources/<provider>/_v2/<thread>.md` → `<provider> session <thread>`, or `added through
+/// <surface>` for a record a surface archived (`sources/mcp/…`, see
+/// `docs/format.md#provenance`).
 fn archive_name(path: &str) -> String {
     let rest = path.strip_prefix("sources/").unwrap_or(path);
     let (provider, file) = rest.split_once("/_v2/").unwrap_or(("", rest));
     let thread = file.strip_suffix(".md").unwrap_or(file);
+    if let Some(surface) = scriptorium_topics_format::source::id::Surface::of_provider(provider) {
+        return format!("added through {surface}");
+    }
     if provider.is_empty() { thread.to_owned() } else { format!("{provider} session {thread}") }
 }
 
@@ -204,6 +209,8 @@ mod tests {
         assert_eq!(json["session"]["title"], "Fix the flaky test");
         assert_eq!(json["session"]["project"], "/srv/code/app");
         assert_eq!(origin(&hits[1], None), "claude-code session other · Ana · 2024-03-15");
+        let note = source_hit("sources/mcp/_v2/0123456789abcdef.md");
+        assert_eq!(origin(&note, None), "added through mcp · Ana · 2024-03-15");
         assert!(to_json(&hits[1], None).get("session").is_none());
     }
 }

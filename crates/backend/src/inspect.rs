@@ -79,7 +79,7 @@ fn read_text(root: &Path, rel: &str) -> Result<String, InspectError> {
 }
 
 /// One file of [`browse`].
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Entry {
     /// Workspace-relative path.
     pub path: String,
@@ -90,7 +90,7 @@ pub struct Entry {
 }
 
 /// What [`browse`] found.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Listing {
     /// The files, sorted by path.
     pub entries: Vec<Entry>,
@@ -139,7 +139,7 @@ pub fn browse(root: &Path, prefix: &str, limit: usize) -> Result<Listing, Inspec
 }
 
 /// One grep match.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Match {
     /// Workspace-relative path.
     pub path: String,
@@ -150,7 +150,7 @@ pub struct Match {
 }
 
 /// What [`grep`] found.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct GrepResult {
     /// The matches, in path then line order.
     pub matches: Vec<Match>,
@@ -198,7 +198,7 @@ pub fn grep(
 }
 
 /// What [`get`] returns.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Excerpt {
     /// Workspace-relative path.
     pub path: String,
@@ -220,7 +220,7 @@ pub struct Excerpt {
 }
 
 /// An archived record read by its anchor ([`get`] with a `source-…` block).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Record {
     /// Its source id (`provider/thread/message`).
     pub source_id: String,
@@ -242,7 +242,7 @@ pub struct Record {
 }
 
 /// A block citing a [`Record`].
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Citing {
     /// The topic file (workspace-relative).
     pub path: String,
@@ -443,7 +443,7 @@ impl Citing {
 }
 
 /// A neighbouring turn of a [`Record`].
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Turn {
     /// Its anchor (`get` it with this as the block).
     pub anchor: String,

@@ -197,6 +197,14 @@ impl LocalBackend {
         }
     }
 
+    /// The status every face answers ([`crate::summary::memory_status`] with this backend's
+    /// session store).
+    pub fn memory_status(
+        &self,
+    ) -> Result<crate::summary::MemoryStatus, crate::summary::StatusError> {
+        crate::summary::memory_status(&self.inner.memory, Some(&*self.inner.store))
+    }
+
     fn pending_turns(&self) -> Option<usize> {
         let id = self.inner.memory.workspace().workspace_id();
         crate::summary::pending_turns(&*self.inner.store, id.as_str())

@@ -1,18 +1,26 @@
 //! What a workspace holds and whether its history is in step: the one status computation the
-//! CLI (`scriptorium status`) and the MCP tool (`memory_status`) share.
+//! CLI (`scriptorium status`), the REST API (`GET /api/memory/status`) and the MCP tool
+//! (`memory_status`) share ([`memory_status`]), and the one shape of a change's result
+//! ([`ChangeResult`]). Both types derive `JsonSchema`: the MCP tools declare them as their
+//! output schemas, so what a face answers and what it advertises are one type.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use schemars::JsonSchema;
+use scriptorium_session_dag::SessionStore;
 use scriptorium_topics_format::source::{ArchiveResolver, scan};
 use scriptorium_topics_format::topic::parse_tree;
+use scriptorium_workspace_fs::is_internal_path;
 use scriptorium_workspace_fs::read::{FsSources, read_topics};
 use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs, walk};
 use serde::Serialize;
 
 use crate::memory::MemoryWorkspace;
+use crate::runtime::{Outcome, WriterStatus};
 
 /// The git side of [`WorkspaceStatus`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct GitStatus {
     /// The HEAD commit, if any.
     pub head: Option<String>,
@@ -25,7 +33,7 @@ pub struct GitStatus {
 }
 
 /// A workspace's status.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct WorkspaceStatus {
     /// The workspace ID.
     pub workspace: String,
@@ -102,6 +110,121 @@ pub fn workspace_status(memory: &MemoryWorkspace) -> Result<WorkspaceStatus, Sta
     })
 }
 
+/// The status every face answers (`scriptorium status --json`, `GET /api/memory/status`, the
+/// MCP tool `memory_status`): the workspace's [`WorkspaceStatus`] with where it lives, the
+/// turns not yet written into memory and how the last write ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct MemoryStatus {
+    /// Always `true` (a failure is the error document instead).
+    #[schemars(extend("const" = true))]
+    pub ok: bool,
+    /// The workspace, its revision, counts and git state.
+    #[serde(flatten)]
+    pub workspace: WorkspaceStatus,
+    /// The memory root on disk.
+    pub workspace_path: String,
+    /// Records of the session store not yet written into memory (every live branch of every
+    /// session); `null` when the count failed.
+    pub pending_turns: Option<usize>,
+    /// How the last write ended, whatever ran it.
+    pub writer: WriterState,
+}
+
+/// How the last write ended ([`WriterStatus`], `.scriptorium/writer-status.json`), as the
+/// status shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct WriterState {
+    /// `success`, `failure`, or `null` before the first write.
+    pub last_outcome: Option<WriteOutcome>,
+    /// When a write last succeeded (RFC 3339), if ever.
+    pub last_success_at: Option<String>,
+    /// The last failed write, if any (kept after a later success).
+    pub last_failure: Option<WriteFailureState>,
+}
+
+/// How a write ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteOutcome {
+    /// Everything owed was written, or nothing was owed.
+    Success,
+    /// The write failed.
+    Failure,
+}
+
+/// The last failed write.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct WriteFailureState {
+    /// When it failed (RFC 3339).
+    pub at: String,
+    /// Its stable code (`COMMIT_REJECTED`, `WRITER_NO_PROGRESS`, `MODEL_TIMEOUT`, …).
+    pub reason_code: String,
+    /// Whether retrying later can help.
+    pub retryable: bool,
+}
+
+impl WriterState {
+    /// The state of the writer status file.
+    pub fn of(status: &WriterStatus) -> WriterState {
+        let json = status.to_json();
+        let text = |value: &serde_json::Value| value.as_str().map(str::to_owned);
+        WriterState {
+            last_outcome: status.last_outcome.map(|outcome| match outcome {
+                Outcome::Success => WriteOutcome::Success,
+                Outcome::Failure => WriteOutcome::Failure,
+            }),
+            last_success_at: text(&json["last_success_at"]),
+            last_failure: status.last_failure.map(|failure| WriteFailureState {
+                at: text(&json["last_failure"]["at"]).unwrap_or_default(),
+                reason_code: failure.reason_code.as_str().to_owned(),
+                retryable: failure.retryable,
+            }),
+        }
+    }
+}
+
+/// The status of `memory` with the pending turns of `store` (`None`: no session store yet,
+/// so nothing is pending).
+pub fn memory_status(
+    memory: &MemoryWorkspace,
+    store: Option<&dyn SessionStore>,
+) -> Result<MemoryStatus, StatusError> {
+    let workspace = workspace_status(memory)?;
+    let root = memory.workspace().root();
+    let pending_turns = match store {
+        Some(store) => pending_turns(store, &workspace.workspace),
+        None => Some(0),
+    };
+    Ok(MemoryStatus {
+        ok: true,
+        workspace_path: root.display().to_string(),
+        pending_turns,
+        writer: WriterState::of(&WriterStatus::load(root)),
+        workspace,
+    })
+}
+
+/// [`memory_status`] with the session store the configuration of `home` names (the faces that
+/// hold no store of their own: the CLI and the MCP server). A store or configuration that
+/// cannot be opened makes `pending_turns` `null`, logged, never a failed status.
+pub fn memory_status_in(
+    home: &Path,
+    memory: &MemoryWorkspace,
+) -> Result<MemoryStatus, StatusError> {
+    let store = crate::Config::load(home).map_err(|error| error.to_string()).and_then(|config| {
+        crate::sessions::Sessions::open_existing(home, &config).map_err(|e| e.to_string())
+    });
+    match store {
+        Ok(store) => memory_status(memory, store.as_deref().map(|s| s as &dyn SessionStore)),
+        Err(error) => {
+            tracing::warn!(%error, "the session store could not be opened: pending turns unknown");
+            let mut status = memory_status(memory, None)?;
+            status.pending_turns = None;
+            Ok(status)
+        }
+    }
+}
+
 /// Why the status cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
@@ -132,40 +255,98 @@ fn count_sources(root: &Path) -> (usize, usize) {
     out
 }
 
-/// The success shape of an update (the CLI's `update --json` and the MCP `memory_update` tool):
-/// `{ok, noop, revision, source_ids, block_ids, evidence_ids, changed_files, adopted,
-/// memory_committed, git_committed, git_commit}`, evidence keyed `topics/<file>#<label>`. A change that changed
-/// nothing is `noop: true` with the unchanged revision, no changed file, and nothing committed
-/// (`memory_committed`, `git_committed` false). The git outcome is the install's own observer
-/// report.
-pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Value {
+/// The success shape of a change on every face (the CLI's `update --json` and `note --json`,
+/// `POST /api/memory/changes` and `/notes`, the MCP tools `memory_update` and `memory_note`).
+/// A change that changed nothing is `noop: true` with the unchanged revision, no changed file,
+/// and nothing committed. The git outcome is the install's own observer report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ChangeResult {
+    /// Always `true` (a refusal is the error document instead).
+    #[schemars(extend("const" = true))]
+    pub ok: bool,
+    /// Whether nothing changed (no revision, no commit).
+    pub noop: bool,
+    /// The installed revision: the `base_revision` of the next change.
+    pub revision: String,
+    /// Each declared `new-source-…` label and the source ID it was archived under.
+    pub source_ids: BTreeMap<String, String>,
+    /// The block IDs assigned, keyed `topics/<file>#<k>`.
+    pub block_ids: BTreeMap<String, String>,
+    /// The evidence IDs minted, keyed `topics/<file>#<label>`.
+    pub evidence_ids: BTreeMap<String, String>,
+    /// What a user sees changed: topic files, archives and the derived views the same commit
+    /// rewrote (never internal state); see [`changed_files`].
+    pub changed_files: Vec<String>,
+    /// Files edited outside any transaction that this install recorded with the change.
+    pub adopted: Vec<String>,
+    /// Whether the memory moved to a new revision.
+    pub memory_committed: bool,
+    /// Whether a git commit records it.
+    pub git_committed: bool,
+    /// That commit, if one was made.
+    pub git_commit: Option<String>,
+    /// `memory_note` only: the same note is already there (nothing was added).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already_noted: Option<bool>,
+    /// `memory_note` only: the topic file that holds the note.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_path: Option<String>,
+}
+
+/// What a user sees an install changed: its topic files and archives with the derived views the
+/// same commit rewrote (`core.md`, `timeline/…`, `recent_events.jsonl`, `relations.json`),
+/// sorted, never an internal path (`.scriptorium/…`, see `docs/format.md#internal-paths`).
+pub fn changed_files(installed: &scriptorium_txn::Installed) -> Vec<String> {
+    if installed.noop {
+        return Vec::new();
+    }
+    let after = crate::memory::after(installed);
+    let files: std::collections::BTreeSet<&String> = installed
+        .changed_files
+        .iter()
+        .chain(&after.views_changed)
+        .filter(|path| !is_internal_path(path))
+        .collect();
+    files.into_iter().cloned().collect()
+}
+
+/// The [`ChangeResult`] of an update (evidence keyed `topics/<file>#<label>`).
+pub fn change_result(outcome: &scriptorium_txn::UpdateOutcome) -> ChangeResult {
     let installed = &outcome.installed;
     let after = crate::memory::after(installed);
-    let evidence: serde_json::Map<String, serde_json::Value> = installed
+    let evidence_ids = installed
         .evidence_ids
         .iter()
-        .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone().into()))
+        .map(|e| (format!("topics/{}#{}", e.path, e.label), e.id.clone()))
         .collect();
-    let (git_committed, git_commit) = if installed.noop {
-        (false, None)
-    } else {
-        (after.git_commit.is_some(), after.git_commit.clone())
-    };
-    serde_json::json!({
-        "ok": true,
-        "noop": installed.noop,
-        "revision": installed.revision.as_str(),
-        "source_ids": outcome.source_ids,
-        "block_ids": installed.block_ids,
-        "evidence_ids": evidence,
-        "changed_files": installed.changed_files,
+    let git_commit = if installed.noop { None } else { after.git_commit.clone() };
+    ChangeResult {
+        ok: true,
+        noop: installed.noop,
+        revision: installed.revision.as_str().to_owned(),
+        source_ids: outcome.source_ids.clone(),
+        block_ids: installed
+            .block_ids
+            .iter()
+            .map(|(key, id)| (key.clone(), id.as_str().to_owned()))
+            .collect(),
+        evidence_ids,
+        changed_files: changed_files(installed),
         // Files edited outside any transaction that this install recorded with the change
         // (they are in its commit too): a change of nothing can still take them in.
-        "adopted": installed.adopted,
-        "memory_committed": !installed.noop,
-        "git_committed": git_committed,
-        "git_commit": git_commit,
-    })
+        adopted: installed.adopted.clone(),
+        memory_committed: !installed.noop,
+        git_committed: git_commit.is_some(),
+        git_commit,
+        already_noted: None,
+        topic_path: None,
+    }
+}
+
+/// [`change_result`] as JSON (`{ok, noop, revision, source_ids, block_ids, evidence_ids,
+/// changed_files, adopted, memory_committed, git_committed, git_commit}`).
+pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Value {
+    serde_json::to_value(change_result(outcome)).unwrap_or(serde_json::Value::Null)
 }
 
 /// The status's `pending_turns`: the eligible records (the branches of every live tip, across

@@ -79,7 +79,13 @@ fn tour(home: &Home) -> anyhow::Result<()> {
 
     // 2. Write what the session owes (forced: a session boundary).
     let session = SessionId(SESSION.into());
-    let report = backend.writer().write(&session, true).map_err(|f| anyhow::anyhow!("{f}"))?;
+    let outcome = backend.writer().write(&session, true);
+    // `status` tells the last write's outcome whatever ran it, the demo's too.
+    scriptorium_backend::runtime::status::WriterStatus::record_outcome(
+        backend.memory().workspace().root(),
+        &outcome,
+    );
+    let report = outcome.map_err(|f| anyhow::anyhow!("{f}"))?;
     let files: Vec<&String> = report.batches.iter().flat_map(|b| &b.changed_files).collect();
     outln!("\n2. wrote {} batch(es) into {} file(s)", report.batches.len(), files.len());
     for file in files {

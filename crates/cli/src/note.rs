@@ -4,12 +4,15 @@
 
 use std::process::ExitCode;
 
-use scriptorium_backend::edit::{Note, NoteOutcome, already_noted};
-use scriptorium_backend::summary::update_result;
+use scriptorium_backend::edit::{Note, NoteOutcome};
+use scriptorium_backend::engine::{Surface, UpdateContext};
 
 use crate::home::Home;
 use crate::memory;
 use crate::output::outln;
+
+/// The origin recorded on the notes `scriptorium note` archives.
+pub(crate) const NOTE_ORIGIN: &str = "owner-cli/note";
 
 /// Arguments of `scriptorium note`.
 #[derive(Debug, clap::Args)]
@@ -37,24 +40,21 @@ pub(crate) struct Args {
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let note = Note { text: args.text, core: args.core, topic: args.topic, time: args.time };
     let memory = memory::open(home, false)?;
-    let outcome =
-        memory.note(&note, "owner-cli/note", scriptorium_backend::memory::wall_clock())?;
+    // The person at the terminal is the owner: the note is archived as theirs, under `cli`.
+    let context = UpdateContext::owner(Surface::Cli, NOTE_ORIGIN);
+    let outcome = memory.note(&note, context, scriptorium_backend::memory::wall_clock())?;
+    if args.json {
+        crate::output::document(&outcome.result())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let outcome = match outcome {
         NoteOutcome::Noted(outcome) => outcome,
-        NoteOutcome::AlreadyNoted { topic_path, block_id } => {
-            if args.json {
-                crate::output::document(&already_noted(&topic_path, &block_id))?;
-            } else {
-                outln!("already noted in {topic_path} as ^{block_id}: nothing changed");
-            }
+        NoteOutcome::AlreadyNoted { topic_path, block_id, .. } => {
+            outln!("already noted in {topic_path} as ^{block_id}: nothing changed");
             return Ok(ExitCode::SUCCESS);
         }
     };
     let installed = &outcome.installed;
-    if args.json {
-        crate::output::document(&update_result(&outcome))?;
-        return Ok(ExitCode::SUCCESS);
-    }
     let blocks: Vec<String> = installed.block_ids.values().map(|id| format!("^{id}")).collect();
     outln!(
         "noted in {} as {} (revision {})",

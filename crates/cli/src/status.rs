@@ -2,8 +2,7 @@
 
 use std::process::ExitCode;
 
-use scriptorium_backend::runtime::{Outcome, WriterStatus};
-use scriptorium_backend::summary::{pending_turns, workspace_status};
+use scriptorium_backend::summary::{WriteOutcome, memory_status_in};
 
 use crate::home::Home;
 use crate::memory;
@@ -20,22 +19,15 @@ pub(crate) struct Args {
 /// Runs the command.
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
-    let root = memory.workspace().root();
-    let status = workspace_status(&memory)?;
-    let writer = WriterStatus::load(root);
-    let pending = match crate::existing_session_store(home)? {
-        Some(store) => pending_turns(&*store, &status.workspace),
-        None => Some(0),
-    };
+    // The one status computation of every face (REST and MCP answer the same JSON).
+    let full = memory_status_in(home.root(), &memory)?;
     if args.json {
-        let mut out = serde_json::to_value(&status)?;
-        out["workspace_path"] = root.display().to_string().into();
-        out["writer"] = writer.to_json();
-        out["pending_turns"] = pending.into();
-        crate::output::document(&out)?;
+        crate::output::document(&full)?;
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("workspace   {} at {}", status.workspace, root.display());
+    let status = &full.workspace;
+    let (pending, writer) = (full.pending_turns, &full.writer);
+    outln!("workspace   {} at {}", status.workspace, full.workspace_path);
     outln!("revision    {} ({} installs and appends)", status.revision, status.transactions);
     match &status.last_transaction {
         None => outln!("last txn    none yet"),
@@ -60,14 +52,14 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         None => outln!("sessions    the pending count failed"),
     }
     match (&writer.last_outcome, &writer.last_failure, &writer.last_success_at) {
-        (Some(Outcome::Failure), Some(failure), _) => outln!(
+        (Some(WriteOutcome::Failure), Some(failure), _) => outln!(
             "writer      last write failed at {}: {} ({})",
-            rfc3339(failure.at),
+            failure.at,
             failure.reason_code,
             if failure.retryable { "retryable" } else { "permanent" }
         ),
-        (Some(Outcome::Success), _, Some(at)) => {
-            outln!("writer      last write succeeded at {}", rfc3339(*at));
+        (Some(WriteOutcome::Success), _, Some(at)) => {
+            outln!("writer      last write succeeded at {at}");
         }
         _ => outln!("writer      no write yet"),
     }
@@ -86,9 +78,4 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => outln!("git         no commits yet"),
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `at` as RFC 3339.
-fn rfc3339(at: time::OffsetDateTime) -> String {
-    at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
-use scriptorium_backend::summary::update_result;
+use scriptorium_backend::engine::{Surface, UpdateContext, UpdateRequest};
+use scriptorium_backend::summary::change_result;
 
 use crate::home::Home;
 use crate::memory;
@@ -90,18 +90,20 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let request = UpdateRequest::from_json(&serde_json::Value::Object(body).to_string())?;
     let memory = memory::open(home, false)?;
     // The person at the terminal is the workspace owner: sources they declare are archived
-    // with the local owner's authority, never with identity fields from the payload.
-    let context = UpdateContext::owner("owner-cli/update");
+    // with the local owner's authority under the provider `cli`, never with identity fields
+    // from the payload.
+    let context = UpdateContext::owner(Surface::Cli, "owner-cli/update");
     let outcome = memory.update(request, context)?;
     let installed = &outcome.installed;
     let after = scriptorium_backend::memory::after(installed);
+    let result = change_result(&outcome);
     if args.json {
-        crate::output::document(&update_result(&outcome))?;
+        crate::output::document(&result)?;
     } else if installed.noop {
         outln!("nothing changed: revision {} stays, no commit", installed.revision.as_str());
     } else {
         outln!("installed: revision {}", installed.revision.as_str());
-        for file in &installed.changed_files {
+        for file in &result.changed_files {
             outln!("  changed {file}");
         }
         memory::print_installed(installed, &after);

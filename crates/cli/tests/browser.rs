@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
+use scriptorium_backend::engine::{Surface, UpdateContext, UpdateRequest};
 use scriptorium_backend::{Config, LocalBackend};
 use scriptorium_writer::model::journal::Journal;
 use serde_json::json;
@@ -175,7 +175,7 @@ fn build_workspace(home: &Path) {
     });
     ws.update_with(
         UpdateRequest::from_json(&body.to_string()).expect("a valid request"),
-        UpdateContext::owner("owner-test/browser"),
+        UpdateContext::owner(Surface::Web, "owner-test/browser"),
     )
     .expect("the fixture installs");
 
@@ -199,7 +199,7 @@ fn build_workspace(home: &Path) {
     });
     ws.update_with(
         UpdateRequest::from_json(&body.to_string()).expect("a valid request"),
-        UpdateContext::owner("owner-test/browser"),
+        UpdateContext::owner(Surface::Web, "owner-test/browser"),
     )
     .expect("the link installs");
 }

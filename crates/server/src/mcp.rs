@@ -6,7 +6,9 @@
 //! a result with `isError: true` whose text is `{"ok": false, "error": {"code", "message",
 //! "path"[, "details"]}}`, with the stable codes of the transaction engine
 //! (`CONCURRENT_UPDATE`, `INVALID_ARGUMENT`, …). Tool arguments are therefore taken as a JSON
-//! object and checked here; the advertised input schemas come from the argument types.
+//! object and checked here; the advertised input schemas come from the argument types, and every
+//! tool declares an output schema that its `structuredContent` matches (its text content stays,
+//! for clients that read only text). The schemas and their token budget: [`schema`].
 //!
 //! The workspace is opened once per server (it holds the search index writer) and never
 //! created: while there is no workspace at the memory root, every tool answers
@@ -18,7 +20,8 @@
 //! # Limitations
 //!
 //! - The server acts for the local owner: `memory_update` archives declared sources with the
-//!   owner's provenance (origin `owner-mcp/update`) and is never append-only. Per-turn authority
+//!   owner's provenance (origin `owner-mcp/update`, provider `mcp`, see
+//!   `docs/format.md#provenance`) and is never append-only. Per-turn authority
 //!   (paired writers) is not wired yet.
 //! - `memory_search` has no `agent` method refusal: the configured retrieval method is not read.
 //! - `memory_promote`, the owner's promotion of a pending source (see `docs/format.md#trust`), is
@@ -37,7 +40,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
@@ -49,19 +51,28 @@ use rmcp::service::RequestContext;
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router,
 };
-use schemars::JsonSchema;
-use scriptorium_backend::edit::{Note, NoteOutcome, already_noted};
-use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
+use scriptorium_backend::edit::Note;
+use scriptorium_backend::engine::{Surface, UpdateContext, UpdateRequest};
 use scriptorium_backend::hits;
 use scriptorium_backend::inspect::{self, DEFAULT_BROWSE_LIMIT, InspectError};
 use scriptorium_backend::memory::{self, MemoryWorkspace};
 use scriptorium_backend::project::project_scope_in;
-use scriptorium_backend::summary::{update_result, workspace_status};
+use scriptorium_backend::summary::{
+    ChangeResult, MemoryStatus, change_result, memory_status, memory_status_in,
+};
 use scriptorium_backend::wire::{Code, WireError};
-use scriptorium_search::{Hit, MAX_TOP_K, ProjectScope, Query, fence};
-use serde::Deserialize;
+use scriptorium_search::{Hit, HitKind, MAX_TOP_K, ProjectScope, Query, fence};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+
+mod schema;
+
+pub use schema::TOOLS_TOKEN_BUDGET;
+use schema::{
+    BrowseArgs, BrowseOutput, GetArgs, GetOutput, GrepArgs, GrepOutput, NoteArgs, SearchArgs,
+    SearchHit, SearchOutput, StatusArgs, UpdateArgs, input_schema, output_schema,
+};
 
 /// Results `memory_search` returns when `top_k` is not given.
 pub const DEFAULT_SEARCH_TOP_K: usize = 8;
@@ -109,152 +120,33 @@ fn into_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.to_json().to_string())])
 }
 
-/// A successful tool answer: plain text, or JSON shown as text.
-enum Reply {
-    Text(String),
-    Json(Value),
+/// A successful tool answer: its text (what older clients show) and its structured content,
+/// which matches the tool's output schema.
+struct Reply {
+    text: String,
+    value: Value,
 }
 
 impl Reply {
-    fn into_result(self) -> CallToolResult {
-        let text = match self {
-            Reply::Text(text) => text,
-            Reply::Json(value) => value.to_string(),
-        };
-        CallToolResult::success(vec![ContentBlock::text(text)])
+    /// A reply whose text is the rendering `text` of `output`.
+    fn new<T: Serialize>(text: String, output: &T) -> Result<Reply, ToolError> {
+        let value = serde_json::to_value(output)
+            .map_err(|e| WireError::new(Code::Internal, e.to_string()))?;
+        Ok(Reply { text, value })
     }
-}
 
-/// Arguments of `memory_search`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct SearchArgs {
-    /// What to recall, in natural language or keywords.
-    query: String,
-    /// How many results, 1 to 10 (default 8).
-    #[schemars(range(min = 1, max = 10))]
-    #[serde(default)]
-    top_k: Option<usize>,
-    /// Only results under this path (`people`, `topics/people`, `sources/openprogram`).
-    #[serde(default)]
-    path_prefix: Option<String>,
-    /// Only source records of this speaker (id, display name or label); searches sources only.
-    #[serde(default)]
-    speaker: Option<String>,
-    /// Only results dated on or after `YYYY[-MM[-DD]]`.
-    #[serde(default)]
-    from: Option<String>,
-    /// Only results dated on or before `YYYY[-MM[-DD]]`.
-    #[serde(default)]
-    to: Option<String>,
-    /// Topic blocks only, no source records (default false).
-    #[serde(default)]
-    topics_only: Option<bool>,
-    /// Scope to one project (its directory or name): its topics, the topics of no project, and
-    /// its sessions' records; other projects are left out.
-    #[serde(default)]
-    project: Option<String>,
-}
+    /// A reply whose text is its JSON.
+    fn json<T: Serialize>(output: &T) -> Result<Reply, ToolError> {
+        let value = serde_json::to_value(output)
+            .map_err(|e| WireError::new(Code::Internal, e.to_string()))?;
+        Ok(Reply { text: value.to_string(), value })
+    }
 
-/// Arguments of `memory_note`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct NoteArgs {
-    /// The fact to remember, in the owner's words (one paragraph).
-    text: String,
-    /// Pin it to the core (injected into every conversation); default false.
-    #[serde(default)]
-    core: Option<bool>,
-    /// The topic file to add it to (`people/dana`; default `topics/notes.md`).
-    #[serde(default)]
-    topic: Option<String>,
-    /// When it holds: `YYYY`, `YYYY-MM`, `YYYY-MM-DD` or `undated` (default today).
-    #[serde(default)]
-    time: Option<String>,
-}
-
-/// Arguments of `memory_grep`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct GrepArgs {
-    /// The literal text to find (not a regular expression).
-    query: String,
-    /// Only files under this workspace-relative prefix (`topics/people`).
-    #[serde(default)]
-    prefix: Option<String>,
-    /// Match case exactly (default false: case-insensitive).
-    #[serde(default)]
-    case_sensitive: Option<bool>,
-}
-
-/// Arguments of `memory_get`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct GetArgs {
-    /// A workspace-relative path (`topics/people/dave.md`, `sources/…`, `core.md`).
-    path: String,
-    /// Only this heading's section (case-insensitive, without the `#`s).
-    #[serde(default)]
-    heading: Option<String>,
-    /// Only this block's paragraph and the evidence definitions it cites (`1a2b3c4d`); in an
-    /// archive (`sources/…`), the record with this anchor (`source-…`). A citation link
-    /// `sources/….md#source-…` also works as the path.
-    #[serde(default)]
-    block_id: Option<String>,
-    /// Start at this line (0-based) of what is read: how to read on after a cut.
-    #[serde(default)]
-    offset: Option<usize>,
-    /// At most this many lines (up to 400).
-    #[serde(default)]
-    limit: Option<usize>,
-}
-
-/// Arguments of `memory_browse`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct BrowseArgs {
-    /// Only files under this workspace-relative prefix (`topics`, `timeline/2024`).
-    #[serde(default)]
-    prefix: Option<String>,
-}
-
-/// Arguments of `memory_update`: the revision read and exactly one change form.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct UpdateArgs {
-    /// The revision the change is based on (from memory_status). If memory changed since, the
-    /// update is refused with CONCURRENT_UPDATE: read again and retry.
-    base_revision: String,
-    /// Structured record operations (one of the three forms): objects with `op` one of
-    /// `create_record` {content, time, sources: [{source, label}], destination: {topic_path,
-    /// headings, position, anchor_memory_id?}}, `update_record` {memory_id, content, time,
-    /// sources}, `delete_record` {memory_id}, `move_records` {memory_ids, destination}. `time` is
-    /// YYYY, YYYY-MM, YYYY-MM-DD or "undated"; `content` is one paragraph.
-    #[serde(default)]
-    memory_changes: Option<Vec<Value>>,
-    /// Whole-file changes (one of the three forms): objects {path: "topics/….md", action:
-    /// "write" | "delete", content (for write)}.
-    #[serde(default)]
-    changes: Option<Vec<Value>>,
-    /// A unified diff of `topics/**/*.md` files (one of the three forms).
-    #[serde(default)]
-    patch: Option<String>,
-    /// New sources the change cites by label: objects {label: "new-source-…", role: "user" |
-    /// "assistant" | "system" | "tool", content, observed_at?}. They are archived as the
-    /// owner's words and the label is replaced by the source ID.
-    #[serde(default)]
-    sources: Option<Vec<Value>>,
-    /// The commit message (default "Update memory").
-    #[serde(default)]
-    commit_message: Option<String>,
-}
-
-/// The advertised input schema of an argument type.
-fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    schema_for_input::<T>().unwrap_or_else(|err| {
-        tracing::error!(%err, "no input schema for {}", std::any::type_name::<T>());
-        schema_for_empty_input()
-    })
+    fn into_result(self) -> CallToolResult {
+        let mut result = CallToolResult::success(vec![ContentBlock::text(self.text)]);
+        result.structured_content = Some(self.value);
+        result
+    }
 }
 
 /// Deserializes tool arguments, refusing a bad shape with `INVALID_ARGUMENT`.
@@ -300,6 +192,9 @@ impl Inner {
     }
 
     fn search(&self, args: SearchArgs) -> Result<Reply, ToolError> {
+        if args.query.trim().is_empty() {
+            return Err(invalid("query must not be empty"));
+        }
         let memory = self.memory()?;
         let mut query = Query::new(args.query);
         query.top_k = args.top_k.unwrap_or(DEFAULT_SEARCH_TOP_K).clamp(1, MAX_TOP_K);
@@ -323,40 +218,59 @@ impl Inner {
         // `memory/`); without them a record is named by its archive.
         let labels =
             self.root.parent().map(|home| hits::labels_in(home, &hits)).unwrap_or_default();
-        let mut text = if hits.is_empty() {
+        let recall = if hits.is_empty() {
             NO_MEMORY_MATCHED.to_owned()
         } else {
             fence(&render_hits(&hits, &labels))
         };
         // Outside the fence: what this search did about edits made outside a transaction.
-        if let Some(note) = adoption.as_ref().and_then(|a| a.note()) {
+        let outside_edits = adoption.as_ref().and_then(|a| a.note());
+        let mut text = recall.clone();
+        if let Some(note) = &outside_edits {
             text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
-            text.push_str(&note);
+            text.push_str(note);
         }
-        Ok(Reply::Text(text))
+        let output = SearchOutput {
+            ok: true,
+            recall,
+            hits: hits.iter().map(|hit| search_hit(hit, labels.get(&hit.path))).collect(),
+            outside_edits,
+        };
+        Reply::new(text, &output)
     }
 
     fn grep(&self, args: GrepArgs) -> Result<Reply, ToolError> {
+        if args.query.is_empty() {
+            return Err(invalid("query must not be empty"));
+        }
         let memory = self.memory()?;
         let prefix = args.prefix.unwrap_or_default();
         let case_sensitive = args.case_sensitive.unwrap_or(false);
         let found = inspect::grep(memory.workspace().root(), &args.query, &prefix, case_sensitive)
             .map_err(|e| inspect_error(&e, &prefix))?;
-        if found.matches.is_empty() {
-            return Ok(Reply::Text("No matches.".into()));
-        }
-        let mut out: Vec<String> =
-            found.matches.iter().map(|m| format!("{}:{}: {}", m.path, m.line, m.text)).collect();
-        if found.truncated {
-            out.push(format!(
-                "(more than {} matches: narrow the text or the prefix)",
-                inspect::MAX_GREP_MATCHES
-            ));
-        }
-        Ok(Reply::Text(out.join("\n")))
+        let text = if found.matches.is_empty() {
+            "No matches.".to_owned()
+        } else {
+            let mut out: Vec<String> = found
+                .matches
+                .iter()
+                .map(|m| format!("{}:{}: {}", m.path, m.line, m.text))
+                .collect();
+            if found.truncated {
+                out.push(format!(
+                    "(more than {} matches: narrow the text or the prefix)",
+                    inspect::MAX_GREP_MATCHES
+                ));
+            }
+            out.join("\n")
+        };
+        Reply::new(text, &GrepOutput { ok: true, found })
     }
 
     fn get(&self, args: GetArgs) -> Result<Reply, ToolError> {
+        if args.limit == Some(0) {
+            return Err(invalid("limit must be 1 to 400"));
+        }
         let memory = self.memory()?;
         let heading = given(args.heading);
         let block_id = given(args.block_id);
@@ -364,7 +278,7 @@ impl Inner {
         let excerpt = memory
             .get(&args.path, heading.as_deref(), block_id.as_deref(), window)
             .map_err(|e| inspect_error(&e, &args.path))?;
-        let mut text = excerpt.text;
+        let mut text = excerpt.text.clone();
         if let Some(record) = &excerpt.record {
             text.push_str(&format!(
                 "\n(turn {} of {} of the conversation in {}, record {})",
@@ -393,7 +307,7 @@ impl Inner {
                 excerpt.total_lines
             ));
         }
-        Ok(Reply::Text(text))
+        Reply::new(text, &GetOutput { ok: true, excerpt })
     }
 
     fn browse(&self, args: BrowseArgs) -> Result<Reply, ToolError> {
@@ -401,30 +315,35 @@ impl Inner {
         let prefix = args.prefix.unwrap_or_default();
         let listing = inspect::browse(memory.workspace().root(), &prefix, DEFAULT_BROWSE_LIMIT)
             .map_err(|e| inspect_error(&e, &prefix))?;
-        if listing.entries.is_empty() {
-            return Ok(Reply::Text("No files.".into()));
-        }
-        let mut out: Vec<String> = listing
-            .entries
-            .iter()
-            .map(|e| {
-                let derived = if e.derived { " [derived]" } else { "" };
-                format!("{} ({} bytes){derived}", e.path, e.size)
-            })
-            .collect();
-        if listing.truncated {
-            out.push(format!("(more than {DEFAULT_BROWSE_LIMIT} files: give a prefix)"));
-        }
-        Ok(Reply::Text(out.join("\n")))
+        let text = if listing.entries.is_empty() {
+            "No files.".to_owned()
+        } else {
+            let mut out: Vec<String> = listing
+                .entries
+                .iter()
+                .map(|e| {
+                    let derived = if e.derived { " [derived]" } else { "" };
+                    format!("{} ({} bytes){derived}", e.path, e.size)
+                })
+                .collect();
+            if listing.truncated {
+                out.push(format!("(more than {DEFAULT_BROWSE_LIMIT} files: give a prefix)"));
+            }
+            out.join("\n")
+        };
+        Reply::new(text, &BrowseOutput { ok: true, listing })
     }
 
-    fn status(&self) -> Result<Reply, ToolError> {
+    /// The status of every face (`scriptorium status --json`, `GET /api/memory/status`).
+    fn status(&self, _args: StatusArgs) -> Result<Reply, ToolError> {
         let memory = self.memory()?;
-        let status =
-            workspace_status(&memory).map_err(|e| WireError::new(Code::Io, e.to_string()))?;
-        serde_json::to_value(status)
-            .map(Reply::Json)
-            .map_err(|e| WireError::new(Code::Internal, e.to_string()))
+        // The home's session store beside its `memory/` (the CLI's layout).
+        let status = match self.root.parent() {
+            Some(home) => memory_status_in(home, &memory),
+            None => memory_status(&memory, None),
+        }
+        .map_err(|e| WireError::new(Code::Io, e.to_string()))?;
+        Reply::json(&status)
     }
 
     fn update(&self, args: JsonObject) -> Result<Reply, ToolError> {
@@ -447,8 +366,9 @@ impl Inner {
         let request = UpdateRequest::from_json(&Value::Object(body).to_string())
             .map_err(|e| WireError::from_txn(&e))?;
         // The MCP client is the owner's own agent: sources it declares are archived with the
-        // local owner's authority, never with identity fields from the payload.
-        let context = UpdateContext::owner(UPDATE_ORIGIN);
+        // local owner's authority under the provider `mcp`, never with identity fields from the
+        // payload.
+        let context = UpdateContext::owner(Surface::Mcp, UPDATE_ORIGIN);
         let outcome = memory.update(request, context).map_err(|e| WireError::from_txn(&e))?;
         let after = scriptorium_backend::memory::after(&outcome.installed);
         for (what, error) in [
@@ -460,7 +380,7 @@ impl Inner {
                 tracing::warn!(%err, "memory committed, but {what} failed");
             }
         }
-        Ok(Reply::Json(update_result(&outcome)))
+        Reply::json(&change_result(&outcome))
     }
 }
 
@@ -476,20 +396,17 @@ impl Inner {
         if note.core && note.topic.is_some() {
             return Err(WireError::new(Code::InvalidArgument, "core and topic exclude each other"));
         }
+        let context = UpdateContext::owner(Surface::Mcp, NOTE_ORIGIN);
         let outcome = memory
-            .note(&note, NOTE_ORIGIN, scriptorium_backend::memory::wall_clock())
+            .note(&note, context, scriptorium_backend::memory::wall_clock())
             .map_err(|e| WireError::from_txn(&e))?;
-        Ok(Reply::Json(match outcome {
-            NoteOutcome::Noted(outcome) => update_result(&outcome),
-            NoteOutcome::AlreadyNoted { topic_path, block_id } => {
-                already_noted(&topic_path, &block_id)
-            }
-        }))
+        Reply::json(&outcome.result())
     }
 }
 
-/// The recall text of `hits` in the reference's tool form: per hit `--- <path><anchor>`, a
-/// `speaker: {json}` line for a source record, then its content; blank lines between.
+/// The recall text of `hits`: per hit `--- <origin>` (a block's file and headings; a record's
+/// session, speaker by name and date), `link: <path><anchor>`, the matching records a block
+/// cites, then its content; blank lines between.
 fn render_hits(hits: &[Hit], labels: &BTreeMap<String, hits::SessionLabel>) -> String {
     let blocks: Vec<String> = hits
         .iter()
@@ -510,6 +427,31 @@ fn render_hits(hits: &[Hit], labels: &BTreeMap<String, hits::SessionLabel>) -> S
         })
         .collect();
     blocks.join("\n\n")
+}
+
+/// The structured form of a hit: its speaker by name (display, else label, else ID).
+fn search_hit(hit: &Hit, label: Option<&hits::SessionLabel>) -> SearchHit {
+    let speaker = hit
+        .speaker_display
+        .as_deref()
+        .or(hit.speaker_label.as_deref())
+        .or(hit.speaker_id.as_deref())
+        .filter(|name| !name.trim().is_empty())
+        .map(str::to_owned);
+    SearchHit {
+        kind: match hit.kind {
+            HitKind::Block => schema::HitKind::Block,
+            HitKind::Source => schema::HitKind::Source,
+        },
+        id: hit.id.clone(),
+        link: hit.link(),
+        origin: hits::origin(hit, label),
+        date: hit.dates.first().cloned(),
+        speaker,
+        evidence: hit.collapsed.iter().filter(|id| hit.refs.contains(id)).cloned().collect(),
+        score: hit.score,
+        content: hit.content.clone(),
+    }
 }
 
 /// The `memory_*` tools over one memory root, as an rmcp server handler. Drive it with
@@ -563,11 +505,12 @@ impl MemoryTools {
     /// `<memory-context>`.
     #[tool(
         name = "memory_search",
-        description = "Recall memory relevant to a query (BM25 over topic blocks and source \
-            records). Returns the best matches inside one <memory-context> block, each as \
-            `--- <path>#^<block id>` (or `#source-…`) followed by its dated text; or \"No memory \
-            matched the query.\".",
+        description = "Recall memory relevant to a query (topic blocks and source records). \
+            Returns the best matches fenced in one <memory-context>, each `--- <origin>`, \
+            `link: <path>#^<block>` (for memory_get) and its dated text, or \"No memory matched \
+            the query.\". Example: {\"query\": \"Dana's garden\", \"top_k\": 5}",
         input_schema = input_schema::<SearchArgs>(),
+        output_schema = output_schema::<SearchOutput>(),
         annotations(read_only_hint = true)
     )]
     pub async fn memory_search(&self, args: JsonObject) -> CallToolResult {
@@ -577,9 +520,10 @@ impl MemoryTools {
     /// `memory_grep`: literal text search over the workspace files.
     #[tool(
         name = "memory_grep",
-        description = "Find literal text in the memory files (case-insensitive unless \
-            case_sensitive). Returns `path:line: text` lines, at most 200.",
+        description = "Find literal text in the memory files; `path:line: text` lines, at \
+            most 200. Example: {\"query\": \"wheelbarrow\", \"prefix\": \"topics\"}",
         input_schema = input_schema::<GrepArgs>(),
+        output_schema = output_schema::<GrepOutput>(),
         annotations(read_only_hint = true)
     )]
     pub async fn memory_grep(&self, args: JsonObject) -> CallToolResult {
@@ -589,11 +533,12 @@ impl MemoryTools {
     /// `memory_get`: a file, one heading section of it, or one block with its evidence.
     #[tool(
         name = "memory_get",
-        description = "Read a memory file (400 lines / 40 000 characters at a time: offset and \
-            limit page through it), one heading section of it, one block paragraph with the \
-            evidence definitions it cites, or the archived record a citation points to \
-            (path#source-… or block_id source-…) with the turns around it.",
+        description = "Read a memory file (400 lines at a time: offset pages on), a heading \
+            section, one block with its evidence, or the record a citation links to with the \
+            turns around it. Example: {\"path\": \"topics/people/dana.md\", \"block_id\": \
+            \"1a2b3c4d\"}",
         input_schema = input_schema::<GetArgs>(),
+        output_schema = output_schema::<GetOutput>(),
         annotations(read_only_hint = true)
     )]
     pub async fn memory_get(&self, args: JsonObject) -> CallToolResult {
@@ -603,10 +548,11 @@ impl MemoryTools {
     /// `memory_browse`: the file list, with the derived flag.
     #[tool(
         name = "memory_browse",
-        description = "List the memory files under a prefix (at most 200), with their size; \
-            [derived] files (core.md, timeline/, …) are rebuilt from topics and cannot be \
-            edited.",
+        description = "List the memory files under a prefix (at most 200) with their size; \
+            [derived] files (core.md, timeline/, …) are rebuilt from topics, never edited. \
+            Example: {\"prefix\": \"topics\"}",
         input_schema = input_schema::<BrowseArgs>(),
+        output_schema = output_schema::<BrowseOutput>(),
         annotations(read_only_hint = true)
     )]
     pub async fn memory_browse(&self, args: JsonObject) -> CallToolResult {
@@ -616,13 +562,16 @@ impl MemoryTools {
     /// `memory_update`: one compare-and-set change transaction.
     #[tool(
         name = "memory_update",
-        description = "Change memory in one validated transaction based on base_revision (from \
-            memory_status), with exactly one of memory_changes (record operations), changes \
-            (whole topic files) or patch (a unified diff). New evidence must cite sources \
-            declared in `sources` (by their new-source-… label) or already archived. Returns \
-            {\"ok\": true, \"revision\", \"block_ids\", …} or {\"ok\": false, \"error\": {\"code\", \
-            \"message\", \"path\"}}; on CONCURRENT_UPDATE read again and retry.",
+        description = "Change memory in one validated transaction: base_revision from \
+            memory_status and exactly one of memory_changes, changes or patch. New evidence \
+            cites archived source IDs or `new-source-…` labels declared in `sources`. On \
+            CONCURRENT_UPDATE read again and retry. Example: {\"base_revision\": \"3-…\", \
+            \"memory_changes\": [{\"op\": \"create_record\", \"content\": \"Dana keeps \
+            bees.\", \"time\": \"2024-05\", \"sources\": [{\"source\": \
+            \"openprogram/s1/u3\", \"label\": \"chat\"}], \"destination\": {\"topic_path\": \
+            \"topics/people/dana.md\", \"headings\": [\"Dana\"], \"position\": \"end\"}}]}",
         input_schema = input_schema::<UpdateArgs>(),
+        output_schema = output_schema::<ChangeResult>(),
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false)
     )]
     pub async fn memory_update(&self, args: JsonObject) -> CallToolResult {
@@ -632,28 +581,38 @@ impl MemoryTools {
     /// `memory_note`: the owner's "remember this", in one step.
     #[tool(
         name = "memory_note",
-        description = "Remember one fact the user asked you to remember, in their words: it is \
-            archived as their own record and added as a cited paragraph (topics/notes.md, or \
-            `topic`; `core: true` pins it to the core shown in every conversation). Returns \
-            {\"ok\": true, \"revision\", \"block_ids\", …} or {\"ok\": false, \"error\"}.",
+        description = "Remember one fact the user asked you to remember, in their words: \
+            archived as their record and added as a cited paragraph (topics/notes.md, or \
+            `topic`; `core: true` pins it to the core of every conversation). The same note \
+            again changes nothing. Example: {\"text\": \"Dana prefers tea.\", \"topic\": \
+            \"people/dana\"}",
         input_schema = input_schema::<NoteArgs>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false)
+        output_schema = output_schema::<ChangeResult>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true)
     )]
     pub async fn memory_note(&self, args: JsonObject) -> CallToolResult {
         self.run(move |inner| inner.note(parse(args)?)).await
     }
 
-    /// `memory_status`: workspace ID, revision, counts and the last transaction.
+    /// `memory_status`: the status every face answers.
     #[tool(
         name = "memory_status",
-        description = "The memory workspace's ID, current revision (the base_revision for \
-            memory_update), counts of topic files, blocks and sources, the last transaction and \
-            whether git history is in step.",
+        description = "The memory's revision (base_revision of memory_update), counts of \
+            topics, blocks and records, turns not yet written into memory, how the last write \
+            ended (code and time) and the git state; as `scriptorium status --json`. \
+            Example: {}",
+        input_schema = input_schema::<StatusArgs>(),
+        output_schema = output_schema::<MemoryStatus>(),
         annotations(read_only_hint = true)
     )]
-    pub async fn memory_status(&self) -> CallToolResult {
-        self.run(Inner::status).await
+    pub async fn memory_status(&self, args: JsonObject) -> CallToolResult {
+        self.run(move |inner| inner.status(parse(args)?)).await
     }
+}
+
+/// The tool definitions `tools/list` answers (names, descriptions, schemas, annotations).
+pub fn tool_definitions() -> Vec<rmcp::model::Tool> {
+    MemoryTools::tool_router().list_all()
 }
 
 #[tool_handler(router = self.tool_router)]

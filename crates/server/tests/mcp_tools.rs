@@ -4,7 +4,9 @@
 mod support;
 
 use rmcp::model::{CallToolResult, JsonObject};
-use scriptorium_server::mcp::{MemoryTools, NO_MEMORY_MATCHED};
+use scriptorium_server::mcp::{
+    MemoryTools, NO_MEMORY_MATCHED, TOOLS_TOKEN_BUDGET, tool_definitions,
+};
 use serde_json::{Value, json};
 
 /// The arguments object of a tool call.
@@ -48,7 +50,7 @@ fn fixture() -> (tempfile::TempDir, MemoryTools) {
 }
 
 async fn revision(tools: &MemoryTools) -> String {
-    let status = answer(&tools.memory_status().await);
+    let status = answer(&tools.memory_status(JsonObject::new()).await);
     status["revision"].as_str().expect("a revision").to_owned()
 }
 
@@ -146,7 +148,7 @@ async fn get_grep_and_browse_read_the_topic() {
     assert_eq!(exact, "No matches.");
     let (_, files) = reply(&tools.memory_browse(args(json!({}))).await);
     assert!(files.lines().any(|l| l.starts_with("topics/garden.md (")), "{files}");
-    let status = answer(&tools.memory_status().await);
+    let status = answer(&tools.memory_status(JsonObject::new()).await);
     assert_eq!(status["topic_files"], 1);
     assert_eq!(status["blocks"], 1);
     assert!(status["source_records"].as_u64().expect("count") >= 1, "{status}");
@@ -213,7 +215,7 @@ async fn without_a_workspace_every_tool_is_no_workspace() {
     let root = dir.path().join("memory");
     let tools = MemoryTools::new(&root);
     let results = [
-        tools.memory_status().await,
+        tools.memory_status(JsonObject::new()).await,
         tools.memory_search(args(json!({ "query": "garden" }))).await,
         tools.memory_grep(args(json!({ "query": "garden" }))).await,
         tools.memory_get(args(json!({ "path": "topics/garden.md" }))).await,
@@ -364,4 +366,109 @@ async fn a_long_read_says_where_it_was_cut_and_how_to_read_on() {
         &tools.memory_get(args(json!({ "path": support::TOPIC_PATH, "offset": -1 }))).await,
     );
     assert_eq!(error["code"], "INVALID_ARGUMENT", "{error}");
+}
+
+/// Every tool declares an input and an output schema, and a successful call's structured content
+/// is its JSON text (for the JSON tools) or carries what the text shows.
+#[tokio::test]
+async fn every_tool_declares_both_schemas_and_answers_structured_content() {
+    let tools = tool_definitions();
+    assert_eq!(tools.len(), 7, "{tools:?}");
+    for tool in &tools {
+        assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
+        let output = tool.output_schema.as_ref().unwrap_or_else(|| panic!("{}", tool.name));
+        assert_eq!(output.get("type"), Some(&json!("object")), "{}", tool.name);
+        assert_eq!(output["properties"]["ok"], json!({"type": "boolean", "const": true}));
+        assert!(!serde_json::to_string(&**output).expect("json").contains("$ref"), "{}", tool.name);
+    }
+    let (_dir, tools) = fixture();
+    let status = tools.memory_status(JsonObject::new()).await;
+    let structured = status.structured_content.clone().expect("structured content");
+    assert_eq!(structured, answer(&status), "the text is the structured content's JSON");
+    let found = tools.memory_search(args(json!({ "query": "vegetable garden" }))).await;
+    let structured = found.structured_content.clone().expect("structured content");
+    assert_eq!(structured["recall"].as_str(), Some(reply(&found).1.as_str()));
+    assert_eq!(structured["hits"][0]["kind"], "block", "{structured}");
+    assert!(
+        structured["hits"][0]["link"].as_str().is_some_and(|l| l.starts_with("topics/garden.md#^"))
+    );
+    // A refusal has no structured content: clients check only successes against the schema.
+    let refused = tools.memory_get(args(json!({ "path": "../x" }))).await;
+    assert_eq!(refused.structured_content, None);
+}
+
+/// The operations of `memory_update` are spelled out: no item schema is `true` or empty, and
+/// each operation names its fields.
+#[test]
+fn the_update_schema_spells_out_every_operation() {
+    let tools = tool_definitions();
+    let update = tools.iter().find(|t| t.name == "memory_update").expect("memory_update");
+    let schema = Value::Object((*update.input_schema).clone());
+    let operations = &schema["properties"]["memory_changes"]["items"]["oneOf"];
+    let names: Vec<&str> = operations
+        .as_array()
+        .expect("a oneOf")
+        .iter()
+        .map(|op| op["properties"]["op"]["const"].as_str().expect("an op name"))
+        .collect();
+    assert_eq!(names, ["create_record", "update_record", "delete_record", "move_records"]);
+    let create = &operations[0];
+    assert_eq!(create["additionalProperties"], false);
+    let required: Vec<&str> =
+        create["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+    for field in ["op", "content", "time", "sources", "destination"] {
+        assert!(required.contains(&field), "create_record requires {field}: {create}");
+    }
+    let position = &create["properties"]["destination"]["properties"]["position"];
+    assert_eq!(position["enum"], json!(["start", "end", "before", "after"]), "{position}");
+    let actions = &schema["properties"]["changes"]["items"]["oneOf"];
+    assert_eq!(actions[0]["properties"]["action"]["const"], "write", "{actions}");
+    assert_eq!(actions[1]["properties"]["action"]["const"], "delete", "{actions}");
+    let role = &schema["properties"]["sources"]["items"]["properties"]["role"];
+    assert_eq!(role["enum"], json!(["user", "assistant", "system", "tool"]), "{role}");
+    let one_form: Vec<Value> = schema["oneOf"].as_array().expect("exactly one form").clone();
+    assert_eq!(one_form.len(), 3, "{schema}");
+    // No schema anywhere is `true`, `{}` or an item list without a type.
+    fn no_open_schema(value: &Value, at: &str) {
+        match value {
+            Value::Bool(true) => panic!("a `true` schema at {at}"),
+            Value::Object(object) => {
+                assert!(!object.is_empty(), "an empty schema at {at}");
+                if let Some(items) = object.get("items") {
+                    assert!(
+                        items.get("type").is_some() || items.get("oneOf").is_some(),
+                        "an untyped item schema at {at}: {items}"
+                    );
+                }
+                for (key, child) in object {
+                    if key != "const" && key != "enum" {
+                        no_open_schema(child, &format!("{at}/{key}"));
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    no_open_schema(item, &format!("{at}/{i}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    for tool in &tools {
+        no_open_schema(&Value::Object((*tool.input_schema).clone()), &tool.name);
+        let output = tool.output_schema.as_ref().expect("an output schema");
+        no_open_schema(&Value::Object((**output).clone()), &tool.name);
+    }
+}
+
+/// The tool definitions are sent to the model on every turn: together they stay within the
+/// stated budget (o200k tokens, counted as the core is).
+#[test]
+fn the_tool_definitions_fit_their_token_budget() {
+    let listed = serde_json::to_string(&tool_definitions()).expect("json");
+    let tokens = scriptorium_topics_format::tokens::count(&listed);
+    eprintln!("tools/list: {tokens} tokens of {TOOLS_TOKEN_BUDGET}");
+    assert!(tokens <= TOOLS_TOKEN_BUDGET, "{tokens} tokens > {TOOLS_TOKEN_BUDGET}: {listed}");
+    // The budget is a real bound, not a ceiling nobody gets near.
+    assert!(tokens * 2 > TOOLS_TOKEN_BUDGET, "{tokens} tokens: lower the budget");
 }

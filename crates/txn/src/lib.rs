@@ -193,8 +193,8 @@ mod workspace;
 pub use archive::{ArchiveExtension, ArchiveOutcome};
 pub use begin::{BeginOptions, Resolver};
 pub use change::{
-    ChangeForm, ChangeLimits, FileAction, FileChange, NewSource, UpdateContext, UpdateOutcome,
-    UpdateRequest,
+    ChangeForm, ChangeLimits, FileAction, FileChange, NewSource, Surface, UpdateContext,
+    UpdateOutcome, UpdateRequest,
 };
 pub use code::ErrorCode;
 pub use error::{Error, Result};

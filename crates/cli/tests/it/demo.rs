@@ -40,7 +40,7 @@ fn the_demo_imports_writes_pins_the_core_and_recalls() {
     let status = scriptorium(&home, &["status", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status json");
     assert_eq!(json["pending_turns"], 0, "{json}");
-    assert_eq!(json["writer"]["version"], 1, "{json}");
+    assert_eq!(json["writer"]["last_outcome"], "success", "{json}");
     // Again: idempotent (nothing new imported, nothing written, the core kept).
     let again = scriptorium(&home, &["demo", "--no-serve"]);
     let stdout = String::from_utf8_lossy(&again.stdout);

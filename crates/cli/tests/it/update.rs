@@ -67,7 +67,42 @@ fn whole_file_changes_install_and_report_the_result() {
     );
     assert_eq!(result["block_ids"].as_object().expect("map").len(), 1);
     let source = result["source_ids"]["new-source-garden"].as_str().expect("archived");
-    assert!(source.starts_with("claude-code/"), "{source}");
+    // Provenance: archived under the surface that added it, as the local owner's words.
+    assert!(source.starts_with("cli/"), "{source}");
+    let thread = source.split('/').nth(1).expect("a thread");
+    let archive = format!("sources/cli/_v2/{thread}.md");
+    let frames = fs::read_to_string(home.path().join("memory").join(&archive)).expect("archived");
+    assert!(frames.contains(&format!("<!-- source-id:{source} -->")), "{frames}");
+    assert!(frames.contains("<!-- speaker-id:owner%2Flocal -->"), "{frames}");
+    // What changed is what a user sees: the commit's files exactly (the topic, the archive and
+    // the derived views it rewrote, with the archive copied in beforehand, which the install
+    // adopted), never internal state.
+    let list = |key: &str| -> std::collections::BTreeSet<String> {
+        let values = result[key].as_array().expect("list").iter();
+        values.filter_map(serde_json::Value::as_str).map(str::to_owned).collect()
+    };
+    let changed = list("changed_files");
+    assert_eq!(
+        list("adopted"),
+        ["sources/openprogram/_v2/garden-2024.md".to_owned()].into(),
+        "{result}"
+    );
+    let show = std::process::Command::new("git")
+        .args(["-C", &home.path().join("memory").to_string_lossy()])
+        .args(["show", "--name-only", "--format=", "HEAD"])
+        .output()
+        .expect("git show");
+    let committed: std::collections::BTreeSet<String> =
+        String::from_utf8_lossy(&show.stdout).lines().map(str::to_owned).collect();
+    let shown: std::collections::BTreeSet<String> =
+        changed.union(&list("adopted")).cloned().collect();
+    assert_eq!(shown, committed, "{result}");
+    for path in
+        ["topics/garden.md", archive.as_str(), "timeline/2024/04/02.md", "recent_events.jsonl"]
+    {
+        assert!(changed.contains(path), "{path} in {result}");
+    }
+    assert!(!changed.iter().any(|p| p.starts_with(".scriptorium")), "{result}");
     let text = fs::read_to_string(home.path().join("memory/topics/garden.md")).expect("read");
     assert!(!text.contains("new-source-garden"), "the label became a link: {text}");
     assert_ne!(result["revision"], base.as_str());

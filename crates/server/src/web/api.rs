@@ -14,11 +14,11 @@ use axum::{Json, Router};
 use scriptorium_backend::LocalBackend;
 use scriptorium_backend::edit::{EditFailure, EditOptions};
 use scriptorium_backend::engine::{
-    FsSources, LockTimeout, Revision, TxnError, UpdateContext, UpdateRequest, Workspace,
+    FsSources, LockTimeout, Revision, Surface, TxnError, UpdateContext, UpdateRequest, Workspace,
     read_topics, writable_path,
 };
 use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
-use scriptorium_backend::summary::{update_result, workspace_status};
+use scriptorium_backend::summary::{changed_files, update_result};
 use scriptorium_backend::wire::Code;
 use scriptorium_search::MAX_TOP_K;
 use scriptorium_topics_format::source::ArchiveResolver;
@@ -173,9 +173,9 @@ fn too_long(root: &Path, param: &str) -> Option<String> {
     })
 }
 
-/// The update context of the owner's own page.
+/// The update context of the owner's own page: sources are archived under the provider `web`.
 fn owner_context() -> UpdateContext {
-    UpdateContext::owner(CHANGES_ORIGIN)
+    UpdateContext::owner(Surface::Web, CHANGES_ORIGIN)
 }
 
 // ---- status, refs, search ----
@@ -196,21 +196,11 @@ async fn status(State(state): State<AppState>, Query(query): Query<StatusQuery>)
                 let root = memory.workspace().root().display().to_string();
                 return Ok(Json(json!({ "workspace_path": root, "embedding_available": false })));
             }
-            let status = workspace_status(memory).map_err(|e| ApiError::internal(e.to_string()))?;
-            let mut value =
+            // The one status computation of every face (`scriptorium status --json` and the MCP
+            // tool `memory_status` answer the same JSON).
+            let status = backend.memory_status().map_err(|e| ApiError::internal(e.to_string()))?;
+            let value =
                 serde_json::to_value(status).map_err(|e| ApiError::internal(e.to_string()))?;
-            let writer = backend.status();
-            let mut writer_json = match writer.writer {
-                Value::Object(map) => map,
-                _ => serde_json::Map::new(),
-            };
-            writer_json.insert("pending_turns".into(), json!(writer.pending_turns));
-            writer_json.insert("model".into(), json!(writer.model));
-            if let Some(map) = value.as_object_mut() {
-                let root = memory.workspace().root().display().to_string();
-                map.insert("workspace_path".into(), root.into());
-                map.insert("writer".into(), Value::Object(writer_json));
-            }
             Ok(Json(value))
         })
         .await
@@ -360,7 +350,6 @@ async fn note(State(state): State<AppState>, body: Result<Bytes, BytesRejection>
     }
     state
         .blocking(move |_, backend| {
-            use scriptorium_backend::edit::NoteOutcome;
             let note = scriptorium_backend::edit::Note {
                 text: body.text,
                 core: body.core,
@@ -368,15 +357,13 @@ async fn note(State(state): State<AppState>, body: Result<Bytes, BytesRejection>
                 time: body.time.filter(|t| !t.trim().is_empty()),
             };
             let memory = backend.memory();
+            let context = UpdateContext::owner(Surface::Web, NOTE_ORIGIN);
             let outcome = memory
-                .note(&note, NOTE_ORIGIN, scriptorium_backend::memory::wall_clock())
+                .note(&note, context, scriptorium_backend::memory::wall_clock())
                 .map_err(txn)?;
-            Ok(Json(match outcome {
-                NoteOutcome::Noted(outcome) => update_result(&outcome),
-                NoteOutcome::AlreadyNoted { topic_path, block_id } => {
-                    scriptorium_backend::edit::already_noted(&topic_path, &block_id)
-                }
-            }))
+            serde_json::to_value(outcome.result())
+                .map(Json)
+                .map_err(|e| ApiError::internal(e.to_string()))
         })
         .await
 }
@@ -652,7 +639,7 @@ fn edit(
         "ok": true,
         "noop": false,
         "revision": installed.revision.as_str(),
-        "changed_files": installed.changed_files,
+        "changed_files": changed_files(&installed),
         "git_committed": after.git_commit.is_some(),
     });
     if let (Some(err), Some(map)) = (&after.git_error, answer.as_object_mut()) {

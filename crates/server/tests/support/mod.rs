@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
+use scriptorium_backend::engine::{Surface, UpdateContext, UpdateRequest};
 use scriptorium_backend::memory::MemoryWorkspace;
 
 /// The topic the fixture installs (its label is replaced by the archived source ID).
@@ -15,7 +15,7 @@ pub(crate) const TOPIC_PATH: &str = "topics/garden.md";
 
 /// The local owner's update context, as the CLI and the MCP server build it.
 pub(crate) fn owner_context() -> UpdateContext {
-    UpdateContext::owner("owner-test/fixture")
+    UpdateContext::owner(Surface::Cli, "owner-test/fixture")
 }
 
 /// Creates a workspace at `<dir>/memory` with [`TOPIC`] installed and returns its root. The

@@ -10,9 +10,65 @@ use super::unicode::is_printable;
 /// The line that opens every v2 archive file.
 pub const V2_MARKER: &str = "<!-- openprogram-source-archive:v2 -->";
 
-/// The provider of sources created through `memory_update` / the REST `sources` field
-/// (a historical constant; see `docs/format.md#change-api-source-ids`).
+/// The provider of sources created through the change API by a caller that names no surface:
+/// the Python implementation's (a historical constant; see
+/// `docs/format.md#change-api-source-ids`). Our own surfaces archive under
+/// [`Surface::provider`].
 pub const API_SOURCE_PROVIDER: &str = "claude-code";
+
+/// The surface through which a record was added (see `docs/format.md#provenance`): the CLI,
+/// the MCP server, the web UI and its REST API, an agent's hook, the session writer, or an
+/// import of transcripts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Surface {
+    /// `scriptorium update`, `scriptorium note`.
+    Cli,
+    /// The MCP tools `memory_update`, `memory_note`.
+    Mcp,
+    /// The web UI and its REST API.
+    Web,
+    /// An agent's command hook.
+    Hook,
+    /// The session writer.
+    Writer,
+    /// `scriptorium import`.
+    Import,
+}
+
+impl Surface {
+    /// Every surface.
+    pub const ALL: [Surface; 6] =
+        [Surface::Cli, Surface::Mcp, Surface::Web, Surface::Hook, Surface::Writer, Surface::Import];
+
+    /// `cli`, `mcp`, `web`, `hook`, `writer` or `import`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Cli => "cli",
+            Surface::Mcp => "mcp",
+            Surface::Web => "web",
+            Surface::Hook => "hook",
+            Surface::Writer => "writer",
+            Surface::Import => "import",
+        }
+    }
+
+    /// The provider of the change-API sources this surface archives: its name (`sources/mcp/_v2/…`
+    /// for a source added through MCP).
+    pub fn provider(self) -> &'static str {
+        self.as_str()
+    }
+
+    /// The surface whose change-API provider `provider` is, if any.
+    pub fn of_provider(provider: &str) -> Option<Surface> {
+        Surface::ALL.into_iter().find(|surface| surface.provider() == provider)
+    }
+}
+
+impl fmt::Display for Surface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The provider and thread of the source minted when a legacy root `core.md` is migrated.
 pub const MIGRATION_PROVIDER: &str = "openprogram-migration";
@@ -350,10 +406,22 @@ pub struct ApiSource {
 }
 
 /// The source IDs of a batch of API-supplied sources (see `docs/format.md#change-api-source-ids`),
-/// in input order: provider `claude-code`, thread = sha256(seed + `\n` + the items joined by `\n`,
-/// each `role␟content␟observed`)\[:16\], message *i* (from 1) =
-/// sha256(`seed␟thread␟i␟role␟content␟observed`)\[:16\]. Empty input → no IDs.
+/// in input order, under the Python implementation's provider `claude-code`
+/// ([`api_source_ids_under`] names another).
 pub fn api_source_ids(provenance: &ApiProvenance, sources: &[ApiSource]) -> Vec<SourceId> {
+    api_source_ids_under(API_SOURCE_PROVIDER, provenance, sources)
+}
+
+/// The source IDs of a batch of API-supplied sources under `provider`, in input order: thread = sha256(seed + `\n` + the items joined by `\n`,
+/// each `role␟content␟observed`)\[:16\], message *i* (from 1) =
+/// sha256(`seed␟thread␟i␟role␟content␟observed`)\[:16\]. Empty input → no IDs. The provider is
+/// not part of the hashes: the same request gives the same thread and messages under any
+/// provider.
+pub fn api_source_ids_under(
+    provider: &str,
+    provenance: &ApiProvenance,
+    sources: &[ApiSource],
+) -> Vec<SourceId> {
     if sources.is_empty() {
         return Vec::new();
     }
@@ -379,7 +447,7 @@ pub fn api_source_ids(provenance: &ApiProvenance, sources: &[ApiSource]) -> Vec<
                 content = item.content,
                 observed = item.observed_at.as_deref().unwrap_or(""),
             );
-            hex_source_id(API_SOURCE_PROVIDER, &thread, &sha256_hex(seed.as_bytes(), 16))
+            hex_source_id(provider, &thread, &sha256_hex(seed.as_bytes(), 16))
         })
         .collect()
 }
@@ -607,6 +675,21 @@ mod tests {
         let mut renamed = provenance.clone();
         renamed.speaker_kind = "human".into();
         assert_ne!(api_source_ids(&renamed, &sources), ids);
+        // A surface's provider changes the provider only.
+        let mcp = api_source_ids_under(Surface::Mcp.provider(), &provenance, &sources);
+        assert_eq!(mcp[0].as_str(), "mcp/b62acadceac7d78a/7b24b1c84d3a4a1a");
+        assert_eq!(mcp[1].message(), ids[1].message());
+    }
+
+    #[test]
+    fn surfaces_name_their_providers() {
+        let names: Vec<&str> = Surface::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names, ["cli", "mcp", "web", "hook", "writer", "import"]);
+        for surface in Surface::ALL {
+            assert_eq!(Surface::of_provider(surface.provider()), Some(surface));
+        }
+        assert_eq!(Surface::of_provider(API_SOURCE_PROVIDER), None);
+        assert_eq!(Surface::of_provider("openprogram"), None);
     }
 
     #[test]

@@ -43,6 +43,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use scriptorium_topics_format::source::SourceId;
 use scriptorium_topics_format::source::id::ApiProvenance;
+pub use scriptorium_topics_format::source::id::Surface;
 use serde::Deserialize;
 
 use crate::begin::BeginOptions;
@@ -127,13 +128,17 @@ pub struct UpdateContext {
     /// Paired writers: every changed file must keep its old bytes as a prefix
     /// (`APPEND_ONLY_REQUIRED` otherwise).
     pub append_only: bool,
+    /// The surface the change comes through: new sources are archived under its provider
+    /// (`sources/mcp/_v2/…`, see `docs/format.md#provenance`); `None` keeps the Python
+    /// implementation's `claude-code`.
+    pub surface: Option<Surface>,
 }
 
 impl UpdateContext {
-    /// The workspace owner at a local surface (CLI, web UI, MCP): sources they declare are
-    /// archived with the local owner's authority and `origin_id` (e.g. `owner-cli/update`),
-    /// never with identity fields from the payload; not append-only.
-    pub fn owner(origin_id: &str) -> UpdateContext {
+    /// The workspace owner at a local `surface` (CLI, web UI, MCP): sources they declare are
+    /// archived under the surface's provider with the local owner's authority and `origin_id`
+    /// (e.g. `owner-cli/update`), never with identity fields from the payload; not append-only.
+    pub fn owner(surface: Surface, origin_id: &str) -> UpdateContext {
         UpdateContext {
             provenance: Some(ApiProvenance {
                 principal_id: "owner/local".into(),
@@ -144,6 +149,7 @@ impl UpdateContext {
             }),
             speaker_display: Some("Owner".into()),
             append_only: false,
+            surface: Some(surface),
         }
     }
 }
@@ -283,7 +289,12 @@ impl Workspace {
         let (archive, source_ids) = if req.sources.is_empty() {
             (Vec::new(), BTreeMap::new())
         } else {
-            sources::records(&req.sources, ctx.provenance.as_ref(), ctx.speaker_display.as_deref())?
+            sources::records(
+                &req.sources,
+                ctx.provenance.as_ref(),
+                ctx.speaker_display.as_deref(),
+                ctx.surface,
+            )?
         };
         let labels = sources::Labels::new(&source_ids);
         let form = substitute(req.form, &labels)?;

@@ -6,8 +6,10 @@
 //!
 //! - Identity comes only from [`super::UpdateContext`], never from the payload: an item with any
 //!   other field (`principal_id`, `speaker_id`, …) is refused as an unknown field.
-//! - The IDs are [`api_source_ids`] of the provenance and the items, so a retry with the same
-//!   inputs mints the same IDs and re-archiving them writes nothing.
+//! - The IDs are [`api_source_ids_under`] of the provenance and the items, so a retry with the
+//!   same inputs mints the same IDs and re-archiving them writes nothing. The provider names the
+//!   caller's surface (`mcp`, `web`, `cli`; see `docs/format.md#provenance`), or is the Python
+//!   implementation's `claude-code` for a caller that names none.
 //! - Labels: every maximal `new-source-[a-z0-9-]+` token of a substituted text must be a
 //!   declared label (`MISSING_SOURCE` otherwise); the labels are then replaced longest first.
 //!
@@ -29,7 +31,7 @@ use crate::change::ChangeLimits;
 use crate::code::ErrorCode;
 use crate::error::Result;
 use scriptorium_topics_format::source::id::{
-    API_SOURCE_PROVIDER, ApiProvenance, ApiSource, api_source_ids,
+    API_SOURCE_PROVIDER, ApiProvenance, ApiSource, Surface, api_source_ids_under,
 };
 use scriptorium_topics_format::source::{ArchiveRecord, AuthorityTier, TrustState};
 
@@ -109,12 +111,13 @@ fn is_label_byte(b: u8) -> bool {
 
 /// The archive records of `sources` and their label → source ID map, under `provenance`
 /// (`WRITER_PRECONDITION_FAILED` when it is missing or incomplete: an empty field or a tier
-/// other than `owner` / `paired`). Records are trusted, provider [`API_SOURCE_PROVIDER`],
-/// ordinal = position from 1.
+/// other than `owner` / `paired`). Records are trusted, provider the `surface`'s (or
+/// [`API_SOURCE_PROVIDER`] without one), ordinal = position from 1.
 pub(crate) fn records(
     sources: &[NewSource],
     provenance: Option<&ApiProvenance>,
     speaker_display: Option<&str>,
+    surface: Option<Surface>,
 ) -> Result<(Vec<ArchiveRecord>, BTreeMap<String, String>)> {
     let provenance = provenance.ok_or_else(no_authority)?;
     let fields = [
@@ -139,12 +142,13 @@ pub(crate) fn records(
             observed_at: s.observed_at.clone(),
         })
         .collect();
-    let ids = api_source_ids(provenance, &items);
+    let provider = surface.map_or(API_SOURCE_PROVIDER, Surface::provider);
+    let ids = api_source_ids_under(provider, provenance, &items);
     let mut records = Vec::with_capacity(ids.len());
     let mut map = BTreeMap::new();
     for ((ordinal, source), id) in (1u64..).zip(sources).zip(ids) {
         let mut record = ArchiveRecord::new(
-            API_SOURCE_PROVIDER,
+            provider,
             id.thread(),
             id.message(),
             ordinal,
