@@ -870,7 +870,11 @@ async fn topic_edits_are_compare_and_set_and_validated() {
         server.call(Method::PUT, uri, Some(json!({"content": new, "base_revision": base}))).await;
     assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
     assert_eq!(saved.body["ok"], true);
-    assert_eq!(saved.body["changed_files"], json!(["topics/projects/budget.md"]));
+    // What a user sees changed: the topic and the derived views the commit rewrote.
+    assert_eq!(
+        saved.body["changed_files"],
+        json!(["recent_events.jsonl", "timeline/2024/03/15.md", "topics/projects/budget.md"])
+    );
     assert_ne!(saved.body["revision"], base.as_str());
     let reread = server.get(uri).await;
     assert!(reread.body["content"].as_str().is_some_and(|c| c.contains("Flask and SQLite")));
@@ -942,7 +946,15 @@ async fn topic_deletes_are_compare_and_set() {
     let base = server.revision().await;
     let deleted = server.call(Method::DELETE, &format!("{uri}?base_revision={base}"), None).await;
     assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.body);
-    assert_eq!(deleted.body["changed_files"], json!(["topics/projects/budget.md"]));
+    assert_eq!(
+        deleted.body["changed_files"],
+        json!([
+            "recent_events.jsonl",
+            "relations.json",
+            "timeline/2024/03/15.md",
+            "topics/projects/budget.md"
+        ])
+    );
     assert_eq!(server.get(uri).await.status, StatusCode::NOT_FOUND);
     let base = server.revision().await;
     let again = server.call(Method::DELETE, &format!("{uri}?base_revision={base}"), None).await;
