@@ -149,7 +149,13 @@ fn a_change_that_takes_in_an_outside_edit_says_so() {
     let base = base.as_str().expect("revision");
     let args = ["update", "--base", base, "--changes", file.to_str().expect("utf-8"), "--json"];
     let result = json(&scriptorium(home.path(), &args));
-    assert_eq!(result["changed_files"], serde_json::json!([]), "{result}");
+    // The request changed no topic itself; the views the adopted edit moved are listed, since
+    // the commit changed them.
+    assert_eq!(
+        result["changed_files"],
+        serde_json::json!(["recent_events.jsonl", "timeline/2024/04/02.md"]),
+        "{result}"
+    );
     assert_eq!(result["adopted"], serde_json::json!(["topics/garden.md"]), "{result}");
     assert_eq!(result["noop"], false, "{result}");
     let shown = git(&memory, &["show", "--stat", "--format=", "HEAD"]);
