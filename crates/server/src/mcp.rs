@@ -8,7 +8,7 @@
 //! (`CONCURRENT_UPDATE`, `INVALID_ARGUMENT`, …). Tool arguments are therefore taken as a JSON
 //! object and checked here; the advertised input schemas come from the argument types, and every
 //! tool declares an output schema that its `structuredContent` matches (its text content stays,
-//! for clients that read only text). The schemas and their token budget: [`schema`].
+//! for clients that read only text). The schemas and their token budget: `mcp/schema.rs`.
 //!
 //! The workspace is opened once per server (it holds the search index writer) and never
 //! created: while there is no workspace at the memory root, every tool answers

@@ -55,32 +55,7 @@ impl Workspace {
         recover(self.fs(), self.layout(), self.inner.ids.as_ref())?;
         let plan = self.plan_archive(records)?;
         let current = self.current()?;
-        if plan.writes.is_empty() {
-            return Ok(ArchiveOutcome {
-                source_ids: plan.source_ids,
-                changed_files: Vec::new(),
-                previous_revision: current.revision.clone(),
-                revision: current.revision,
-            });
-        }
-        self.append_planned(&plan.writes, &current)?;
-        let changed_files: Vec<String> = plan.writes.into_iter().map(|w| w.rel_path).collect();
-        let revision = self.current()?.revision;
-        let event = ArchiveEvent {
-            root: &self.layout().root,
-            changed_files: &changed_files,
-            previous_revision: &current.revision,
-            revision: &revision,
-        };
-        for observer in &self.inner.observers {
-            observer.archived(&event);
-        }
-        Ok(ArchiveOutcome {
-            source_ids: plan.source_ids,
-            changed_files,
-            revision,
-            previous_revision: current.revision,
-        })
+        self.write_and_announce(plan.writes, current, plan.source_ids)
     }
 
     /// Plans the append of `records` against the live `sources/` (every record checked, every
@@ -239,9 +214,19 @@ impl Workspace {
                 });
             }
         }
+        self.write_and_announce(writes, current, Vec::new())
+    }
+
+    /// Writes `writes` (nothing when empty) and tells the observers which files changed.
+    fn write_and_announce(
+        &self,
+        writes: Vec<PlannedWrite>,
+        current: Current,
+        source_ids: Vec<String>,
+    ) -> Result<ArchiveOutcome> {
         if writes.is_empty() {
             return Ok(ArchiveOutcome {
-                source_ids: Vec::new(),
+                source_ids,
                 changed_files: Vec::new(),
                 previous_revision: current.revision.clone(),
                 revision: current.revision,
@@ -260,7 +245,7 @@ impl Workspace {
             observer.archived(&event);
         }
         Ok(ArchiveOutcome {
-            source_ids: Vec::new(),
+            source_ids,
             changed_files,
             revision,
             previous_revision: current.revision,

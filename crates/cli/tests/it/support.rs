@@ -114,3 +114,30 @@ pub(crate) fn scriptorium(home: &Path, args: &[&str]) -> Output {
         .output()
         .expect("the scriptorium binary runs")
 }
+
+/// Appends session `s` to `home`'s embedded store: `texts` as alternating user (Dana) and
+/// assistant turns, a minute apart from 2024-03-15 09:00 UTC.
+pub(crate) fn append_session(home: &Path, texts: &[&str]) {
+    use scriptorium_session_dag::{
+        EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Speaker, Timestamp,
+    };
+    let store = EmbeddedStore::open(home.join("sessions")).expect("store");
+    let mut parent: Option<NodeId> = None;
+    for (i, text) in texts.iter().enumerate() {
+        let id = NodeId(format!("m{i}"));
+        let user = i % 2 == 0;
+        let node = Node {
+            id: id.clone(),
+            parent: parent.clone(),
+            role: if user { Role::User } else { Role::Assistant },
+            kind: NodeKind::Message,
+            speaker: user.then(|| Speaker { id: "owner/local".into(), display: "Dana".into() }),
+            content: (*text).to_owned(),
+            created_at: Timestamp(1_710_493_200_000 + 60_000 * i as i64),
+            metadata: std::collections::BTreeMap::new(),
+            rewound: false,
+        };
+        store.append(&SessionId("s".into()), node).expect("append");
+        parent = Some(id);
+    }
+}

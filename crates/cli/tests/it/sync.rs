@@ -6,7 +6,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::support::{git, scriptorium};
+use crate::support::{append_session, git, scriptorium};
 
 /// A bare remote and `n` initialized homes.
 struct Cluster {
@@ -296,33 +296,9 @@ fn four_processes_syncing_in_a_loop_lose_no_update() {
     }
 }
 
-/// The same four-turn session `s` in `home`'s embedded store.
+/// The same two-turn session `s` in `home`'s embedded store.
 fn import_session(home: &Path) {
-    use std::collections::BTreeMap;
-
-    use scriptorium_session_dag::{
-        EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Speaker, Timestamp,
-    };
-    let store = EmbeddedStore::open(home.join("sessions")).expect("store");
-    let texts = ["I'm Dana. I moved to Lisbon in June.", "Welcome to Lisbon, Dana."];
-    let mut parent: Option<NodeId> = None;
-    for (i, text) in texts.iter().enumerate() {
-        let id = NodeId(format!("m{i}"));
-        let user = i % 2 == 0;
-        let node = Node {
-            id: id.clone(),
-            parent: parent.clone(),
-            role: if user { Role::User } else { Role::Assistant },
-            kind: NodeKind::Message,
-            speaker: user.then(|| Speaker { id: "owner/local".into(), display: "Dana".into() }),
-            content: (*text).to_owned(),
-            created_at: Timestamp(1_710_493_200_000 + 60_000 * i as i64),
-            metadata: BTreeMap::new(),
-            rewound: false,
-        };
-        store.append(&SessionId("s".into()), node).expect("append");
-        parent = Some(id);
-    }
+    append_session(home, &["I'm Dana. I moved to Lisbon in June.", "Welcome to Lisbon, Dana."]);
 }
 
 #[test]

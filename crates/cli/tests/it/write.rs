@@ -1,45 +1,25 @@
 //! `scriptorium write` and `scriptorium sleep` through the binary: the journal writer (no
 //! model), the scripted model, exit codes and `--json`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use scriptorium_session_dag::{
-    EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Speaker, Timestamp,
-};
 use serde_json::Value;
 
-use crate::support::scriptorium;
+use crate::support::{append_session, scriptorium};
 
 /// A home with a workspace and one session `s` of four turns on 2024-03-15.
 fn home_with_session(home: &Path) {
     let out = scriptorium(home, &["init"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let store = EmbeddedStore::open(home.join("sessions")).expect("store");
-    let texts = [
-        "I'm Dana. I moved to Lisbon in June.",
-        "Welcome to Lisbon, Dana.",
-        "Please remember that I prefer tea over coffee.",
-        "Noted: tea.",
-    ];
-    let mut parent: Option<NodeId> = None;
-    for (i, text) in texts.iter().enumerate() {
-        let id = NodeId(format!("m{i}"));
-        let user = i % 2 == 0;
-        let node = Node {
-            id: id.clone(),
-            parent: parent.clone(),
-            role: if user { Role::User } else { Role::Assistant },
-            kind: NodeKind::Message,
-            speaker: user.then(|| Speaker { id: "owner/local".into(), display: "Dana".into() }),
-            content: (*text).to_owned(),
-            created_at: Timestamp(1_710_493_200_000 + 60_000 * i as i64),
-            metadata: BTreeMap::new(),
-            rewound: false,
-        };
-        store.append(&SessionId("s".into()), node).expect("append");
-        parent = Some(id);
-    }
+    append_session(
+        home,
+        &[
+            "I'm Dana. I moved to Lisbon in June.",
+            "Welcome to Lisbon, Dana.",
+            "Please remember that I prefer tea over coffee.",
+            "Noted: tea.",
+        ],
+    );
 }
 
 #[test]
