@@ -333,6 +333,8 @@ async def exercise(server, root, word, topic, summary):
             link = next((part.split(")")[0] for part in notes.split("](")[1:]
                          if "#source-" in part.split(")")[0]), None)
             check(link is not None, f"the note cites its record: {notes}")
+            check(link.split("sources/", 1)[-1].startswith("mcp/_v2/"),
+                  f"the record is archived under the surface that added it: {link}")
             record = ok_text(await tools.call("memory_get", {"path": link}),
                              "memory_get of a citation")
             check("wheelbarrow is green" in record and "turn 1 of" in record,
