@@ -192,23 +192,56 @@ fn recall() -> anyhow::Result<()> {
 
 /// The version range of the official MCP Python SDK the MCP test drives the server with.
 const MCP_SDK: &str = "mcp>=2.3,<3";
+/// The version range of `jsonschema`, which the MCP test validates every declared schema and
+/// every structured result with.
+const JSONSCHEMA: &str = "jsonschema>=4.23,<5";
 
-/// The interpreter of `target/mcp-venv` (the MCP test's real client), created with the MCP
-/// Python SDK from PyPI when missing.
+/// The interpreter of `target/mcp-venv` (the MCP test's real client), with the MCP Python SDK
+/// and `jsonschema` from PyPI. The venv is (re)installed when a pinned package is missing or
+/// outside its range, so changing a pin here updates an existing venv.
 fn mcp_python(root: &Path) -> anyhow::Result<PathBuf> {
     let venv = root.join("target/mcp-venv");
     let python = venv.join("bin/python");
-    if python.is_file() {
+    let pins = [MCP_SDK, JSONSCHEMA];
+    if python.is_file() && pins_satisfied(&python, &pins) {
         return Ok(python);
     }
-    let mut create = Command::new("python3");
-    create.arg("-m").arg("venv").arg(&venv);
-    run_step("python3 -m venv target/mcp-venv (the MCP test client)", create)?;
+    if !python.is_file() {
+        let mut create = Command::new("python3");
+        create.arg("-m").arg("venv").arg(&venv);
+        run_step("python3 -m venv target/mcp-venv (the MCP test client)", create)?;
+    }
     let mut install = Command::new(venv.join("bin/pip"));
-    install.args(["install", "--quiet", MCP_SDK]);
-    run_step("pip install the MCP Python SDK", install)
-        .context("the MCP test needs the official Python SDK from PyPI")?;
+    install.args(["install", "--quiet"]).args(pins);
+    run_step("pip install the MCP Python SDK and jsonschema", install)
+        .context("the MCP test needs the official Python SDK and jsonschema from PyPI")?;
     Ok(python)
+}
+
+/// Whether the interpreter has every pinned requirement (`name>=a,<b`) within its range, asked
+/// of the venv's own `importlib.metadata` and `packaging` (pip's copy when it has no other).
+fn pins_satisfied(python: &Path, pins: &[&str]) -> bool {
+    const CHECK: &str = r#"
+import sys
+from importlib.metadata import version, PackageNotFoundError
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+try:
+    ok = all(Requirement(r).specifier.contains(version(Requirement(r).name)) for r in sys.argv[1:])
+except (PackageNotFoundError, ImportError):
+    ok = False
+sys.exit(0 if ok else 1)
+"#;
+    Command::new(python)
+        .arg("-c")
+        .arg(CHECK)
+        .args(pins)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// The browser test's Node dependencies (`playwright-core`, pinned by its lock file), installed

@@ -195,6 +195,9 @@ impl Inner {
         if args.query.trim().is_empty() {
             return Err(invalid("query must not be empty"));
         }
+        if args.top_k.is_some_and(|k| !(1..=MAX_TOP_K).contains(&k)) {
+            return Err(invalid(format!("top_k must be 1 to {MAX_TOP_K}")));
+        }
         let memory = self.memory()?;
         let mut query = Query::new(args.query);
         query.top_k = args.top_k.unwrap_or(DEFAULT_SEARCH_TOP_K).clamp(1, MAX_TOP_K);
@@ -268,8 +271,11 @@ impl Inner {
     }
 
     fn get(&self, args: GetArgs) -> Result<Reply, ToolError> {
-        if args.limit == Some(0) {
-            return Err(invalid("limit must be 1 to 400"));
+        if args.path.trim().is_empty() {
+            return Err(invalid("path must not be empty"));
+        }
+        if args.limit.is_some_and(|l| !(1..=inspect::MAX_READ_LINES).contains(&l)) {
+            return Err(invalid(format!("limit must be 1 to {}", inspect::MAX_READ_LINES)));
         }
         let memory = self.memory()?;
         let heading = given(args.heading);

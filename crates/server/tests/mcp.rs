@@ -1,9 +1,12 @@
 //! The MCP server driven by a real client: the official Python SDK (`tests/mcp/client.py`) spawns
 //! the `mcp_stdio` example over stdio against a workspace holding one topic, and checks every
-//! `memory_*` tool end to end (see the script's docstring for the sequence).
+//! `memory_*` tool end to end as a model meets them: the declared schemas are valid JSON Schemas
+//! (`jsonschema`), every call is valid by its input schema and every answer by its output
+//! schema, and arguments a schema rejects are refused with `INVALID_ARGUMENT` (see the script's
+//! docstring for the sequence).
 //!
-//! The interpreter is `$SCRIPTORIUM_MCP_PYTHON`, else `<repo>/target/mcp-venv/bin/python` (create
-//! it with `python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp`). Without
+//! The interpreter is `$SCRIPTORIUM_MCP_PYTHON`, else `<repo>/target/mcp-venv/bin/python`, which
+//! `cargo xtask ci` creates with the pinned `mcp` and `jsonschema` packages. Without
 //! one the trial is reported as ignored (not run), never as passed; with
 //! `SCRIPTORIUM_REQUIRE_MCP=1` it fails.
 //!
@@ -95,6 +98,13 @@ fn drive(python: &Path) -> Result<(), Failed> {
     if summary["ok"] != true || summary["revision_after"] == summary["revision_before"] {
         return Err(fail(format!("unexpected summary: {summary}")));
     }
+    // Every tool was refused something its schema rejects, and a record's speaker was a name.
+    let refused = summary["invalid_calls_refused"].as_u64().unwrap_or(0);
+    let speakers = summary["speakers"].as_array().map_or(0, Vec::len);
+    if refused < 7 || speakers == 0 {
+        return Err(fail(format!("the client checked too little: {summary}")));
+    }
+    eprintln!("MCP client summary: {summary}");
     Ok(())
 }
 
@@ -105,7 +115,8 @@ fn trial() -> Trial {
         None => {
             let missing = format!(
                 "no Python with the `mcp` SDK: set {PYTHON_ENV} or create {} \
-                 (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)",
+                 (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install \
+                 'mcp>=2.3,<3' 'jsonschema>=4.23,<5')",
                 default_python().display()
             );
             let required = std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1");

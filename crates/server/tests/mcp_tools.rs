@@ -207,6 +207,22 @@ async fn bad_argument_shapes_are_tool_errors_not_protocol_errors() {
     assert_eq!(refusal(&tools.memory_search(args(json!({}))).await)["code"], "INVALID_ARGUMENT");
     let error = refusal(&tools.memory_get(args(json!({ "path": "x", "extra": 1 }))).await);
     assert_eq!(error["code"], "INVALID_ARGUMENT");
+    // Out of the declared ranges: refused, never clamped into something else.
+    for (top_k, message) in [(0, "top_k must be 1 to 10"), (11, "top_k must be 1 to 10")] {
+        let error =
+            refusal(&tools.memory_search(args(json!({ "query": "x", "top_k": top_k }))).await);
+        assert_eq!(
+            (error["code"].as_str(), error["message"].as_str()),
+            (Some("INVALID_ARGUMENT"), Some(message))
+        );
+    }
+    for limit in [0, 401] {
+        let error =
+            refusal(&tools.memory_get(args(json!({ "path": "core.md", "limit": limit }))).await);
+        assert_eq!(error["message"], "limit must be 1 to 400", "{error}");
+    }
+    let error = refusal(&tools.memory_get(args(json!({ "path": " " }))).await);
+    assert_eq!(error["message"], "path must not be empty", "{error}");
 }
 
 #[tokio::test]

@@ -1407,6 +1407,8 @@ async fn a_note_is_archived_and_cited_and_a_bad_one_changes_nothing() {
     assert_eq!(done.body["ok"], true, "{}", done.body);
     let notes = std::fs::read_to_string(server.memory().join("topics/notes.md")).expect("notes");
     assert!(notes.contains("Dana keeps two hives.[^e-"), "{notes}");
+    // Provenance: archived under the surface that added it, as the owner's record.
+    assert!(notes.contains("](../sources/web/_v2/"), "{notes}");
     let pinned = server
         .call(Method::POST, "/api/memory/notes", Some(json!({"text": "Use metric.", "core": true})))
         .await;
