@@ -629,9 +629,7 @@ fn open_history(workspace: &Workspace, lock: LockTimeout) -> Result<History, His
     let root = workspace.root();
     // Nothing to repair: no lock needed (opening never waits for another process's install).
     let installed = workspace.installed_txn_id().map_err(|e| failed(&e))?;
-    if !installed.is_empty()
-        && let Some(history) = History::settled(root, &installed)
-    {
+    if let Some(history) = History::settled(root, &installed) {
         return Ok(history);
     }
     let repair = || -> Result<History, String> {

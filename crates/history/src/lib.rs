@@ -223,7 +223,8 @@ impl History {
     /// The history at `root` when it needs no repair for `installed_txn_id`: the repository
     /// exists, `.git/info/exclude` holds [`EXCLUDES`], no lock file a killed committer could
     /// have left is present, `HEAD` names the installed transaction and `.git/index` is not
-    /// older than the branch. Reads only (but for writing the settled marker when it had to read
+    /// older than the branch (with nothing installed yet, an empty `installed_txn_id`: `HEAD`
+    /// holds a commit). Reads only (but for writing the settled marker when it had to read
     /// `HEAD`'s commit to know); `None` means: repair under the workspace lock
     /// ([`History::open_or_init`], [`History::remove_stale_locks`], [`History::catch_up`]).
     pub fn settled(root: impl AsRef<Path>, installed_txn_id: &str) -> Option<History> {
@@ -235,6 +236,15 @@ impl History {
         }
         if history.lock_files().iter().any(|path| path.exists()) {
             return None;
+        }
+        if installed_txn_id.is_empty() {
+            // Nothing installed yet (a workspace another program wrote): there is nothing to
+            // catch up, so the history is settled once `HEAD` holds a commit.
+            if history.loose_head().is_some() {
+                return Some(history);
+            }
+            let has_commit = history.open().ok()?.head().ok()?.is_some();
+            return has_commit.then_some(history);
         }
         if history.settled_by_marker(installed_txn_id) {
             return Some(history);
@@ -257,22 +267,31 @@ impl History {
     /// reads `HEAD`'s commit instead.
     fn settled_by_marker(&self, installed_txn_id: &str) -> bool {
         let git = self.root.join(".git");
-        let Ok(head) = std::fs::read_to_string(git.join("HEAD")) else { return false };
-        let Some(branch) = head.strip_prefix("ref: ").map(str::trim_end) else { return false };
-        if !branch.starts_with("refs/heads/")
-            || branch.split('/').any(|c| c == ".." || c.is_empty())
-        {
-            return false;
-        }
-        let reference = git.join(branch);
-        let Ok(commit) = std::fs::read_to_string(&reference) else { return false };
-        let Ok(commit) = ObjectId::from_hex(commit.trim_end().as_bytes()) else { return false };
+        let Some((reference, commit)) = self.loose_head() else { return false };
         let Some((txn, settled)) = read_settled(&self.root) else { return false };
         if txn != installed_txn_id || settled != commit {
             return false;
         }
         let mtime = |path: &Path| std::fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
         matches!((mtime(&git.join("index")), mtime(&reference)), (Some(index), Some(branch)) if index >= branch)
+    }
+
+    /// `HEAD`'s branch file and the commit it names, read without opening the repository, when
+    /// `HEAD` is a loose branch under `refs/heads/` (`None` for anything else: detached, packed,
+    /// unborn or unreadable).
+    fn loose_head(&self) -> Option<(PathBuf, ObjectId)> {
+        let git = self.root.join(".git");
+        let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
+        let branch = head.strip_prefix("ref: ").map(str::trim_end)?;
+        if !branch.starts_with("refs/heads/")
+            || branch.split('/').any(|c| c == ".." || c.is_empty())
+        {
+            return None;
+        }
+        let reference = git.join(branch);
+        let commit = std::fs::read_to_string(&reference).ok()?;
+        let commit = ObjectId::from_hex(commit.trim_end().as_bytes()).ok()?;
+        Some((reference, commit))
     }
 
     /// Every lock file a committer takes (`HEAD.lock`, `index.lock`, `packed-refs.lock`, and

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs, Meta};
-use crate::state::{ManifestEntry, irregular_hash, sha256_hex, topics_digest, walk};
+use crate::state::{ManifestEntry, irregular_hash, sha256_hex, topics_digest, walk_meta};
 
 /// How far below the revision record's mtime a file's mtime must be for its stat to be
 /// trusted: a write in the same timestamp granule as the record could keep size and mtime.
@@ -217,12 +217,11 @@ pub(crate) fn scan(
     let recorded: HashMap<&str, &ManifestEntry> =
         manifest.iter().map(|e| (e.path.as_str(), e)).collect();
     let mut tree = LiveTree::default();
-    for entry in walk(fs, topics)? {
+    for (entry, meta) in walk_meta(fs, topics)? {
         match entry.kind {
             FileKind::Dir if entry.utf8 => tree.dirs.push(entry.rel),
             FileKind::File if entry.utf8 => {
                 let path = topics.join(&entry.rel);
-                let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
                 let known = recorded.get(entry.rel.as_str()).copied();
                 let hashed = hash_by_stat(fs, &path, &meta, known, trust)?;
                 tree.restated += usize::from(hashed.restated);

@@ -19,7 +19,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-pub(crate) use scriptorium_workspace_fs::walk;
+pub(crate) use scriptorium_workspace_fs::{walk, walk_meta};
 
 /// `sources/` by content, as the revision record keeps it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,14 +55,13 @@ pub(crate) fn scan_sources(
     let known: HashMap<&str, &ManifestEntry> = known.iter().map(|e| (e.path.as_str(), e)).collect();
     let mut scan = SourcesScan::default();
     let mut as_known = known_content.is_some();
-    for entry in walk(fs, sources)? {
+    for (entry, meta) in walk_meta(fs, sources)? {
         // Directories do not count: an append that created a directory and then failed
         // leaves an empty one behind, which is not a change of the archive.
         if entry.kind == FileKind::Dir {
             continue;
         }
         let path = sources.join(&entry.rel);
-        let meta = fs.metadata(&path).map_err(Error::io("stat", &path))?;
         let recorded = known.get(entry.rel.as_str()).copied();
         let sha256 = if entry.kind == FileKind::File {
             let hashed = crate::live::hash_by_stat(fs, &path, &meta, recorded, trust)?;

@@ -54,6 +54,18 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn metadata(&self, path: &Path) -> io::Result<Meta>;
     /// The entries of a directory (names and kinds, not sorted).
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>>;
+    /// The entries of a directory with the [`Fs::metadata`] of each (not sorted): the listing,
+    /// then one `lstat` per entry (an entry gone in between is an error, as its `lstat` would
+    /// be). The real filesystem asks relative to the open directory, which spares the kernel
+    /// walking the whole path again for every entry.
+    fn read_dir_meta(&self, path: &Path) -> io::Result<Vec<(OsString, Meta)>> {
+        let mut out = Vec::new();
+        for (name, _) in self.read_dir(path)? {
+            let meta = self.metadata(&path.join(&name))?;
+            out.push((name, meta));
+        }
+        Ok(out)
+    }
     /// The whole content of a regular file (`O_NOFOLLOW`).
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// [`Fs::read`] of a file whose stat alone could not be trusted (its mtime is too close to
@@ -90,6 +102,19 @@ pub trait Fs: Send + Sync + fmt::Debug {
     fn remove_tree(&self, path: &Path) -> io::Result<()>;
     /// `chmod` (`mode & 0o7777`); the caller checks first that `path` is not a symlink.
     fn set_mode(&self, path: &Path, mode: u32) -> io::Result<()>;
+}
+
+/// The [`Meta`] of an `lstat`.
+fn meta_of(m: &fs::Metadata) -> Meta {
+    Meta {
+        kind: kind_of(m.file_type()),
+        len: m.len(),
+        mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
+        ino: m.ino(),
+        dev: m.dev(),
+        mode: m.mode() & 0o7777,
+        nlink: m.nlink(),
+    }
 }
 
 fn kind_of(file_type: fs::FileType) -> FileKind {
@@ -130,16 +155,7 @@ pub struct RealFs;
 
 impl Fs for RealFs {
     fn metadata(&self, path: &Path) -> io::Result<Meta> {
-        let m = fs::symlink_metadata(path)?;
-        Ok(Meta {
-            kind: kind_of(m.file_type()),
-            len: m.len(),
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
-            ino: m.ino(),
-            dev: m.dev(),
-            mode: m.mode() & 0o7777,
-            nlink: m.nlink(),
-        })
+        Ok(meta_of(&fs::symlink_metadata(path)?))
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
@@ -147,6 +163,17 @@ impl Fs for RealFs {
         for entry in fs::read_dir(path)? {
             let entry = entry?;
             out.push((entry.file_name(), kind_of(entry.file_type()?)));
+        }
+        Ok(out)
+    }
+
+    fn read_dir_meta(&self, path: &Path) -> io::Result<Vec<(OsString, Meta)>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(path)? {
+            let entry = entry?;
+            // `DirEntry::metadata` is an `lstat` relative to the open directory (`statx` with
+            // its descriptor and `AT_SYMLINK_NOFOLLOW` on Linux).
+            out.push((entry.file_name(), meta_of(&entry.metadata()?)));
         }
         Ok(out)
     }
@@ -237,6 +264,9 @@ impl Fs for NoSync {
     }
     fn read_dir(&self, path: &Path) -> io::Result<Vec<(OsString, FileKind)>> {
         RealFs.read_dir(path)
+    }
+    fn read_dir_meta(&self, path: &Path) -> io::Result<Vec<(OsString, Meta)>> {
+        RealFs.read_dir_meta(path)
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         RealFs.read(path)

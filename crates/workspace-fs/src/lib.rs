@@ -26,7 +26,7 @@ mod atomic;
 pub use atomic::{Durability, write_atomic};
 pub use fs::{FaultFs, FileKind, Fs, Meta, NoSync, RealFs, exchange_unsupported, open_lock_file};
 pub use layout::{Layout, is_internal_path, is_runtime_name};
-pub use walk::{Entry, walk, walk_where};
+pub use walk::{Entry, walk, walk_meta, walk_where};
 
 use std::io;
 use std::path::{Path, PathBuf};

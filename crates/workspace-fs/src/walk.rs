@@ -1,8 +1,9 @@
 //! The one tree walk.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::{Error, FileKind, Fs};
+use crate::{Error, FileKind, Fs, Meta};
 
 /// One entry found by [`walk()`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,18 +37,46 @@ pub fn walk_where(
     base: &Path,
     keep: &dyn Fn(&str, FileKind) -> bool,
 ) -> Result<Vec<Entry>, Error> {
+    let list = |dir: &Path| -> Listing<()> {
+        Ok(fs.read_dir(dir)?.into_iter().map(|(name, kind)| (name, kind, ())).collect())
+    };
+    Ok(walk_listing(base, keep, &list)?.into_iter().map(|(entry, ())| entry).collect())
+}
+
+/// [`walk()`] with the [`Fs::metadata`] of every entry, taken while listing each directory
+/// ([`Fs::read_dir_meta`]): what a scan that stats every file needs, at the cost of one
+/// relative `lstat` per entry instead of a walk of its whole path.
+///
+/// # Errors
+/// See [`walk()`]; also an entry whose `lstat` fails.
+pub fn walk_meta(fs: &dyn Fs, base: &Path) -> Result<Vec<(Entry, Meta)>, Error> {
+    let list = |dir: &Path| -> Listing<Meta> {
+        Ok(fs.read_dir_meta(dir)?.into_iter().map(|(name, meta)| (name, meta.kind, meta)).collect())
+    };
+    walk_listing(base, &|_, _| true, &list)
+}
+
+/// A directory's listing: each entry's name, kind and what else the walk carries.
+type Listing<T> = std::io::Result<Vec<(OsString, FileKind, T)>>;
+
+/// The walk itself, over a directory listing that yields each entry's name, kind and `T`.
+fn walk_listing<T>(
+    base: &Path,
+    keep: &dyn Fn(&str, FileKind) -> bool,
+    list: &dyn Fn(&Path) -> Listing<T>,
+) -> Result<Vec<(Entry, T)>, Error> {
     let mut out = Vec::new();
     let mut stack: Vec<(PathBuf, String, PathBuf, bool)> =
         vec![(base.to_path_buf(), String::new(), PathBuf::new(), true)];
     while let Some((dir, prefix, raw_prefix, utf8)) = stack.pop() {
-        let entries = match fs.read_dir(&dir) {
+        let entries = match list(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && prefix.is_empty() => {
                 return Ok(Vec::new());
             }
             Err(e) => return Err(Error::at("read_dir", &dir)(e)),
         };
-        for (name, kind) in entries {
+        for (name, kind, extra) in entries {
             let (text, ok) = match name.to_str() {
                 Some(s) => (s.to_owned(), utf8),
                 None => (name.to_string_lossy().into_owned(), false),
@@ -60,10 +89,10 @@ pub fn walk_where(
             if kind == FileKind::Dir {
                 stack.push((dir.join(&name), rel.clone(), raw.clone(), ok));
             }
-            out.push(Entry { rel, raw, kind, utf8: ok });
+            out.push((Entry { rel, raw, kind, utf8: ok }, extra));
         }
     }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.sort_by(|a, b| a.0.rel.cmp(&b.0.rel));
     Ok(out)
 }
 
@@ -97,5 +126,20 @@ mod tests {
             ]
         );
         assert!(walk(&fs, &dir.path().join("missing")).expect("nothing").is_empty());
+        // With the metadata of each entry: the same entries, each with its own `lstat` (the
+        // link's, not its target's), whether asked relative to the directory (the real
+        // filesystem) or by whole path (the trait's default, as a `FaultFs` counts it).
+        let counted = crate::FaultFs::counting(std::sync::Arc::new(RealFs));
+        for fs in [&fs as &dyn Fs, &counted] {
+            let with_meta = walk_meta(fs, &base).expect("walks");
+            let entries: Vec<(String, FileKind)> =
+                with_meta.iter().map(|(e, _)| (e.rel.clone(), e.kind)).collect();
+            assert_eq!(entries, found);
+            for (entry, meta) in &with_meta {
+                assert_eq!(*meta, RealFs.metadata(&base.join(&entry.raw)).expect("lstat"));
+            }
+            assert!(walk_meta(fs, &dir.path().join("missing")).expect("nothing").is_empty());
+        }
+        assert_eq!(counted.calls(), 2 + 4 + 1, "two listings, four stats, the missing base");
     }
 }

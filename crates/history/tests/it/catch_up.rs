@@ -220,3 +220,20 @@ fn the_settled_marker_names_each_commit_and_is_never_trusted_past_it() {
     std::fs::File::options().write(true).open(&branch).unwrap().set_modified(later).unwrap();
     assert!(History::settled(ws.root(), "t-2").is_none(), "the index is older than the branch");
 }
+
+/// With nothing installed yet (a workspace another program wrote), the history needs no repair
+/// once `HEAD` holds a commit, whether the branch is a loose file or packed; before the
+/// repository exists, or with a committer's lock left behind, it does.
+#[test]
+fn with_nothing_installed_the_history_is_settled_once_head_holds_a_commit() {
+    let ws = Ws::new();
+    ws.write("topics/a.md", "a\n");
+    assert!(History::settled(ws.root(), "").is_none(), "no repository yet");
+    let _history = ws.open();
+    assert!(History::settled(ws.root(), "").is_some(), "the initial commit, a loose branch");
+    ws.git(&["pack-refs", "--all"]);
+    assert!(!ws.path(".git/refs/heads/main").exists(), "the branch is packed now");
+    assert!(History::settled(ws.root(), "").is_some(), "a packed branch is read from git");
+    std::fs::write(ws.path(".git/index.lock"), "").unwrap();
+    assert!(History::settled(ws.root(), "").is_none(), "a lock left behind needs the repair");
+}
