@@ -633,6 +633,17 @@ pub fn conversation(root: &Path, path: &str) -> Result<(Vec<Said>, bool), Inspec
     Ok((turns, scanned.frames.len() > MAX_TURNS))
 }
 
+/// The anchors of every record the v2 archive at `path` holds (by the strict scan); empty when
+/// there is no such archive.
+pub fn archived_anchors(root: &Path, path: &str) -> std::collections::HashSet<String> {
+    let Ok(rel) = checked(path) else { return Default::default() };
+    if !(rel.starts_with("sources/") && is_v2_source_path(&rel)) {
+        return Default::default();
+    }
+    let Ok(raw) = read_text(root, &rel) else { return Default::default() };
+    scan(&rel, &raw).frames.iter().map(|f| f.anchor.to_owned()).collect()
+}
+
 /// The record of archive `rel` (text `raw`) anchored `anchor`, with its neighbours.
 fn archived(rel: &str, raw: &str, anchor: &str) -> Option<(String, Record)> {
     let scanned = scan(rel, raw);

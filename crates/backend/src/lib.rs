@@ -36,6 +36,7 @@
 //! ```
 
 pub mod config;
+pub mod conversations;
 pub mod edit;
 pub mod engine;
 pub mod hits;

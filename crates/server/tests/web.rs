@@ -291,6 +291,9 @@ async fn every_api_route_requires_the_token() {
         (Method::GET, "/api/memory/history/projects/budget.md"),
         (Method::GET, "/api/memory/history"),
         (Method::GET, "/api/memory/commits/HEAD"),
+        (Method::GET, "/api/memory/sessions"),
+        (Method::GET, "/api/memory/sessions/s"),
+        (Method::POST, "/api/memory/sessions/s/write"),
         (Method::POST, "/api/memory/changes"),
         (Method::POST, "/api/memory/notes"),
         (Method::PUT, "/api/memory/core"),
@@ -333,6 +336,8 @@ async fn a_foreign_host_header_is_refused() {
             "/api/memory/sources/openprogram/_v2/x.md?anchor=source-1",
             "/api/memory/history/projects/budget.md",
             "/api/memory/commits/HEAD",
+            "/api/memory/sessions",
+            "/api/memory/sessions/s",
         ] {
             let request = server
                 .request(Method::GET, uri)
@@ -365,6 +370,7 @@ async fn state_changes_need_this_servers_origin() {
         (Method::PUT, "/api/memory/topics/x.md", body),
         (Method::POST, "/api/memory/changes", changes),
         (Method::POST, "/api/memory/notes", json!({"text": "x"}).to_string()),
+        (Method::POST, "/api/memory/sessions/s/write", String::new()),
         (Method::DELETE, &format!("/api/memory/topics/x.md?base_revision={base}"), String::new()),
     ];
     for (method, uri, body) in cases {
@@ -1238,6 +1244,9 @@ async fn memory_disabled_answers_503_everywhere_and_creates_nothing() {
         (Method::GET, "/api/memory/core"),
         (Method::PUT, "/api/memory/core"),
         (Method::GET, "/api/memory/search?q=x"),
+        (Method::GET, "/api/memory/sessions"),
+        (Method::GET, "/api/memory/sessions/s"),
+        (Method::POST, "/api/memory/sessions/s/write"),
     ];
     for (method, uri) in routes {
         for token in [None, Some(state.token())] {
@@ -1444,4 +1453,156 @@ async fn a_note_is_archived_and_cited_and_a_bad_one_changes_nothing() {
         assert_eq!(refused.body["error"]["code"], "INVALID_ARGUMENT", "{bad}: {}", refused.body);
     }
     assert_eq!(server.revision().await, after, "a refused note changes nothing");
+}
+
+/// Appends session `s` to the home's session store: `u0 → a1 → u2` (the head) and a second
+/// branch `a1 → u3` (an edited prompt), each user turn spoken by Dana.
+fn forked_session(home: &Path) {
+    use scriptorium_session_dag::{
+        EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Speaker, Timestamp,
+    };
+    let store = EmbeddedStore::open(home.join("sessions")).expect("store");
+    let session = SessionId("s".into());
+    let turns = [
+        ("u0", None, Role::User, "I keep bees in the garden."),
+        ("a1", Some("u0"), Role::Assistant, "Noted: bees in the garden."),
+        ("u2", Some("a1"), Role::User, "The hives face south."),
+        ("u3", Some("a1"), Role::User, "The hives face north."),
+    ];
+    for (i, (id, parent, role, text)) in turns.into_iter().enumerate() {
+        let node = Node {
+            id: NodeId(id.into()),
+            parent: parent.map(|p| NodeId(p.into())),
+            role,
+            kind: NodeKind::Message,
+            speaker: (role == Role::User)
+                .then(|| Speaker { id: "owner/local".into(), display: "Dana".into() }),
+            content: text.to_owned(),
+            created_at: Timestamp(1_710_493_200_000 + 60_000 * i as i64),
+            metadata: std::collections::BTreeMap::new(),
+            rewound: false,
+        };
+        store.append(&session, node).expect("append");
+    }
+    store.set_head(&session, &NodeId("u2".into())).expect("head");
+}
+
+#[tokio::test]
+async fn sessions_are_listed_read_as_a_thread_with_the_fork_marked_and_written_now() {
+    let server = Server::new();
+    forked_session(&server.home);
+    let listed = server.get("/api/memory/sessions").await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.body);
+    let row = &listed.body["sessions"][0];
+    assert_eq!((row["id"].as_str(), row["branches"].as_u64()), (Some("s"), Some(2)), "{row}");
+    // Four records, the shared two counted once.
+    assert_eq!(row["pending"], 4, "{row}");
+    assert_eq!(row["head"], "u2", "{row}");
+    assert!(listed.body.get("writer").is_some(), "{}", listed.body);
+
+    let thread = server.get("/api/memory/sessions/s").await;
+    assert_eq!(thread.status, StatusCode::OK, "{}", thread.body);
+    let branches = thread.body["thread"]["branches"].as_array().expect("branches").clone();
+    assert_eq!(branches.len(), 2, "{}", thread.body);
+    let ids = |b: &Value| -> Vec<String> {
+        b["turns"]
+            .as_array()
+            .expect("turns")
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        (branches[0]["head"].clone(), ids(&branches[0])),
+        (json!(true), vec!["u0".to_owned(), "a1".into(), "u2".into()])
+    );
+    assert_eq!(
+        (branches[1]["fork"].clone(), ids(&branches[1])),
+        (json!("a1"), vec!["u3".to_owned()])
+    );
+    let fork = &branches[0]["turns"][1];
+    assert_eq!(fork["children"], 2, "the fork is marked: {fork}");
+    assert_eq!(branches[0]["turns"][0]["speaker"], "Dana");
+    assert!(branches[0]["turns"][0]["link"].is_null(), "nothing archived yet");
+
+    // Write now: the journal writer (no model) writes the head branch's turns.
+    let before = server.revision().await;
+    let written = server.call(Method::POST, "/api/memory/sessions/s/write", None).await;
+    assert_eq!(written.status, StatusCode::OK, "{}", written.body);
+    assert_eq!(written.body["ok"], true);
+    let batches = written.body["batches"].as_array().expect("batches");
+    assert!(!batches.is_empty(), "{}", written.body);
+    assert_ne!(server.revision().await, before, "memory changed");
+    let thread = server.get("/api/memory/sessions/s").await;
+    let head = &thread.body["thread"]["branches"][0];
+    let first = &head["turns"][0];
+    assert_eq!(first["written"], true, "{first}");
+    let link = first["link"].as_str().expect("the written turn links to its record");
+    let (path, anchor) = link.split_once('#').expect("path#anchor");
+    let archive = path.strip_prefix("sources/").expect("an archive under sources/");
+    let record = server.get(&format!("/api/memory/sources/{archive}?anchor={anchor}")).await;
+    assert_eq!(record.status, StatusCode::OK, "{}", record.body);
+    assert!(record.body.to_string().contains("I keep bees in the garden."), "{}", record.body);
+    let status = server.get("/api/memory/status").await;
+    assert_eq!(status.body["writer"]["last_outcome"], "success", "{}", status.body);
+
+    // Again: nothing owed on the head branch, nothing written, said so.
+    let again_before = server.revision().await;
+    let again = server.call(Method::POST, "/api/memory/sessions/s/write", None).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.body);
+    assert_eq!(server.revision().await, again_before, "a write of nothing changes nothing");
+
+    for (method, uri) in [
+        (Method::GET, "/api/memory/sessions/nope"),
+        (Method::POST, "/api/memory/sessions/nope/write"),
+    ] {
+        let missing = server.call(method, uri, None).await;
+        assert_eq!(missing.status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(missing.body["error"]["code"], "SESSION_NOT_FOUND", "{uri}");
+    }
+    for bad in ["limit=0", "limit=x", "offset=-1"] {
+        let refused = server.get(&format!("/api/memory/sessions?{bad}")).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(refused.body["error"]["code"], "INVALID_ARGUMENT", "{bad}");
+    }
+}
+
+/// A plain test (no runtime around it): the configured HTTP model client is blocking, and is
+/// built and dropped outside any async context, as `serve` does.
+#[test]
+fn a_failing_write_now_says_why_changes_nothing_and_is_recorded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).expect("mkdir");
+    // A model nobody answers: the connection is refused.
+    std::fs::write(
+        home.join("scriptorium.toml"),
+        "[model]\nkind = \"openai\"\nname = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         api_key_env = \"none\"\nretries = 0\n",
+    )
+    .expect("config");
+    let state =
+        AppState::open(&home).expect("the home opens").with_addr(HOST.parse().expect("addr"));
+    let server = Server { app: app(state.clone()), state, home, _dir: dir };
+    forked_session(&server.home);
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(async {
+        let before = server.get("/api/memory/topics").await.body;
+        let failed = server.call(Method::POST, "/api/memory/sessions/s/write", None).await;
+        assert!(failed.status.is_server_error(), "{} {}", failed.status, failed.body);
+        assert_eq!(failed.body["ok"], false);
+        assert_eq!(failed.body["error"]["code"], "WRITE_FAILED", "{}", failed.body);
+        let reason = failed.body["error"]["details"]["reason_code"].clone();
+        assert!(reason.is_string(), "{}", failed.body);
+        // No topic changed (the turns may be archived already: the writer archives a batch
+        // before it asks the model, append-only, and a later write cites them).
+        assert_eq!(server.get("/api/memory/topics").await.body, before, "no topic installed");
+        let status = server.get("/api/memory/status").await;
+        let writer = &status.body["writer"];
+        assert_eq!(writer["last_outcome"], "failure", "{writer}");
+        assert_eq!(writer["last_failure"]["reason_code"], reason, "{writer}");
+        let listed = server.get("/api/memory/sessions").await;
+        assert_eq!(listed.body["sessions"][0]["pending"], 4, "still owed: {}", listed.body);
+    });
+    drop(runtime);
 }

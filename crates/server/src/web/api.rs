@@ -65,6 +65,9 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/memory/history", get(workspace_history))
         .route("/api/memory/history/{*path}", get(topic_history))
         .route("/api/memory/commits/{rev}", get(commit_diff))
+        .route("/api/memory/sessions", get(list_sessions))
+        .route("/api/memory/sessions/{id}", get(get_session))
+        .route("/api/memory/sessions/{id}/write", post(write_session))
 }
 
 /// Unknown routes: a JSON 404.
@@ -893,6 +896,150 @@ mod tests {
         assert_eq!(timeline_file("2024-03-15").as_deref(), Some("timeline/2024/03/15.md"));
         for bad in ["24", "2024-3", "2024-03-15-01", "../x", "2024/03", "abcd", ""] {
             assert_eq!(timeline_file(bad), None, "{bad}");
+        }
+    }
+}
+
+/// Sessions listed when `limit` is not given, and the most a page may hold.
+const DEFAULT_SESSIONS: usize = 50;
+const MAX_SESSIONS: usize = 500;
+
+#[derive(Debug, Deserialize)]
+struct SessionsQuery {
+    limit: Option<String>,
+    offset: Option<String>,
+}
+
+/// 404 `SESSION_NOT_FOUND`.
+fn no_session(id: &str) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, Code::SessionNotFound, format!("session not found: {id}"))
+}
+
+/// A session store failure: 503 `IO` (the store is unreachable or unreadable).
+fn store_failed(err: &dyn std::fmt::Display) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Code::Io,
+        format!("the session store failed: {err}"),
+    )
+}
+
+/// The imported sessions, newest first (`?limit=` 50 by default, `?offset=`): `{"sessions":
+/// [SessionRow…], "writer": the last write outcome}` (see
+/// `scriptorium_backend::conversations`).
+async fn list_sessions(
+    State(state): State<AppState>,
+    Query(query): Query<SessionsQuery>,
+) -> ApiResult {
+    use scriptorium_backend::conversations::rows;
+    let limit = limit_param(query.limit.as_deref(), DEFAULT_SESSIONS, MAX_SESSIONS)?;
+    let offset = match query.offset.as_deref() {
+        None | Some("") => 0,
+        Some(text) => text
+            .parse::<usize>()
+            .map_err(|_| ApiError::invalid("offset must be a whole number of sessions to skip"))?,
+    };
+    state
+        .blocking(move |_, backend| {
+            let workspace = backend.memory().workspace().workspace_id().clone();
+            let page = scriptorium_session_dag::Page { offset, limit };
+            let sessions =
+                rows(backend.store(), page, Some(&workspace)).map_err(|e| store_failed(&e))?;
+            Ok(Json(json!({ "sessions": sessions, "writer": backend.status().writer })))
+        })
+        .await
+}
+
+/// One session's conversation as a thread: `{"thread": Thread}` (the head branch, then each
+/// other branch from where it leaves it; turns link to their archived records). 404
+/// `SESSION_NOT_FOUND` for an unknown session.
+async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>) -> ApiResult {
+    use scriptorium_backend::conversations::thread;
+    state
+        .blocking(move |_, backend| {
+            let memory = backend.memory().workspace();
+            let session = scriptorium_session_dag::SessionId(id.clone());
+            let found =
+                thread(backend.store(), memory.root(), &session, Some(memory.workspace_id()))
+                    .map_err(|e| store_failed(&e))?;
+            let thread = found.ok_or_else(|| no_session(&id))?;
+            Ok(Json(json!({ "thread": thread })))
+        })
+        .await
+}
+
+/// Writes one session's owed turns now (the writer's `write --force` for that session, with the
+/// configured model), and records the outcome as every write path does. 200 `{"ok": true,
+/// "session", "batches": [{"turns", "changed_files", "revision", "recovered"}…], "pending"}`
+/// (`batches` empty: nothing was owed); a failed write is 502 `WRITE_FAILED` (503 when retrying
+/// later can succeed) with the writer's reason code in `details`; 409
+/// `WRITER_PRECONDITION_FAILED` when `[memory.writer] enabled = false`; 404 for an unknown
+/// session.
+async fn write_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>) -> ApiResult {
+    use scriptorium_backend::interface::MemoryBackend as _;
+    let session = scriptorium_session_dag::SessionId(id.clone());
+    let backend = state
+        .blocking({
+            let session = session.clone();
+            move |inner, backend| {
+                if !inner.config.memory.writer.enabled {
+                    return Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        Code::WriterPreconditionFailed,
+                        "the writer is off ([memory.writer] enabled = false in scriptorium.toml)",
+                    ));
+                }
+                match backend.store().session(&session) {
+                    Ok(Some(_)) => Ok(backend.clone()),
+                    Ok(None) => Err(no_session(&session.0)),
+                    Err(e) => Err(store_failed(&e)),
+                }
+            }
+        })
+        .await?;
+    match backend.write(&session, &[], true).await {
+        Ok(report) => {
+            let batches: Vec<Value> = report
+                .batches
+                .iter()
+                .map(|b| {
+                    json!({
+                        "turns": b.source_ids.len(),
+                        "changed_files": b.changed_files,
+                        "revision": b.revision,
+                        "recovered": b.recovered,
+                    })
+                })
+                .collect();
+            let left = state
+                .blocking(move |_, backend| {
+                    let memory = backend.memory().workspace();
+                    let rows = scriptorium_backend::conversations::thread(
+                        backend.store(),
+                        memory.root(),
+                        &session,
+                        Some(memory.workspace_id()),
+                    )
+                    .map_err(|e| store_failed(&e))?;
+                    Ok(rows.map_or(0, |t| t.session.pending))
+                })
+                .await?;
+            Ok(Json(json!({ "ok": true, "session": id, "batches": batches, "pending": left })))
+        }
+        Err(failure) => {
+            let status = if failure.retryable {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::BAD_GATEWAY
+            };
+            let mut error = ApiError::new(
+                status,
+                Code::WriteFailed,
+                format!("writing session {id} failed: {} ({})", failure.reason, failure.code),
+            );
+            error.error.details.insert("reason_code".into(), json!(failure.code));
+            error.error.details.insert("retryable".into(), json!(failure.retryable));
+            Err(error)
         }
     }
 }
