@@ -1,5 +1,6 @@
 //! Real-browser end-to-end test of the web page: builds a workspace with a few valid topics, a core
-//! master and timeline entries, starts `scriptorium serve` on a free loopback port, and runs
+//! master and timeline entries, imports a Claude Code transcript with an edited prompt (two
+//! branches) for the Sessions view, starts `scriptorium serve` on a free loopback port, and runs
 //! `tests/browser/e2e.mjs` (Playwright driving Chromium) against the link the server prints, at
 //! 1280×800 and 390×844. Screenshots go to `target/browser-artifacts/`.
 //!
@@ -233,10 +234,47 @@ fn drain(stream: impl Read + Send + 'static) -> Arc<Mutex<String>> {
     buf
 }
 
+/// Imports a Claude Code transcript whose last prompt was edited (two branches after the
+/// assistant's answer) with the real `scriptorium import`, for the Sessions view.
+fn import_forked_session(dir: &Path, home: &Path) -> Result<(), Failed> {
+    let line = |uuid: &str, parent: Option<&str>, kind: &str, minute: u32, text: &str| {
+        json!({
+            "type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "garden-chat",
+            "timestamp": format!("2024-04-02T09:{minute:02}:00Z"), "cwd": "/srv/dana/garden",
+            "message": {"role": kind, "content": [{"type": "text", "text": text}]},
+        })
+        .to_string()
+    };
+    let project = dir.join("transcripts/-srv-dana-garden");
+    std::fs::create_dir_all(&project).map_err(|e| e.to_string())?;
+    let text = [
+        line("u1", None, "user", 0, "Which vegetables suit a sunny balcony?"),
+        line("a1", Some("u1"), "assistant", 1, "Tomatoes, peppers and herbs do well in sun."),
+        line("u2", Some("a1"), "user", 2, "I will plant cherry tomatoes then."),
+        line("u3", Some("a1"), "user", 3, "I will plant chili peppers then."),
+    ]
+    .join("\n");
+    std::fs::write(project.join("garden-chat.jsonl"), text + "\n").map_err(|e| e.to_string())?;
+    let out = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(["import", "claude-code"])
+        .arg(dir.join("transcripts"))
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .map_err(|e| format!("cannot run `scriptorium import`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("import failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(())
+}
+
 fn run_browser() -> Result<(), Failed> {
     let dir = tempfile::tempdir().expect("a temp dir");
     let home = dir.path().join("home");
     build_workspace(&home);
+    import_forked_session(dir.path(), &home)?;
 
     let addr = format!("127.0.0.1:{}", free_port());
     let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))

@@ -23,7 +23,8 @@ let token = '';
 }
 
 // ---- deep links: the view is in the fragment (#/topic/<path>[/<block>], #/day/<date>,
-// #/record/<archive>/<anchor>, #/<section>), pushed as the view changes, read on load and Back
+// #/record/<archive>/<anchor>, #/session/<id>, #/<section>), pushed as the view changes, read on
+// load and Back
 let routing = false;
 function setRoute(hash) {
   if (routing || location.hash === hash) return;
@@ -37,7 +38,8 @@ function route() {
     if ((m = /^#\/topic\/(.+?)(?:\/\^([0-9a-z]+))?$/.exec(h))) openTopic(decodeURIComponent(m[1]), m[2]);
     else if ((m = /^#\/day\/([0-9-]+)$/.exec(h))) openDay(m[1]);
     else if ((m = /^#\/record\/(.+)\/(source-[0-9a-f]+)$/.exec(h))) openRecord(decodeURIComponent(m[1]), m[2]);
-    else if ((m = /^#\/(topics|timeline|recent|core)$/.exec(h))) selectSection(m[1]);
+    else if ((m = /^#\/session\/(.+)$/.exec(h))) openSession(decodeURIComponent(m[1]));
+    else if ((m = /^#\/(topics|timeline|recent|core|sessions)$/.exec(h))) selectSection(m[1]);
     else return false;
     return true;
   } finally {
@@ -71,6 +73,11 @@ const state = {
   error: null, // section-level load error message
   confirmDelete: false,
   record: null, // an archived record opened from a citation: {path, anchor, doc, whole}
+  sessions: null, // {sessions: [row], writer} of GET /api/memory/sessions
+  session: null, // the open session's id
+  thread: null, // its thread (GET /api/memory/sessions/<id>)
+  written: null, // {id, ok, text}: what the last "Write now" answered
+  writing: false,
   compose: null, // 'note' | 'topic': the add-note or new-topic form in the detail pane
   composeError: null,
 };
@@ -253,6 +260,14 @@ async function loadRecord(path, anchor) {
   if (state.record && state.record.anchor === anchor) state.record.doc = data;
   render();
 }
+async function loadSessions() {
+  const { data } = await api('GET', '/api/memory/sessions');
+  state.sessions = data;
+}
+async function loadThread(id) {
+  const { data } = await api('GET', `/api/memory/sessions/${encodeURIComponent(id)}`);
+  if (state.session === id) state.thread = data.thread;
+}
 async function loadConversation(path) {
   const { data } = await api('GET', `/api/memory/sources/${enc(path)}`);
   if (state.record && state.record.path === path) state.record.whole = data;
@@ -291,10 +306,11 @@ function selectSection(section, detail) {
   state.error = null;
   state.confirmDelete = false;
   state.notice = null;
-  const hasList = section === 'topics' || section === 'timeline';
+  if (section === 'sessions') state.session = null;
+  const hasList = section === 'topics' || section === 'timeline' || section === 'sessions';
   setView(detail || !hasList ? 'detail' : 'list');
   render();
-  const loaders = { topics: loadTopics, timeline: loadTimeline, recent: loadRecent, core: loadCore };
+  const loaders = { topics: loadTopics, timeline: loadTimeline, recent: loadRecent, core: loadCore, sessions: loadSessions };
   guarded(loaders[section]);
   if (narrow() && !hasList) focusHead();
 }
@@ -408,7 +424,7 @@ async function submitNote() {
 function closeRecord() {
   state.record = null;
   const s = state.section;
-  setRoute(s === 'topics' && state.current ? `#/topic/${encodeURIComponent(state.current)}` : s === 'timeline' && state.day ? `#/day/${state.day}` : `#/${s}`);
+  setRoute(s === 'topics' && state.current ? `#/topic/${encodeURIComponent(state.current)}` : s === 'timeline' && state.day ? `#/day/${state.day}` : s === 'sessions' && state.session ? `#/session/${encodeURIComponent(state.session)}` : `#/${s}`);
   render();
 }
 
@@ -483,6 +499,8 @@ function renderContext() {
     ctx.append(state.query.trim() ? searchList() : topicList());
   } else if (state.section === 'timeline') {
     ctx.append(timelineList());
+  } else if (state.section === 'sessions') {
+    ctx.append(sessionList());
   } else {
     const label = state.section === 'recent' ? 'Recent memory' : 'Core memory';
     ctx.append(el('div', { class: 'list' },
@@ -597,6 +615,116 @@ function dayRow(e, depth, label) {
     el('span', { class: 'row-main', text: label }), el('span', { class: 'row-side', text: fmtBytes(e.size) }));
 }
 
+// ---- sessions: the imported conversations, each readable as a thread, written on request
+function openSession(id) {
+  state.compose = null;
+  state.record = null;
+  state.section = 'sessions';
+  setRoute(`#/session/${encodeURIComponent(id)}`);
+  if (state.session !== id) state.thread = null;
+  state.session = id;
+  state.error = null;
+  setView('detail');
+  render();
+  focusHead();
+  if (!state.sessions) guarded(loadSessions);
+  guarded(() => loadThread(id));
+}
+
+function sessionName(s) {
+  return s.title || s.id;
+}
+function projectName(p) {
+  return p ? String(p).replace(/[\\/]+$/, '').split(/[\\/]/).pop() : '';
+}
+
+function sessionList() {
+  const list = el('div', { class: 'list', id: 'session-list', 'aria-label': 'Imported sessions' });
+  const rows = state.sessions && state.sessions.sessions;
+  if (!rows) list.append(el('div', { class: 'hint', text: state.error ? 'Sessions could not be loaded.' : 'Loading…' }));
+  else if (rows.length === 0) list.append(el('div', { class: 'hint' }, el('strong', { text: 'No sessions yet' }), el('br'), 'Conversations appear here once imported (scriptorium import) or seen by a hook.'));
+  else
+    for (const r of rows)
+      list.append(el('button', { type: 'button', class: `row hit session${state.session === r.id ? ' active' : ''}`, 'data-session': r.id, 'aria-current': state.session === r.id ? 'true' : null, title: r.id, onclick: () => openSession(r.id) },
+        el('span', { class: 'row-main', text: sessionName(r) }),
+        el('span', { class: 'hit-text', text: [projectName(r.project), `${r.branches} branch${r.branches === 1 ? '' : 'es'}`, r.pending ? `${r.pending} to write` : 'all written', fmtTime(r.updated_at_ms / 1000)].filter(Boolean).join(' · ') })));
+  return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Sessions' }), list);
+}
+
+function writerLine(w) {
+  if (!w || !w.last_outcome) return 'No write has run yet.';
+  if (w.last_outcome === 'success') return `The last write succeeded${w.last_success_at ? ` (${fmtTime(Date.parse(w.last_success_at) / 1000)})` : ''}.`;
+  const f = w.last_failure || {};
+  return `The last write failed: ${f.reason_code || 'unknown'}${f.at ? ` (${fmtTime(Date.parse(f.at) / 1000)})` : ''}${f.reason ? ` — ${f.reason}` : ''}`;
+}
+
+async function writeNow(id) {
+  state.writing = true;
+  state.written = null;
+  render();
+  try {
+    const { data } = await api('POST', `/api/memory/sessions/${encodeURIComponent(id)}/write`);
+    const turns = data.batches.reduce((n, b) => n + (b.recovered ? 0 : b.turns), 0);
+    const n = data.pending;
+    const left = n ? ` ${n} turn${n === 1 ? '' : 's'} still to write.` : '';
+    const text = data.batches.length === 0
+      ? (n ? `Nothing was written.${left}` : 'Nothing to write: every turn of this session is already in memory.')
+      : `Wrote ${turns} turn${turns === 1 ? '' : 's'} in ${data.batches.length} batch${data.batches.length === 1 ? '' : 'es'}.${left}`;
+    state.written = { id, ok: true, text };
+  } catch (e) {
+    if (gated) return;
+    state.written = { id, ok: false, text: `Nothing was written: ${e.message}` };
+  }
+  state.writing = false;
+  await Promise.allSettled([loadThread(id), loadSessions()]);
+  render();
+}
+
+function turnItem(t) {
+  const who = t.speaker || t.role;
+  const meta = [who, t.kind !== 'message' ? t.kind : '', fmtTime(Date.parse(t.created_at) / 1000)].filter(Boolean).join(' · ');
+  const item = el('li', { class: `turn-item ${t.role}`, 'data-node': t.id },
+    el('div', { class: 'rec-meta' },
+      el('span', { text: meta }),
+      t.record ? el('span', { class: `badge${t.written ? ' ok' : ''}`, text: t.written ? 'written' : 'to write' }) : null,
+      t.children > 1 ? el('span', { class: 'badge fork', title: 'The conversation branches after this turn', text: `fork · ${t.children} branches` }) : null,
+      t.link ? el('button', { type: 'button', class: 'link', onclick: () => { const c = citation(t.link); if (c) openRecord(c.path, c.anchor); } }, 'Record') : null),
+    el('pre', { class: 'record-text', text: t.text + (t.cut ? ' …' : '') }));
+  return item;
+}
+
+function renderSession(body) {
+  const rows = state.sessions && state.sessions.sessions;
+  if (!state.session) {
+    setHead([el('span', { class: 't', text: 'Sessions' })], rows ? `${rows.length} imported conversation${rows.length === 1 ? '' : 's'}` : '');
+    if (state.error) body.append(errorBanner(state.error, () => guarded(loadSessions)));
+    body.append(el('p', { class: 'loading', id: 'writer-line', text: state.sessions ? writerLine(state.sessions.writer) : 'Loading…' }));
+    if (rows && rows.length) body.append(el('p', { class: 'loading', text: 'Select a session to read it as a thread.' }));
+    return;
+  }
+  const id = state.session;
+  const th = state.thread;
+  const row = (th && th.session) || (rows || []).find((r) => r.id === id);
+  const sub = row ? [projectName(row.project), `${row.branches} branch${row.branches === 1 ? '' : 'es'}`, row.pending ? `${row.pending} turn${row.pending === 1 ? '' : 's'} to write` : 'all written', `updated ${fmtTime(row.updated_at_ms / 1000)}`].filter(Boolean).join(' · ') : id;
+  setHead([el('span', { class: 't', text: row ? sessionName(row) : id })], sub,
+    [el('button', { type: 'button', class: 'btn primary', id: 'write-now', disabled: state.writing || !th, onclick: () => writeNow(id) }, state.writing ? 'Writing…' : 'Write now')]);
+  if (state.written && state.written.id === id)
+    body.append(el('div', { class: `banner${state.written.ok ? ' ok' : ' error'}`, role: 'status', id: 'write-result' }, el('span', { class: 'grow', text: state.written.text })));
+  if (state.error) body.append(errorBanner(state.error, () => guarded(() => loadThread(id))));
+  if (!th) {
+    if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
+    return;
+  }
+  const doc = el('section', { class: 'doc', id: 'session-thread', 'aria-label': 'The conversation' });
+  for (const b of th.branches) {
+    const label = b.head ? 'The conversation' : `Another branch${b.fork ? ', after the fork above' : ''} (${b.turns.length + b.hidden} turn${b.turns.length + b.hidden === 1 ? '' : 's'}${b.pending ? `, ${b.pending} to write` : ''})`;
+    doc.append(el('div', { class: 'label', text: label }));
+    if (b.hidden) doc.append(el('p', { class: 'hint', text: `${b.hidden} earlier turns are not shown.` }));
+    doc.append(el('ol', { class: `thread-list${b.head ? '' : ' branch'}`, 'data-tip': b.tip }, b.turns.map(turnItem)));
+  }
+  body.append(doc);
+}
+
 // ---- rendering: content
 function setHead(titleKids, sub, actions) {
   const t = $('head-title');
@@ -624,7 +752,7 @@ function renderBody() {
   body.replaceChildren();
   if (state.record) return renderRecord(body);
   if (state.compose) return renderCompose(body);
-  ({ topics: renderTopic, timeline: renderDay, recent: renderRecent, core: renderCore })[state.section](body);
+  ({ topics: renderTopic, timeline: renderDay, recent: renderRecent, core: renderCore, sessions: renderSession })[state.section](body);
 }
 
 function renderTopic(body) {
@@ -695,6 +823,8 @@ function renderRecord(body) {
   for (const [label, turn, id] of [['← Previous turn', rec.previous, 'record-prev'], ['Next turn →', rec.next, 'record-next']])
     if (turn) turns.append(el('button', { type: 'button', class: 'btn', id, title: turn.snippet, onclick: () => openRecord(r.path, turn.anchor) }, label));
   turns.append(el('button', { type: 'button', class: 'btn', id: 'record-whole', onclick: () => guarded(() => loadConversation(r.path)) }, 'Whole conversation'));
+  const session = /^openprogram\/_v2\/(.+)\.md$/.exec(r.path);
+  if (session) turns.append(el('button', { type: 'button', class: 'btn', id: 'record-session', onclick: () => { state.section = 'sessions'; openSession(decodeURIComponent(session[1])); } }, 'Open the session'));
   article.append(turns);
   const cited = el('div', { class: 'cited', id: 'record-cited' }, el('div', { class: 'label', text: rec.cited_by.length ? 'Cited by' : 'No block cites this record' }));
   for (const c of rec.cited_by)

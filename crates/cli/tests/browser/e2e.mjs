@@ -3,7 +3,7 @@
 // Environment: BASE_URL (the link printed by `scriptorium serve`, with `#token=…`), ARTIFACTS
 // (a directory for screenshots), optionally CHROMIUM (default /usr/bin/chromium).
 // The workspace behind BASE_URL must hold at least one topic whose paragraphs cite footnotes,
-// a timeline entry and a core master. Exits non-zero with a message on the first failure.
+// a timeline entry and a core master, and its home one imported session with two branches. Exits non-zero with a message on the first failure.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -110,7 +110,7 @@ async function run(browser, w, h) {
     check(!listed.some((p) => /^(topics\/)?core\.md$/.test(p)), 'the topics list shows core.md');
     if (!narrow()) await visible(page, '.head-title', 'the content header');
     const labels = await page.locator('.nav-item .nav-label').evaluateAll((ls) => ls.map((l) => l.getBoundingClientRect().height > 0 && getComputedStyle(l).display !== 'none'));
-    check(labels.length === 4 && labels.every(Boolean), `the section names are not shown at ${w} px`);
+    check(labels.length === 5 && labels.every(Boolean), `the section names are not shown at ${w} px`);
   });
 
   await step(page, '02-keyboard', async () => {
@@ -372,6 +372,46 @@ async function run(browser, w, h) {
       .catch(() => { throw new Error('the new topic does not hold its first fact'); });
     if (narrow()) await back(page);
     await visible(page, `.row.topic[data-path="browser/width-${w}.md"]`, 'the new topic in the list');
+  });
+
+  await step(page, '16-sessions', async () => {
+    await section(page, 'sessions');
+    const row = page.locator('#session-list .row.session').first();
+    await visible(page, '#session-list .row.session', 'the imported session in the list');
+    const text = await row.textContent();
+    check(/2 branches/.test(text), `the session row does not show its two branches: ${text}`);
+    await row.click();
+    await visible(page, '#session-thread', 'the session read as a thread');
+    await assertDetailOnly(page);
+    await visible(page, '#session-thread .badge.fork', 'the fork marker on the turn the branches leave');
+    check((await page.locator('#session-thread ol.thread-list').count()) === 2, 'both branches are shown');
+    check(/#\/session\/.+$/.test(page.url()), `the session has no link of its own: ${page.url()}`);
+    await page.reload();
+    await visible(page, '#session-thread', 'the thread after a reload');
+    check(!(await page.locator('#gate').isVisible()), 'the reload asked for the access link again');
+  });
+  await step(page, '16b-write-now', async () => {
+    await page.click('#write-now');
+    await visible(page, '#write-result', 'the outcome of Write now');
+    const said = await page.locator('#write-result').textContent();
+    // The first width writes the conversation as it stands; the second finds it written.
+    const expected = w === 1280 ? /^Wrote \d+ turns? in \d+ batch/ : /^Nothing to write/;
+    check(expected.test(said), `Write now said: "${said}"`);
+    await visible(page, '#session-thread .badge.ok', 'a turn marked written');
+    // Both branches are written: no turn is left to write, and the list says so.
+    await page.waitForFunction(() => !document.querySelector('#session-thread')?.textContent.includes('to write'), null, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('a turn is still marked "to write" after Write now'); });
+  });
+  await step(page, '16c-session-record', async () => {
+    await page.locator('#session-thread button.link').first().click();
+    await visible(page, '#record', 'the record of a written turn');
+    check((await page.locator('#record .record-text').first().textContent()).includes('sunny balcony'), 'the record is not the turn');
+    await page.click('#record-session');
+    await visible(page, '#session-thread', 'the session from its record');
+    await page.goBack();
+    await visible(page, '#record', 'the record after Back');
+    await page.goBack();
+    await visible(page, '#session-thread', 'the thread after Back again');
   });
 
   check(problems.length === 0, problems.join('\n'));
