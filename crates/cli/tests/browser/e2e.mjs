@@ -414,6 +414,20 @@ async function run(browser, w, h) {
     await visible(page, '#session-thread', 'the thread after Back again');
   });
 
+  await step(page, '16d-search-record', async () => {
+    await section(page, 'topics');
+    await page.fill('#search', 'peppers herbs');
+    await visible(page, '#search-results .row.hit.source', 'a record among the search results');
+    await page.locator('#search-results .row.hit.source').first().click();
+    await visible(page, '#record', 'the record a search hit opens');
+    await assertDetailOnly(page);
+    check(!page.url().includes('/sources/'), `the search hit left the page: ${page.url()}`);
+    check((await page.locator('#record .record-text').first().textContent()).includes('herbs'), 'the hit opened another record');
+    await page.goBack();
+    await visible(page, '#search-results', 'the search results after Back');
+    await page.fill('#search', '');
+  });
+
   check(problems.length === 0, problems.join('\n'));
 
   if (w === 1280) {
