@@ -1233,12 +1233,57 @@ function rerenderKeepingFocus() {
 
 // ---- wiring
 // A citation in a rendered topic or day opens the record it cites, inside the page.
+// A document's link to a topic (`../people/dana.md#^1a2b3c4d` in a topic, `../../../topics/…` in
+// a timeline day), resolved against the workspace-relative file shown (`from`): the topic's path
+// relative to topics/ and the block, or null when it is no topic.
+function topicLink(href, from) {
+  const m = /^([^#?:]+\.md)(?:#\^?([0-9a-z]+))?$/.exec(href || '');
+  if (!m || m[1].startsWith('/') || !from) return null;
+  const parts = from.split('/').slice(0, -1);
+  for (const seg of decodeURIComponent(m[1]).split('/')) {
+    if (seg === '..') { if (!parts.length) return null; parts.pop(); } else if (seg && seg !== '.') parts.push(seg);
+  }
+  return parts[0] === 'topics' && parts.length > 1 ? { path: parts.slice(1).join('/'), block: m[2] } : null;
+}
+// The workspace-relative file the detail pane shows, if it is a topic or a timeline day.
+function shownFile() {
+  if (state.record || state.compose) return null;
+  if (state.section === 'topics' && state.current) return `topics/${state.current}`;
+  if (state.section === 'timeline' && state.day) return `timeline/${state.day.split('-').join('/')}.md`;
+  if (state.section === 'core') return 'topics/core.md';
+  return null;
+}
+
+// Links inside rendered documents stay in the page: a citation opens its record, a topic link
+// opens the topic at its block, a footnote link scrolls to its note (the view's own link stays).
 $('body').addEventListener('click', (e) => {
   const a = e.target.closest('a[href]');
-  const target = a && citation(a.getAttribute('href'));
-  if (!target) return;
-  e.preventDefault();
-  openRecord(target.path, target.anchor);
+  if (!a) return;
+  const href = a.getAttribute('href');
+  const target = citation(href);
+  if (target) {
+    e.preventDefault();
+    openRecord(target.path, target.anchor);
+    return;
+  }
+  let topic = topicLink(href, shownFile());
+  if (!topic && state.section === 'timeline') {
+    // A day quotes each record as its topic wrote it, so a link inside the quote is relative to
+    // that topic: the row's own [Topic] link names it.
+    const own = [...(a.closest('li,p')?.querySelectorAll('a[href]') || [])].find((x) => x.textContent === 'Topic');
+    const base = own && topicLink(own.getAttribute('href'), shownFile());
+    if (base) topic = topicLink(href, `topics/${base.path}`);
+  }
+  if (topic) {
+    e.preventDefault();
+    state.section = 'topics';
+    openTopic(topic.path, topic.block);
+    return;
+  }
+  if (/^#fn(ref)?-/.test(href)) {
+    e.preventDefault();
+    document.getElementById(href.slice(1))?.scrollIntoView({ block: 'center' });
+  }
 });
 for (const b of document.querySelectorAll('.nav-item')) b.addEventListener('click', () => selectSection(b.dataset.section));
 $('back').addEventListener('click', () => {

@@ -86,6 +86,33 @@ async function back(page) {
   await hidden(page, '#main', 'the detail pane after going back');
 }
 
+// Follows every link the detail pane shows, one at a time: none may leave the page (a link the
+// page does not handle would load a URL the server answers with a JSON 404), and each opens a
+// view of the page or stays where it is; Back returns to the view walked.
+async function linkWalk(page, what, ready) {
+  const start = page.url();
+  const count = await page.locator('#body a[href]').count();
+  check(count > 0, `${what} shows no links`);
+  const seen = [];
+  for (let i = 0; i < count; i++) {
+    const link = page.locator('#body a[href]').nth(i);
+    const href = await link.getAttribute('href');
+    seen.push(href);
+    await link.click();
+    const url = new URL(page.url());
+    check(url.pathname === '/', `the link ${href} in ${what} left the page for ${url.pathname}`);
+    await visible(page, '#head-title', `the page after following ${href}`);
+    check(!(await page.locator('#gate').isVisible()), `the link ${href} lost the access token`);
+    if (page.url() !== start) {
+      await visible(page, '#record, #preview', `the view the link ${href} opens`);
+      await page.goBack();
+      await page.waitForFunction((u) => location.href === u, start, { timeout: TIMEOUT });
+    }
+    await visible(page, ready, `${what} after following ${href}`);
+  }
+  return seen;
+}
+
 async function assertDetailOnly(page) {
   if (!narrow()) return;
   await visible(page, '#main');
@@ -133,6 +160,10 @@ async function run(browser, w, h) {
     await visible(page, '#day', 'the timeline entry');
     await assertDetailOnly(page);
   });
+  await step(page, '03a-timeline-links', async () => {
+    await linkWalk(page, 'a timeline day', '#day');
+  });
+
   await step(page, '03b-timeline-citation', async () => {
     const link = page.locator('#day a[href*="#source-"]').first();
     check((await link.count()) === 1, 'the timeline entry shows no citation link');
@@ -229,6 +260,21 @@ async function run(browser, w, h) {
     await page.goBack();
     await visible(page, '#preview', 'the topic after Back again');
     check((await page.locator('#record').count()) === 0, 'the record is still shown after Back');
+  });
+
+  await step(page, '09e-link-walk', async () => {
+    // The budget tracker: citations, footnote links and a link to Dana's garden block.
+    if (narrow()) await back(page);
+    await page.locator('.row.topic[data-path="projects/budget-tracker.md"]').click();
+    await visible(page, '#preview', 'the budget tracker');
+    const hrefs = await linkWalk(page, 'the budget tracker', '#preview');
+    check(hrefs.some((h) => /dana\.md#\^/.test(h)), `the walk met no topic link: ${hrefs.join(' ')}`);
+    const toDana = page.locator('#preview a[href*="dana.md#^"]').first();
+    await toDana.click();
+    await visible(page, '#preview', 'the linked topic');
+    check(/#\/topic\/people%2Fdana\.md\/\^[0-9a-z]+$/.test(page.url()), `the topic link did not open Dana at the block: ${page.url()}`);
+    await page.goBack();
+    await visible(page, '#preview', 'the budget tracker after Back');
   });
 
   await step(page, '09d-backlinks', async () => {
