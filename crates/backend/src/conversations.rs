@@ -3,26 +3,28 @@
 //! into this memory, and a session's conversation as a thread whose branches are marked and
 //! whose written turns link to their archived records.
 //!
-//! Key decision: one computation for every face. "Pending" is the writer's own walk
-//! ([`scriptorium_markers::pending`]) over every branch tip, each record counted once however
-//! many branches share it; a turn links to its record only when the archive holds a frame with
-//! that anchor (the strict scan of the session's archive file), never by formula alone.
+//! Key decision: one computation for every face. "Pending" counts the records of every live
+//! branch that lack this memory's written marker, each once however many branches share it —
+//! the count `status` sums over every session ([`session_pending`]); a turn links to its record
+//! only when the archive holds a frame with that anchor (the strict scan of the session's
+//! archive file), never by formula alone.
 //!
 //! # Limitations
 //!
 //! - A thread shows at most [`MAX_THREAD_TURNS`] turns per branch (the latest ones), and each
 //!   turn's text cut to [`MAX_TURN_CHARS`] characters; the cut is reported.
-//! - The writer keeps one last outcome per memory (`.scriptorium/writer-status.json`), not one
-//!   per session; the view shows that one beside the list and each "write now" answer in place.
+//! - A session's last write is what the writer status keeps (the newest
+//!   [`crate::runtime::status::SESSIONS_KEPT`] sessions); an older one shows none.
 
 use std::collections::HashSet;
 use std::path::Path;
 
-use scriptorium_markers::{Error, WorkspaceId, is_marked, pending, records};
-use scriptorium_session_dag::{Node, NodeId, Page, Session, SessionId, Timestamp};
+use scriptorium_markers::{Error, WorkspaceId, is_marked, records};
+use scriptorium_session_dag::{Node, NodeId, Page, Session, SessionId, SessionStore, Timestamp};
 use scriptorium_topics_format::source::id::SourceId;
 use serde::Serialize;
 
+use crate::runtime::status::WriterStatus;
 use crate::sessions::Sessions;
 
 /// The most turns a thread shows per branch (the latest).
@@ -51,6 +53,9 @@ pub struct SessionRow {
     pub branches: usize,
     /// The records of every branch not yet written into this memory, each counted once.
     pub pending: usize,
+    /// How its last write ended (`{at, outcome[, turns][, reason_code, retryable]}`), when the
+    /// writer status keeps one.
+    pub last_write: Option<serde_json::Value>,
 }
 
 /// One turn of a [`Thread`].
@@ -112,26 +117,46 @@ fn time(at: Timestamp) -> String {
     at.to_rfc3339().unwrap_or_else(|| format!("{} ms", at.0))
 }
 
-/// The rows of the sessions of `page`, newest first. `workspace` is this memory's ID (`None`
-/// before the memory has one: every record counts as pending).
+/// The rows of the sessions of `page`, newest first, for the memory at `memory_root` whose ID
+/// is `workspace` (`None` before it has one: every record counts as pending).
 ///
 /// # Errors
 /// The session store's (or a branch that cannot be walked).
 pub fn rows(
     store: &Sessions,
+    memory_root: &Path,
     page: Page,
     workspace: Option<&WorkspaceId>,
 ) -> Result<Vec<SessionRow>, Error> {
+    let status = WriterStatus::load(memory_root);
     store
         .list_summaries(page)?
         .into_iter()
-        .map(|summary| row(store, &summary.session, summary.nodes, workspace))
+        .map(|summary| row(&**store, &status, &summary.session, summary.nodes, workspace))
         .collect()
 }
 
-/// The row of one session (its tips walked for the pending count).
+/// How many records of session `id` (over every live branch, each once) lack this memory's
+/// written marker — the Sessions view's count, and what `status` sums over every session.
+///
+/// # Errors
+/// The session store's.
+pub fn session_pending(
+    store: &dyn SessionStore,
+    id: &SessionId,
+    workspace: Option<&WorkspaceId>,
+) -> Result<usize, Error> {
+    let mut owed: HashSet<String> = HashSet::new();
+    for tip in store.tips(id)? {
+        owed.extend(unwritten(store, id, &tip, workspace)?);
+    }
+    Ok(owed.len())
+}
+
+/// The row of one session.
 fn row(
-    store: &Sessions,
+    store: &dyn SessionStore,
+    status: &WriterStatus,
     session: &Session,
     nodes: usize,
     workspace: Option<&WorkspaceId>,
@@ -151,27 +176,24 @@ fn row(
         nodes,
         branches: tips.len(),
         pending: owed.len(),
+        last_write: status.sessions.get(session.id.as_str()).map(|w| w.to_json()),
     })
 }
 
-/// The IDs of the records of the branch ending at `tip` not yet written for `workspace` (all of
-/// its records without a workspace).
+/// The IDs of the records of the branch ending at `tip` without `workspace`'s written marker
+/// (all of its records without a workspace).
 fn unwritten(
-    store: &Sessions,
+    store: &dyn SessionStore,
     session: &SessionId,
     tip: &NodeId,
     workspace: Option<&WorkspaceId>,
 ) -> Result<Vec<String>, Error> {
-    Ok(match workspace {
-        Some(workspace) => pending(&**store, session, Some(tip), workspace)?
-            .iter()
-            .map(|n| n.id.to_string())
-            .collect(),
-        None => {
-            let branch = store.branch(session, Some(tip))?;
-            records(&branch).iter().map(|n| n.id.to_string()).collect()
-        }
-    })
+    let branch = store.branch(session, Some(tip))?;
+    Ok(records(&branch)
+        .into_iter()
+        .filter(|n| !workspace.is_some_and(|w| is_marked(n, w)))
+        .map(|n| n.id.to_string())
+        .collect())
 }
 
 /// The thread of session `id`, or `None` when the store has no such session. `memory_root` is
@@ -213,7 +235,7 @@ pub fn thread(
     let mut out = Vec::new();
     for (i, (tip, branch)) in branches.iter().enumerate() {
         let head = i == 0 && session.head.is_some();
-        let owed = unwritten(store, id, tip, workspace)?;
+        let owed = unwritten(&**store, id, tip, workspace)?;
         owed_all.extend(owed.iter().cloned());
         let (fork, own): (Option<String>, &[Node]) = if i == 0 {
             (None, branch)
@@ -239,7 +261,8 @@ pub fn thread(
         });
     }
     let nodes = out.iter().map(|b| b.turns.len() + b.hidden).sum();
-    let mut row = row(store, &session, nodes, workspace)?;
+    let status = WriterStatus::load(memory_root);
+    let mut row = row(&**store, &status, &session, nodes, workspace)?;
     row.pending = owed_all.len();
     Ok(Some(Thread { session: row, branches: out }))
 }

@@ -211,8 +211,8 @@ impl LocalBackend {
     }
 
     /// Records a write's outcome in `.scriptorium/writer-status.json` (best effort).
-    fn record_outcome(&self, outcome: &WriteOutcome) {
-        WriterStatus::record_outcome(self.inner.memory.workspace().root(), outcome);
+    fn record_outcome(&self, session: &SessionId, outcome: &WriteOutcome) {
+        WriterStatus::record_outcome(self.inner.memory.workspace().root(), session, outcome);
     }
 
     /// Adds the nodes of `messages` the store does not hold yet (in order); the last one added
@@ -351,7 +351,7 @@ impl MemoryBackend for LocalBackend {
             let outcome = this
                 .add_messages(&session, &messages)
                 .and_then(|()| this.inner.writer.write(&session, force));
-            this.record_outcome(&outcome);
+            this.record_outcome(&session, &outcome);
             outcome
         })
         .await

@@ -351,12 +351,13 @@ pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Va
 
 /// The status's `pending_turns`: the eligible records (the branches of every live tip, across
 /// every session) that lack the marker of workspace `workspace_id` — a plain count, not the
-/// suffix walk; `None` when the count fails.
+/// suffix walk, summed over [`crate::conversations::session_pending`] (the Sessions view's
+/// count); `None` when the count fails.
 pub fn pending_turns(
     store: &dyn scriptorium_session_dag::SessionStore,
     workspace_id: &str,
 ) -> Option<usize> {
-    use scriptorium_markers::{WorkspaceId, is_marked, is_record};
+    use scriptorium_markers::WorkspaceId;
     use scriptorium_session_dag::Page;
     let workspace = WorkspaceId::parse(workspace_id).ok()?;
     let mut total = 0;
@@ -364,15 +365,8 @@ pub fn pending_turns(
     loop {
         let page = store.list_sessions(Page { offset, limit: 500 }).ok()?;
         for session in &page {
-            let mut seen = std::collections::BTreeSet::new();
-            for tip in store.tips(&session.id).ok()? {
-                for node in store.branch(&session.id, Some(&tip)).ok()? {
-                    if is_record(&node) && !is_marked(&node, &workspace) {
-                        seen.insert(node.id.0);
-                    }
-                }
-            }
-            total += seen.len();
+            total +=
+                crate::conversations::session_pending(store, &session.id, Some(&workspace)).ok()?;
         }
         if page.len() < 500 {
             return Some(total);

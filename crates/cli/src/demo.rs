@@ -83,6 +83,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     // `status` tells the last write's outcome whatever ran it, the demo's too.
     scriptorium_backend::runtime::status::WriterStatus::record_outcome(
         backend.memory().workspace().root(),
+        &session,
         &outcome,
     );
     let report = outcome.map_err(|f| anyhow::anyhow!("{f}"))?;

@@ -208,6 +208,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         // `status` tells the last write's outcome whatever ran it.
         scriptorium_backend::runtime::status::WriterStatus::record_outcome(
             memory.workspace().root(),
+            &session,
             &outcome,
         );
         outcomes.push((session.0, outcome));

@@ -647,8 +647,16 @@ function sessionList() {
     for (const r of rows)
       list.append(el('button', { type: 'button', class: `row hit session${state.session === r.id ? ' active' : ''}`, 'data-session': r.id, 'aria-current': state.session === r.id ? 'true' : null, title: r.id, onclick: () => openSession(r.id) },
         el('span', { class: 'row-main', text: sessionName(r) }),
-        el('span', { class: 'hit-text', text: [projectName(r.project), `${r.branches} branch${r.branches === 1 ? '' : 'es'}`, r.pending ? `${r.pending} to write` : 'all written', fmtTime(r.updated_at_ms / 1000)].filter(Boolean).join(' · ') })));
+        el('span', { class: 'hit-text', text: [projectName(r.project), `${r.branches} branch${r.branches === 1 ? '' : 'es'}`, r.pending ? `${r.pending} to write` : 'all written', lastWrite(r) || fmtTime(r.updated_at_ms / 1000)].filter(Boolean).join(' · ') })));
   return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Sessions' }), list);
+}
+
+// How a session's last write ended, in a few words (its row and its header).
+function lastWrite(r) {
+  const w = r && r.last_write;
+  if (!w) return '';
+  const when = fmtTime(Date.parse(w.at) / 1000);
+  return w.outcome === 'success' ? `last write ${when}` : `last write failed (${w.reason_code || 'unknown'}) ${when}`;
 }
 
 function writerLine(w) {
@@ -705,7 +713,7 @@ function renderSession(body) {
   const id = state.session;
   const th = state.thread;
   const row = (th && th.session) || (rows || []).find((r) => r.id === id);
-  const sub = row ? [projectName(row.project), `${row.branches} branch${row.branches === 1 ? '' : 'es'}`, row.pending ? `${row.pending} turn${row.pending === 1 ? '' : 's'} to write` : 'all written', `updated ${fmtTime(row.updated_at_ms / 1000)}`].filter(Boolean).join(' · ') : id;
+  const sub = row ? [projectName(row.project), `${row.branches} branch${row.branches === 1 ? '' : 'es'}`, row.pending ? `${row.pending} turn${row.pending === 1 ? '' : 's'} to write` : 'all written', `updated ${fmtTime(row.updated_at_ms / 1000)}`, lastWrite(row)].filter(Boolean).join(' · ') : id;
   setHead([el('span', { class: 't', text: row ? sessionName(row) : id })], sub,
     [el('button', { type: 'button', class: 'btn primary', id: 'write-now', disabled: state.writing || !th, onclick: () => writeNow(id) }, state.writing ? 'Writing…' : 'Write now')]);
   if (state.written && state.written.id === id)

@@ -1545,6 +1545,12 @@ async fn sessions_are_listed_read_as_a_thread_with_the_fork_marked_and_written_n
     assert!(record.body.to_string().contains("I keep bees in the garden."), "{}", record.body);
     let status = server.get("/api/memory/status").await;
     assert_eq!(status.body["writer"]["last_outcome"], "success", "{}", status.body);
+    // The session's own last write, in its row and its thread.
+    let listed = server.get("/api/memory/sessions").await;
+    let last = &listed.body["sessions"][0]["last_write"];
+    assert_eq!(last["outcome"], "success", "{}", listed.body);
+    assert!(last["turns"].as_u64().is_some_and(|t| t >= 3), "{last}");
+    assert_eq!(thread.body["thread"]["session"]["last_write"]["outcome"], "success");
 
     // Again: nothing owed on the head branch, nothing written, said so.
     let again_before = server.revision().await;
@@ -1603,6 +1609,8 @@ fn a_failing_write_now_says_why_changes_nothing_and_is_recorded() {
         assert_eq!(writer["last_failure"]["reason_code"], reason, "{writer}");
         let listed = server.get("/api/memory/sessions").await;
         assert_eq!(listed.body["sessions"][0]["pending"], 4, "still owed: {}", listed.body);
+        let last = &listed.body["sessions"][0]["last_write"];
+        assert_eq!((last["outcome"].as_str(), &last["reason_code"]), (Some("failure"), &reason));
     });
     drop(runtime);
 }

@@ -24,7 +24,7 @@ pub mod status;
 pub mod watcher;
 
 pub use nightly::{local_offset, next_run, run_nightly};
-pub use status::{LastFailure, Outcome, StatusError, WriterStatus};
+pub use status::{LastFailure, Outcome, SessionWrite, StatusError, WriterStatus};
 pub use watcher::{
     ScanReport, SessionWriter, Watcher, WatcherConfig, WatcherStateError, run_watcher,
 };

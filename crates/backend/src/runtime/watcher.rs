@@ -289,7 +289,7 @@ impl Watcher {
                     reason = "",
                     "memory.ingest_ended"
                 );
-                best_effort(WriterStatus::record_success(&self.root, now));
+                best_effort(WriterStatus::record_success(&self.root, now, Some(sid), None));
                 return Ok(());
             }
             Err(failure) => failure,
@@ -317,7 +317,7 @@ impl Watcher {
                 "memory.ingest_ended"
             );
         }
-        best_effort(WriterStatus::record_failure(&self.root, now, &failure));
+        best_effort(WriterStatus::record_failure(&self.root, now, Some(sid), &failure));
         Ok(())
     }
 

@@ -925,7 +925,7 @@ fn store_failed(err: &dyn std::fmt::Display) -> ApiError {
 }
 
 /// The imported sessions, newest first (`?limit=` 50 by default, `?offset=`): `{"sessions":
-/// [SessionRow…], "writer": the last write outcome}` (see
+/// [SessionRow…] (each with its own last write), "writer": the last write outcome}` (see
 /// `scriptorium_backend::conversations`).
 async fn list_sessions(
     State(state): State<AppState>,
@@ -944,7 +944,8 @@ async fn list_sessions(
             let workspace = backend.memory().workspace().workspace_id().clone();
             let page = scriptorium_session_dag::Page { offset, limit };
             let sessions =
-                rows(backend.store(), page, Some(&workspace)).map_err(|e| store_failed(&e))?;
+                rows(backend.store(), backend.memory().workspace().root(), page, Some(&workspace))
+                    .map_err(|e| store_failed(&e))?;
             Ok(Json(json!({ "sessions": sessions, "writer": backend.status().writer })))
         })
         .await
