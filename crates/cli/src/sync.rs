@@ -91,7 +91,9 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// A remote given as a relative path is taken relative to `base` (the current directory for
-/// `--remote`, as git does; the home for `[sync] remote`), not to the workspace git runs in.
+/// `--remote`, as git does; the home for `[sync] remote`), not to the workspace git runs in; a
+/// relative `base` (`--home h0`) is taken from the current directory first, since git runs
+/// elsewhere.
 pub(crate) fn absolute_remote(remote: &str, base: &std::path::Path) -> String {
     let path = std::path::Path::new(remote);
     let looks_like_url = remote.contains("://")
@@ -99,6 +101,7 @@ pub(crate) fn absolute_remote(remote: &str, base: &std::path::Path) -> String {
     if looks_like_url || path.is_absolute() {
         return remote.to_owned();
     }
+    let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
     base.join(path).display().to_string()
 }
 

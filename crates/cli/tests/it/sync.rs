@@ -243,7 +243,40 @@ fn the_configured_remote_is_used_relative_to_the_home() {
     ok(&scriptorium(&cluster.homes[1], &["sync"]));
     assert!(cluster.notes(1).contains("Alice prefers green tea."));
     let status = scriptorium(&cluster.homes[1], &["sync", "--status"]);
-    assert!(String::from_utf8_lossy(&status.stdout).contains("last sync: fast forward"));
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(said.contains("remote: ../remote.git\n"), "{said}");
+    // A fast-forward when both homes' first commits fell in the same second (identical), a
+    // merge otherwise: which one depends on the clock, so only that a sync happened is checked.
+    assert!(
+        said.contains("last sync: fast forward with ") || said.contains("last sync: merged with "),
+        "{said}"
+    );
+}
+
+/// `--home` given as a relative path, with a relative `[sync] remote`: git runs in the
+/// workspace, so the remote must be resolved from the current directory, not passed on relative.
+#[test]
+fn a_relative_home_with_a_relative_remote_syncs() {
+    let cluster = Cluster::new(2);
+    let dir = cluster.homes[0].parent().expect("the cluster directory").to_path_buf();
+    let relative = |home: &str, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+            .current_dir(&dir)
+            .args(["--home", home])
+            .args(args)
+            .env_remove("SCRIPTORIUM_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .output()
+            .expect("scriptorium runs")
+    };
+    for home in &cluster.homes {
+        std::fs::write(home.join("scriptorium.toml"), "[sync]\nremote = \"../remote.git\"\n")
+            .expect("config");
+    }
+    cluster.note(0, "Alice prefers green tea.");
+    ok(&relative("home-0", &["sync", "--json"]));
+    ok(&relative("home-1", &["sync", "--json"]));
+    assert!(cluster.notes(1).contains("Alice prefers green tea."));
 }
 
 #[test]
