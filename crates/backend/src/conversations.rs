@@ -1,5 +1,5 @@
-//! Imported sessions as a person reviews them (the web UI's Sessions view and `scriptorium
-//! sessions list --json`): one row per session with its branches and the turns not yet written
+//! Imported sessions as a person reviews them (the web UI's Sessions view, and the pending count
+//! of `status`): one row per session with its branches and the turns not yet written
 //! into this memory, and a session's conversation as a thread whose branches are marked and
 //! whose written turns link to their archived records.
 //!
@@ -16,10 +16,10 @@
 //! - A session's last write is what the writer status keeps (the newest
 //!   [`crate::runtime::status::SESSIONS_KEPT`] sessions); an older one shows none.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use scriptorium_markers::{Error, WorkspaceId, is_marked, records};
+use scriptorium_markers::{Error, WorkspaceId, is_marked, is_record};
 use scriptorium_session_dag::{Node, NodeId, Page, Session, SessionId, SessionStore, Timestamp};
 use scriptorium_topics_format::source::id::SourceId;
 use serde::Serialize;
@@ -47,7 +47,8 @@ pub struct SessionRow {
     pub updated_at_ms: i64,
     /// The head node.
     pub head: Option<String>,
-    /// How many nodes the session holds (rewound ones included).
+    /// How many nodes the session holds: in a list every node (rewound ones included), in a
+    /// thread those of its live branches.
     pub nodes: usize,
     /// How many live branches (tips) it has.
     pub branches: usize,
@@ -117,22 +118,25 @@ fn time(at: Timestamp) -> String {
     at.to_rfc3339().unwrap_or_else(|| format!("{} ms", at.0))
 }
 
-/// The rows of the sessions of `page`, newest first, for the memory at `memory_root` whose ID
-/// is `workspace` (`None` before it has one: every record counts as pending).
+/// The rows of the sessions of `page`, newest first, with each one's last write from `status`.
+/// `workspace` is this memory's ID (`None` before it has one: every record counts as pending).
 ///
 /// # Errors
 /// The session store's (or a branch that cannot be walked).
 pub fn rows(
     store: &Sessions,
-    memory_root: &Path,
+    status: &WriterStatus,
     page: Page,
     workspace: Option<&WorkspaceId>,
 ) -> Result<Vec<SessionRow>, Error> {
-    let status = WriterStatus::load(memory_root);
     store
         .list_summaries(page)?
         .into_iter()
-        .map(|summary| row(&**store, &status, &summary.session, summary.nodes, workspace))
+        .map(|summary| {
+            let tips = store.tips(&summary.session.id)?;
+            let owed = owed_on(&**store, &summary.session.id, &tips, workspace)?;
+            Ok(row(status, &summary.session, summary.nodes, tips.len(), owed.len()))
+        })
         .collect()
 }
 
@@ -146,27 +150,43 @@ pub fn session_pending(
     id: &SessionId,
     workspace: Option<&WorkspaceId>,
 ) -> Result<usize, Error> {
-    let mut owed: HashSet<String> = HashSet::new();
-    for tip in store.tips(id)? {
-        owed.extend(unwritten(store, id, &tip, workspace)?);
+    let tips = store.tips(id)?;
+    Ok(owed_on(store, id, &tips, workspace)?.len())
+}
+
+/// The unwritten records of the branches ending at `tips`, each once.
+fn owed_on(
+    store: &dyn SessionStore,
+    id: &SessionId,
+    tips: &[NodeId],
+    workspace: Option<&WorkspaceId>,
+) -> Result<HashSet<String>, Error> {
+    let mut owed = HashSet::new();
+    for tip in tips {
+        let branch = store.branch(id, Some(tip))?;
+        owed.extend(unwritten(&branch, workspace).map(|n| n.id.to_string()));
     }
-    Ok(owed.len())
+    Ok(owed)
+}
+
+/// The records of `branch` without `workspace`'s written marker (all of them without a
+/// workspace).
+fn unwritten<'b>(
+    branch: &'b [Node],
+    workspace: Option<&'b WorkspaceId>,
+) -> impl Iterator<Item = &'b Node> {
+    branch.iter().filter(move |n| is_record(n) && !workspace.is_some_and(|w| is_marked(n, w)))
 }
 
 /// The row of one session.
 fn row(
-    store: &dyn SessionStore,
     status: &WriterStatus,
     session: &Session,
     nodes: usize,
-    workspace: Option<&WorkspaceId>,
-) -> Result<SessionRow, Error> {
-    let tips = store.tips(&session.id)?;
-    let mut owed: HashSet<String> = HashSet::new();
-    for tip in &tips {
-        owed.extend(unwritten(store, &session.id, tip, workspace)?);
-    }
-    Ok(SessionRow {
+    branches: usize,
+    pending: usize,
+) -> SessionRow {
+    SessionRow {
         id: session.id.to_string(),
         title: session.title.clone(),
         project: session.project.clone(),
@@ -174,56 +194,45 @@ fn row(
         updated_at_ms: session.updated_at.0,
         head: session.head.as_ref().map(ToString::to_string),
         nodes,
-        branches: tips.len(),
-        pending: owed.len(),
+        branches,
+        pending,
         last_write: status.sessions.get(session.id.as_str()).map(|w| w.to_json()),
-    })
-}
-
-/// The IDs of the records of the branch ending at `tip` without `workspace`'s written marker
-/// (all of its records without a workspace).
-fn unwritten(
-    store: &dyn SessionStore,
-    session: &SessionId,
-    tip: &NodeId,
-    workspace: Option<&WorkspaceId>,
-) -> Result<Vec<String>, Error> {
-    let branch = store.branch(session, Some(tip))?;
-    Ok(records(&branch)
-        .into_iter()
-        .filter(|n| !workspace.is_some_and(|w| is_marked(n, w)))
-        .map(|n| n.id.to_string())
-        .collect())
+    }
 }
 
 /// The thread of session `id`, or `None` when the store has no such session. `memory_root` is
-/// the workspace whose archives the turns link to.
+/// the workspace whose archives the turns link to; `status` gives the session's last write.
 ///
 /// # Errors
-/// The session store's (or a branch that cannot be walked).
+/// The session store's.
 pub fn thread(
     store: &Sessions,
     memory_root: &Path,
+    status: &WriterStatus,
     id: &SessionId,
     workspace: Option<&WorkspaceId>,
 ) -> Result<Option<Thread>, Error> {
     let Some(session) = store.session(id)? else { return Ok(None) };
-    let tips = store.tips(id)?;
     let mut branches: Vec<(NodeId, Vec<Node>)> = Vec::new();
-    for tip in &tips {
-        branches.push((tip.clone(), store.branch(id, Some(tip))?));
+    for tip in store.tips(id)? {
+        let branch = store.branch(id, Some(&tip))?;
+        branches.push((tip, branch));
     }
-    // The head branch first (the store lists the head's tip first when there is a head).
+    // The head branch first.
     if let Some(head) = &session.head
         && let Some(at) = branches.iter().position(|(_, b)| b.iter().any(|n| &n.id == head))
     {
         let head_branch = branches.remove(at);
         branches.insert(0, head_branch);
     }
-    let mut children: std::collections::HashMap<String, HashSet<String>> = Default::default();
+    let mut children: HashMap<&str, HashSet<&str>> = HashMap::new();
+    let mut nodes: HashSet<&str> = HashSet::new();
+    let mut owed: HashSet<&str> = HashSet::new();
     for (_, branch) in &branches {
+        nodes.extend(branch.iter().map(|n| n.id.as_str()));
+        owed.extend(unwritten(branch, workspace).map(|n| n.id.as_str()));
         for pair in branch.windows(2) {
-            children.entry(pair[0].id.to_string()).or_default().insert(pair[1].id.to_string());
+            children.entry(pair[0].id.as_str()).or_default().insert(pair[1].id.as_str());
         }
     }
     let archived = Archived::of(memory_root, id);
@@ -231,12 +240,8 @@ pub fn thread(
         .first()
         .map(|(_, b)| b.iter().map(|n| n.id.as_str()).collect())
         .unwrap_or_default();
-    let mut owed_all: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
     for (i, (tip, branch)) in branches.iter().enumerate() {
-        let head = i == 0 && session.head.is_some();
-        let owed = unwritten(&**store, id, tip, workspace)?;
-        owed_all.extend(owed.iter().cloned());
         let (fork, own): (Option<String>, &[Node]) = if i == 0 {
             (None, branch)
         } else {
@@ -253,17 +258,14 @@ pub fn thread(
             .collect();
         out.push(ThreadBranch {
             tip: tip.to_string(),
-            head,
+            head: i == 0 && session.head.is_some(),
             fork,
-            pending: owed.len(),
+            pending: unwritten(branch, workspace).count(),
             hidden,
             turns,
         });
     }
-    let nodes = out.iter().map(|b| b.turns.len() + b.hidden).sum();
-    let status = WriterStatus::load(memory_root);
-    let mut row = row(&**store, &status, &session, nodes, workspace)?;
-    row.pending = owed_all.len();
+    let row = row(status, &session, nodes.len(), branches.len(), owed.len());
     Ok(Some(Thread { session: row, branches: out }))
 }
 
@@ -273,7 +275,7 @@ fn turn(
     archived: &Archived,
     children: usize,
 ) -> ThreadTurn {
-    let record = !records(std::slice::from_ref(node)).is_empty();
+    let record = is_record(node);
     let cut = node.content.chars().count() > MAX_TURN_CHARS;
     let text = if cut {
         node.content.chars().take(MAX_TURN_CHARS).collect()

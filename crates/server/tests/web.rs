@@ -1499,6 +1499,9 @@ async fn sessions_are_listed_read_as_a_thread_with_the_fork_marked_and_written_n
     assert_eq!(row["pending"], 4, "{row}");
     assert_eq!(row["head"], "u2", "{row}");
     assert!(listed.body.get("writer").is_some(), "{}", listed.body);
+    // `status` counts what the list counts.
+    let status = server.get("/api/memory/status").await;
+    assert_eq!(status.body["pending_turns"], 4, "{}", status.body);
 
     let thread = server.get("/api/memory/sessions/s").await;
     assert_eq!(thread.status, StatusCode::OK, "{}", thread.body);

@@ -83,8 +83,6 @@ pub struct LastFailure {
 pub struct SessionWrite {
     /// When it ended.
     pub at: OffsetDateTime,
-    /// How.
-    pub outcome: Outcome,
     /// A success: the turns it handed to memory (0: nothing was owed); `None` when the runner
     /// did not count them (the idle-session watcher).
     pub turns: Option<usize>,
@@ -183,11 +181,8 @@ impl WriterStatus {
             "last_failure": last_failure,
         });
         if !self.sessions.is_empty() {
-            let sessions: Map<String, Value> = self
-                .sessions
-                .iter()
-                .map(|(id, write)| (id.clone(), session_write_json(write)))
-                .collect();
+            let sessions: Map<String, Value> =
+                self.sessions.iter().map(|(id, write)| (id.clone(), write.to_json())).collect();
             value["sessions"] = Value::Object(sessions);
         }
         value
@@ -228,7 +223,7 @@ impl WriterStatus {
             status.last_outcome = Some(Outcome::Success);
             status.last_success_at = Some(at);
             if let Some(session) = session {
-                let write = SessionWrite { at, outcome: Outcome::Success, turns, failure: None };
+                let write = SessionWrite { at, turns, failure: None };
                 status.keep_session(session, write);
             }
         })
@@ -249,7 +244,6 @@ impl WriterStatus {
             if let Some(session) = session {
                 let write = SessionWrite {
                     at,
-                    outcome: Outcome::Failure,
                     turns: None,
                     failure: Some((failure.code, failure.retryable)),
                 };
@@ -289,27 +283,28 @@ fn session_write(value: &Value) -> Option<SessionWrite> {
             .unwrap_or(FailureCode::WriterFailureUnknown);
         (code, object.get("retryable").and_then(Value::as_bool).unwrap_or(false))
     });
-    Some(SessionWrite { at, outcome, turns: turns.filter(|_| failure.is_none()), failure })
+    Some(SessionWrite { at, turns: turns.filter(|_| failure.is_none()), failure })
 }
 
 impl SessionWrite {
+    /// How it ended: a failure when it carries one.
+    pub fn outcome(&self) -> Outcome {
+        if self.failure.is_some() { Outcome::Failure } else { Outcome::Success }
+    }
+
     /// As the status file and the Sessions view show it: `{at, outcome[, turns][, reason_code,
     /// retryable]}`.
     pub fn to_json(&self) -> Value {
-        session_write_json(self)
+        let mut value = json!({ "at": format_time(self.at), "outcome": self.outcome().as_str() });
+        if let Some(turns) = self.turns {
+            value["turns"] = json!(turns);
+        }
+        if let Some((code, retryable)) = self.failure {
+            value["reason_code"] = json!(code.as_str());
+            value["retryable"] = json!(retryable);
+        }
+        value
     }
-}
-
-fn session_write_json(write: &SessionWrite) -> Value {
-    let mut value = json!({ "at": format_time(write.at), "outcome": write.outcome.as_str() });
-    if let Some(turns) = write.turns {
-        value["turns"] = json!(turns);
-    }
-    if let Some((code, retryable)) = write.failure {
-        value["reason_code"] = json!(code.as_str());
-        value["retryable"] = json!(retryable);
-    }
-    value
 }
 
 /// `last_failure` is kept only with a valid `at` and a boolean `retryable`; its code is coerced.
@@ -468,7 +463,7 @@ mod tests {
         // A later success of `b` replaces its failure; `a` keeps its own.
         WriterStatus::record_success(dir.path(), at(3), Some(&b), Some(0)).unwrap();
         let status = WriterStatus::load(dir.path());
-        assert_eq!(status.sessions["b"].outcome, Outcome::Success);
+        assert_eq!(status.sessions["b"].outcome(), Outcome::Success);
         assert_eq!(status.sessions["b"].failure, None);
         assert_eq!(status.sessions["a"].at, at(1));
         // Only the newest SESSIONS_KEPT are kept: the oldest goes first.
@@ -476,7 +471,6 @@ mod tests {
         for i in 0..SESSIONS_KEPT {
             let write = SessionWrite {
                 at: at(10) + time::Duration::seconds(i64::try_from(i).unwrap()),
-                outcome: Outcome::Success,
                 turns: Some(1),
                 failure: None,
             };

@@ -18,6 +18,7 @@ use scriptorium_backend::engine::{
     read_topics, writable_path,
 };
 use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
+use scriptorium_backend::runtime::status::WriterStatus;
 use scriptorium_backend::summary::{changed_files, update_result};
 use scriptorium_backend::wire::Code;
 use scriptorium_search::MAX_TOP_K;
@@ -941,12 +942,12 @@ async fn list_sessions(
     };
     state
         .blocking(move |_, backend| {
-            let workspace = backend.memory().workspace().workspace_id().clone();
+            let memory = backend.memory().workspace();
+            let writer = WriterStatus::load(memory.root());
             let page = scriptorium_session_dag::Page { offset, limit };
-            let sessions =
-                rows(backend.store(), backend.memory().workspace().root(), page, Some(&workspace))
-                    .map_err(|e| store_failed(&e))?;
-            Ok(Json(json!({ "sessions": sessions, "writer": backend.status().writer })))
+            let sessions = rows(backend.store(), &writer, page, Some(memory.workspace_id()))
+                .map_err(|e| store_failed(&e))?;
+            Ok(Json(json!({ "sessions": sessions, "writer": writer.to_json() })))
         })
         .await
 }
@@ -960,9 +961,15 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
         .blocking(move |_, backend| {
             let memory = backend.memory().workspace();
             let session = scriptorium_session_dag::SessionId(id.clone());
-            let found =
-                thread(backend.store(), memory.root(), &session, Some(memory.workspace_id()))
-                    .map_err(|e| store_failed(&e))?;
+            let writer = WriterStatus::load(memory.root());
+            let found = thread(
+                backend.store(),
+                memory.root(),
+                &writer,
+                &session,
+                Some(memory.workspace_id()),
+            )
+            .map_err(|e| store_failed(&e))?;
             let thread = found.ok_or_else(|| no_session(&id))?;
             Ok(Json(json!({ "thread": thread })))
         })
@@ -1014,15 +1021,13 @@ async fn write_session(State(state): State<AppState>, UrlPath(id): UrlPath<Strin
                 .collect();
             let left = state
                 .blocking(move |_, backend| {
-                    let memory = backend.memory().workspace();
-                    let rows = scriptorium_backend::conversations::thread(
-                        backend.store(),
-                        memory.root(),
+                    let workspace = backend.memory().workspace().workspace_id();
+                    scriptorium_backend::conversations::session_pending(
+                        &**backend.store(),
                         &session,
-                        Some(memory.workspace_id()),
+                        Some(workspace),
                     )
-                    .map_err(|e| store_failed(&e))?;
-                    Ok(rows.map_or(0, |t| t.session.pending))
+                    .map_err(|e| store_failed(&e))
                 })
                 .await?;
             Ok(Json(json!({ "ok": true, "session": id, "batches": batches, "pending": left })))
