@@ -663,7 +663,7 @@ function writerLine(w) {
   if (!w || !w.last_outcome) return 'No write has run yet.';
   if (w.last_outcome === 'success') return `The last write succeeded${w.last_success_at ? ` (${fmtTime(Date.parse(w.last_success_at) / 1000)})` : ''}.`;
   const f = w.last_failure || {};
-  return `The last write failed: ${f.reason_code || 'unknown'}${f.at ? ` (${fmtTime(Date.parse(f.at) / 1000)})` : ''}${f.reason ? ` — ${f.reason}` : ''}`;
+  return `The last write failed: ${f.reason_code || 'unknown'}${f.at ? ` (${fmtTime(Date.parse(f.at) / 1000)})` : ''}.`;
 }
 
 async function writeNow(id) {
@@ -672,12 +672,16 @@ async function writeNow(id) {
   render();
   try {
     const { data } = await api('POST', `/api/memory/sessions/${encodeURIComponent(id)}/write`);
-    const turns = data.batches.reduce((n, b) => n + (b.recovered ? 0 : b.turns), 0);
+    const fresh = data.batches.filter((b) => !b.recovered);
+    const turns = fresh.reduce((n, b) => n + b.turns, 0);
     const n = data.pending;
     const left = n ? ` ${n} turn${n === 1 ? '' : 's'} still to write.` : '';
-    const text = data.batches.length === 0
-      ? (n ? `Nothing was written.${left}` : 'Nothing to write: every turn of this session is already in memory.')
-      : `Wrote ${turns} turn${turns === 1 ? '' : 's'} in ${data.batches.length} batch${data.batches.length === 1 ? '' : 'es'}.${left}`;
+    // A recovered batch was already in memory (another write, or another clone): marked, not written again.
+    const known = data.batches.length - fresh.length;
+    const marked = known ? ` ${known} batch${known === 1 ? ' was' : 'es were'} already in memory and ${known === 1 ? 'is' : 'are'} now marked written.` : '';
+    const text = fresh.length === 0
+      ? (known ? `Nothing new to write.${marked}${left}` : n ? `Nothing was written.${left}` : 'Nothing to write: every turn of this session is already in memory.')
+      : `Wrote ${turns} turn${turns === 1 ? '' : 's'} in ${fresh.length} batch${fresh.length === 1 ? '' : 'es'}.${marked}${left}`;
     state.written = { id, ok: true, text };
   } catch (e) {
     if (gated) return;
@@ -832,7 +836,7 @@ function renderRecord(body) {
     if (turn) turns.append(el('button', { type: 'button', class: 'btn', id, title: turn.snippet, onclick: () => openRecord(r.path, turn.anchor) }, label));
   turns.append(el('button', { type: 'button', class: 'btn', id: 'record-whole', onclick: () => guarded(() => loadConversation(r.path)) }, 'Whole conversation'));
   const session = /^openprogram\/_v2\/(.+)\.md$/.exec(r.path);
-  if (session) turns.append(el('button', { type: 'button', class: 'btn', id: 'record-session', onclick: () => { state.section = 'sessions'; openSession(decodeURIComponent(session[1])); } }, 'Open the session'));
+  if (session) turns.append(el('button', { type: 'button', class: 'btn', id: 'record-session', onclick: () => openSession(decodeURIComponent(session[1])) }, 'Open the session'));
   article.append(turns);
   const cited = el('div', { class: 'cited', id: 'record-cited' }, el('div', { class: 'label', text: rec.cited_by.length ? 'Cited by' : 'No block cites this record' }));
   for (const c of rec.cited_by)
@@ -1240,7 +1244,6 @@ function rerenderKeepingFocus() {
 }
 
 // ---- wiring
-// A citation in a rendered topic or day opens the record it cites, inside the page.
 // A document's link to a topic (`../people/dana.md#^1a2b3c4d` in a topic, `../../../topics/…` in
 // a timeline day), resolved against the workspace-relative file shown (`from`): the topic's path
 // relative to topics/ and the block, or null when it is no topic.
