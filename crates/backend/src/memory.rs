@@ -8,6 +8,7 @@
 //! install's observer failures; it never turns into a rollback: the memory is committed once
 //! the install returned.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock, TryLockError};
 use std::time::{Duration, Instant};
@@ -519,6 +520,23 @@ pub struct MemoryWorkspace {
     /// When [`MemoryWorkspace::search`] last looked for outside edits, and how often it looks.
     outside_check: Mutex<Option<OutsideCheck>>,
     outside_interval: Duration,
+    /// `relations.json`'s backlinks as last read, keyed by the file's stat (the views replace
+    /// it by a rename, so a new file has a new inode): a topic page reads them once per install.
+    backlinks_cache: Mutex<Option<(RelationsKey, Arc<Backlinks>)>>,
+}
+
+/// What identifies one `relations.json` (inode, modification time, length).
+type RelationsKey = (u64, i64, u64);
+
+/// The `backlinks` map of `relations.json`: target ID → the IDs of the blocks linking to it.
+type Backlinks = HashMap<String, Vec<String>>;
+
+/// The part of `relations.json` a topic page reads (`docs/format.md#relations`); the rest of
+/// the file is skipped, not built.
+#[derive(serde::Deserialize)]
+struct Relations {
+    #[serde(default)]
+    backlinks: Backlinks,
 }
 
 /// The last look for outside edits.
@@ -727,6 +745,7 @@ impl MemoryWorkspace {
             derived,
             outside_check: Mutex::new(None),
             outside_interval: Duration::ZERO,
+            backlinks_cache: Mutex::new(None),
         })
     }
 
@@ -962,18 +981,11 @@ impl MemoryWorkspace {
     pub fn backlinks(&self, content: &str) -> Result<Vec<crate::inspect::Backlink>, SearchError> {
         use crate::inspect::{Backlink, Citing, MAX_BACKLINKS};
         let root = self.workspace.root();
-        let relations: serde_json::Value = match read_in(&RealFs, root, "relations.json") {
-            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|error| {
-                tracing::warn!(%error, "relations.json is not valid JSON; run `scriptorium rebuild`");
-                serde_json::Value::Null
-            }),
-            Err(_) => serde_json::Value::Null,
-        };
+        let relations = self.relations_backlinks();
         let mut links: Vec<(String, String)> = Vec::new();
         for target in scriptorium_topics_format::topic::line_end_ids(content) {
-            let sources = relations["backlinks"][&target].as_array().cloned().unwrap_or_default();
-            for source in sources.iter().filter_map(serde_json::Value::as_str) {
-                links.push((target.clone(), source.to_owned()));
+            for source in relations.get(&target).into_iter().flatten() {
+                links.push((target.clone(), source.clone()));
             }
         }
         links.truncate(MAX_BACKLINKS);
@@ -1007,6 +1019,34 @@ impl MemoryWorkspace {
                 from.into_iter().map(move |from| Backlink { target: target.clone(), from })
             })
             .collect())
+    }
+
+    /// The backlinks of `relations.json`, read again only when the file was replaced; empty
+    /// when it is missing or unreadable (derived: `scriptorium rebuild` writes it again).
+    fn relations_backlinks(&self) -> Arc<Backlinks> {
+        let root = self.workspace.root();
+        let Ok(meta) = RealFs.metadata(&root.join("relations.json")) else {
+            return Arc::default();
+        };
+        let key = (meta.ino, meta.mtime_ns, meta.len);
+        let mut cache = self.backlinks_cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((cached, backlinks)) = cache.as_ref()
+            && *cached == key
+        {
+            return Arc::clone(backlinks);
+        }
+        let backlinks = match read_in(&RealFs, root, "relations.json") {
+            Ok(bytes) => match serde_json::from_slice::<Relations>(&bytes) {
+                Ok(relations) => Arc::new(relations.backlinks),
+                Err(error) => {
+                    tracing::warn!(%error, "relations.json is not valid; run `scriptorium rebuild`");
+                    return Arc::default();
+                }
+            },
+            Err(_) => return Arc::default(),
+        };
+        *cache = Some((key, Arc::clone(&backlinks)));
+        backlinks
     }
 
     /// [`MemoryWorkspace::search`], also saying what it did about outside edits (`None` when

@@ -79,14 +79,20 @@ pub fn record_text(role: Role, content: &str) -> Option<Cow<'_, str>> {
         Role::System | Role::Tool => return None,
     };
     let mut text = Cow::Borrowed(content);
-    for tag in wrappers {
-        if let Some(stripped) = strip_blocks(&text, tag) {
-            text = Cow::Owned(stripped);
+    // Every rule but the last looks for `<`, `[` or ESC: text without them (most of what people
+    // write) is only trimmed and checked, without a search per tag.
+    if text.contains('<') {
+        for tag in wrappers {
+            if let Some(stripped) = strip_blocks(&text, tag) {
+                text = Cow::Owned(stripped);
+            }
         }
     }
-    for notice in INTERRUPTS {
-        if text.contains(notice) {
-            text = Cow::Owned(text.replace(notice, ""));
+    if text.contains("[Request interrupted by user") {
+        for notice in INTERRUPTS {
+            if text.contains(notice) {
+                text = Cow::Owned(text.replace(notice, ""));
+            }
         }
     }
     if text.contains('\u{1b}') {
@@ -112,31 +118,68 @@ fn content_free(text: &str) -> bool {
     if lone_command {
         return true;
     }
-    let folded: String =
-        text.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric()).collect();
+    // Folded, the text is compared with short words only: folding stops past the longest.
+    let mut folded = String::new();
+    for c in text.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric()) {
+        if folded.len() >= LONGEST_ACKNOWLEDGEMENT {
+            return false;
+        }
+        folded.push(c);
+    }
     folded.is_empty() || ACKNOWLEDGEMENTS.contains(&folded.as_str())
 }
 
+/// The length in bytes of the longest of [`ACKNOWLEDGEMENTS`].
+const LONGEST_ACKNOWLEDGEMENT: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < ACKNOWLEDGEMENTS.len() {
+        if ACKNOWLEDGEMENTS[i].len() > longest {
+            longest = ACKNOWLEDGEMENTS[i].len();
+        }
+        i += 1;
+    }
+    longest
+};
+
 /// `text` without its `<tag>…</tag>` blocks; `None` when it has none.
 fn strip_blocks(text: &str, tag: &str) -> Option<String> {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    let first = text.find(&open)?;
+    let first = find_tag(text, tag, false)?;
+    let open_len = tag.len() + 2;
+    let close_len = tag.len() + 3;
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     let mut at = Some(first);
     let mut changed = false;
     while let Some(start) = at {
-        let Some(len) = rest[start + open.len()..].find(&close) else {
+        let Some(len) = find_tag(&rest[start + open_len..], tag, true) else {
             break;
         };
         out.push_str(&rest[..start]);
-        rest = &rest[start + open.len() + len + close.len()..];
+        rest = &rest[start + open_len + len + close_len..];
         changed = true;
-        at = rest.find(&open);
+        at = find_tag(rest, tag, false);
     }
     out.push_str(rest);
     changed.then_some(out)
+}
+
+/// Where `<tag>` (or `</tag>` when `closing`) first starts in `text`: each `<` is looked at,
+/// without building the tag's text.
+fn find_tag(text: &str, tag: &str, closing: bool) -> Option<usize> {
+    let mut from = 0;
+    while let Some(found) = text[from..].find('<') {
+        let at = from + found;
+        let mut name = &text[at + 1..];
+        if closing {
+            name = name.strip_prefix('/').unwrap_or("");
+        }
+        if name.strip_prefix(tag).is_some_and(|after| after.starts_with('>')) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// `text` without ANSI escape sequences (rule 3).

@@ -145,12 +145,16 @@ pub fn record_text(node: &Node) -> Option<Cow<'_, str>> {
 
 /// `node` as a record: a copy whose content is its [`record_text`]; `None` when it is not one.
 pub fn record(node: &Node) -> Option<Node> {
-    let text = record_text(node)?;
+    record_text(node).map(|text| with_text(node, text))
+}
+
+/// A copy of `node` with its record `text`.
+fn with_text(node: &Node, text: Cow<'_, str>) -> Node {
     let mut copy = node.clone();
     if text != node.content {
         copy.content = text.into_owned();
     }
-    Some(copy)
+    copy
 }
 
 /// The records of a branch (as returned by [`SessionStore::branch`]), in order, as stored
@@ -162,8 +166,25 @@ pub fn records(branch: &[Node]) -> Vec<&Node> {
 /// Whether `node` carries this workspace's written marker (the shared key naming it, or its
 /// own per-workspace key).
 pub fn is_marked(node: &Node, workspace: &WorkspaceId) -> bool {
-    node.metadata.get(MARKER_KEY).is_some_and(|v| v == workspace.as_str())
-        || node.metadata.get(&workspace_marker_key(workspace)).is_some_and(|v| v == "1")
+    Marker::new(workspace).on(node)
+}
+
+/// A workspace's written marker, its per-workspace key built once for a walk.
+struct Marker<'a> {
+    workspace: &'a WorkspaceId,
+    own_key: String,
+}
+
+impl<'a> Marker<'a> {
+    fn new(workspace: &'a WorkspaceId) -> Self {
+        Marker { workspace, own_key: workspace_marker_key(workspace) }
+    }
+
+    /// Whether `node` carries the marker (see [`is_marked`]).
+    fn on(&self, node: &Node) -> bool {
+        node.metadata.get(MARKER_KEY).is_some_and(|v| v == self.workspace.as_str())
+            || node.metadata.get(&self.own_key).is_some_and(|v| v == "1")
+    }
 }
 
 /// The records of the branch ending at `tip` (default: the head) that are not yet written for
@@ -182,7 +203,8 @@ pub fn pending<S: SessionStore + ?Sized>(
     tip: Option<&NodeId>,
     workspace: &WorkspaceId,
 ) -> Result<Vec<Node>, Error> {
-    walk(store, session, tip, |node| is_marked(node, workspace))
+    let marker = Marker::new(workspace);
+    walk(store, session, tip, |node| marker.on(node))
 }
 
 /// Walks from `tip` (default: the head) toward the root collecting records until `stop` holds
@@ -214,12 +236,12 @@ fn walk<S: SessionStore + ?Sized>(
             return false;
         }
         if !node.rewound
-            && let Some(record) = record(node)
+            && let Some(text) = record_text(node)
         {
             if stop(node) {
                 return false;
             }
-            out.push(record);
+            out.push(with_text(node, text));
         }
         steps += 1;
         if saved.is_none() || steps == power {
@@ -329,10 +351,10 @@ pub fn boundary_plan<S: SessionStore + ?Sized>(
         None => &tips[..],
     };
     candidates.extend(others.iter().map(|t| (t.clone(), false)));
+    let marker = Marker::new(workspace);
     for (tip, head) in candidates {
-        let pending = walk(store, session, Some(&tip), |node| {
-            is_marked(node, workspace) || claimed.contains(&node.id)
-        })?;
+        let pending =
+            walk(store, session, Some(&tip), |node| marker.on(node) || claimed.contains(&node.id))?;
         let tokens: usize = pending.iter().map(|n| token_counter(&n.content)).sum();
         if pending.is_empty() || (!head && tokens < threshold_tokens) {
             continue;

@@ -582,6 +582,10 @@ async fn a_topic_lists_the_blocks_linking_to_its_blocks() {
          [^e1]: Time: `2024-03-15`; Sources: [k]({})\n",
         &budget[start..end]
     );
+    // Read once before the link exists: the server keeps the relations it read until the
+    // views replace them, and must not answer from that copy after the install below.
+    let before = server.get("/api/memory/topics/projects/budget.md").await;
+    assert_eq!(before.body["backlinks"], json!([]), "{}", before.body);
     let base = server.revision().await;
     let put = server
         .call(

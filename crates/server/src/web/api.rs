@@ -426,16 +426,19 @@ fn md_files(dir: &Path) -> Vec<(String, PathBuf, Meta)> {
         .collect()
 }
 
-/// Reads `rel` and the revision it belongs to: the revision is taken before and after the
-/// read, and the read is retried when an install came in between.
+/// Reads `rel` and the revision it belongs to. The revision (which walks the trees) is taken
+/// before the read, so the text is at least as new as it; when an install came in between (the
+/// revision record names another transaction) the read is retried. An outside edit in between needs
+/// no retry: an edit sent with the older revision is refused by the compare-and-set, never
+/// applied over text the page did not show.
 fn read_with_revision(backend: &LocalBackend, rel: &str) -> ApiResult<(Option<String>, Revision)> {
     let ws = backend.memory().workspace();
     for _ in 0..5 {
-        let before = ws.revision().map_err(txn)?;
+        let installed = ws.installed_txn_id().map_err(txn)?;
+        let revision = ws.revision().map_err(txn)?;
         let text = read_regular(ws.root(), rel)?.map(|(text, _)| text);
-        let after = ws.revision().map_err(txn)?;
-        if before == after {
-            return Ok((text, after));
+        if ws.installed_txn_id().map_err(txn)? == installed {
+            return Ok((text, revision));
         }
     }
     Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, Code::Busy, "memory keeps changing; retry"))
