@@ -641,34 +641,38 @@ enum HistoryOpen {
 /// committer left in `.git` are stale and removed first. When `HEAD` does not name the
 /// installed transaction, the process that installed it died before its commit, so possibly
 /// while it rewrote the views: they are rebuilt from the installed tree before the catch-up
-/// commit records them.
+/// commit records them. So are views written without fsync in an earlier boot
+/// (`scriptorium_views::views_written_in_another_boot`: a power loss may have emptied them).
 fn open_history(workspace: &Workspace, lock: LockTimeout) -> Result<History, HistoryOpen> {
     let failed = |e: &dyn std::fmt::Display| HistoryOpen::Failed(e.to_string());
     let root = workspace.root();
     // Nothing to repair: no lock needed (opening never waits for another process's install).
     let installed = workspace.installed_txn_id().map_err(|e| failed(&e))?;
-    if let Some(history) = History::settled(root, &installed) {
+    // Views written without fsync in an earlier boot may have been lost with its page cache.
+    let views_lost = scriptorium_views::views_written_in_another_boot(root);
+    if !views_lost && let Some(history) = History::settled(root, &installed) {
         return Ok(history);
     }
     let repair = || -> Result<History, String> {
         let history = History::open_or_init(root, now()).map_err(|e| e.to_string())?;
         history.remove_stale_locks().map_err(|e| e.to_string())?;
         let installed = workspace.installed_txn_id().map_err(|e| e.to_string())?;
-        if !installed.is_empty() {
-            let behind = history.last_txn_id().map_err(|e| e.to_string())?.as_deref()
+        let behind = !installed.is_empty()
+            && history.last_txn_id().map_err(|e| e.to_string())?.as_deref()
                 != Some(installed.as_str());
-            if behind {
-                let options = scriptorium_views::RebuildOptions {
-                    creation_order: workspace
-                        .creation_order()
-                        .map(|order| order.to_map())
-                        .unwrap_or_default(),
-                    ..scriptorium_views::RebuildOptions::default()
-                };
-                if let Err(error) = scriptorium_views::rebuild_workspace(root, &options) {
-                    tracing::warn!(%error, "rebuilding the views after a crash failed");
-                }
+        if behind || scriptorium_views::views_written_in_another_boot(root) {
+            let options = scriptorium_views::RebuildOptions {
+                creation_order: workspace
+                    .creation_order()
+                    .map(|order| order.to_map())
+                    .unwrap_or_default(),
+                ..scriptorium_views::RebuildOptions::default()
+            };
+            if let Err(error) = scriptorium_views::rebuild_workspace(root, &options) {
+                tracing::warn!(%error, "rebuilding the views after a crash failed");
             }
+        }
+        if !installed.is_empty() {
             history.catch_up(&installed, now()).map_err(|e| e.to_string())?;
         }
         Ok(history)
@@ -1300,6 +1304,33 @@ mod tests {
         std::fs::write(&left, "half a view").expect("write");
         drop(MemoryWorkspace::open(dir.path(), false).expect("reopen"));
         assert!(!left.exists(), "the leftover temporary is gone");
+    }
+
+    /// Views are written without fsync where the platform names the boot: a power loss may
+    /// leave one empty. The boot they were written in is recorded, and opening the history in
+    /// another boot rebuilds them (here the power loss is played: the record names another boot
+    /// and a view lost its bytes).
+    #[test]
+    fn views_written_in_another_boot_are_rebuilt_on_open() {
+        let Some(boot) = scriptorium_workspace_fs::boot_id() else { return };
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(keeping_bees(dir.path()));
+        let marker = dir.path().join(scriptorium_views::VIEWS_BOOT);
+        assert_eq!(std::fs::read_to_string(&marker).expect("the boot is recorded"), boot);
+        let relations = dir.path().join("relations.json");
+        let whole = std::fs::read(&relations).expect("relations");
+        assert!(!whole.is_empty());
+
+        // The same boot: an emptied view is an outside edit of derived state, left alone.
+        std::fs::write(&relations, "").expect("empty");
+        drop(MemoryWorkspace::open(dir.path(), false).expect("reopen"));
+        assert!(std::fs::read(&relations).expect("relations").is_empty());
+
+        // After a power loss: another boot on record.
+        std::fs::write(&marker, "0b5e55ed-0000-4000-8000-000000000000").expect("marker");
+        drop(MemoryWorkspace::open(dir.path(), false).expect("reopen"));
+        assert_eq!(std::fs::read(&relations).expect("relations"), whole, "rebuilt");
+        assert_eq!(std::fs::read_to_string(&marker).expect("marker"), boot, "checked in this boot");
     }
 
     /// Frames another program appended to an archive (the Python implementation archives

@@ -1,11 +1,11 @@
 //! The index's tantivy directory: tantivy's memory-mapped directory, except for the two small
 //! files tantivy replaces as a whole (`meta.json` on every commit, `.managed.json` each time it
-//! creates a file, six or seven times per commit).
+//! creates a file, six or seven times per commit), and its lock files.
 //!
 //! tantivy replaces those with a new temporary file and a rename. On a one-paragraph install
 //! that is eight new inodes and eight freed ones per commit, and creating an inode among
-//! recently freed ones is what ext4 spends most of such a commit on. Here each of the two files
-//! lives in two fixed *slots* (`meta.json.slot0`, `meta.json.slot1`), written in place,
+//! recently freed ones is what ext4 spends most of such a commit on. Here `meta.json` lives in
+//! two fixed *slots* (`meta.json.slot0`, `meta.json.slot1`), written in place,
 //! alternately: a write overwrites the slot that does not hold the newest version. A slot is
 //!
 //! ```text
@@ -21,14 +21,18 @@
 //! In the synced mode (no boot identity, see the crate docs, *Durability*) `meta.json`'s slot
 //! is `fsync`ed on every write, as the commit point, and segment files are synced as tantivy's
 //! own directory syncs them; in the unsynced mode nothing is (the index checks itself after a
-//! reboot instead). `.managed.json`'s slot is never synced, because what it is for is also derived from the directory: it lists the files tantivy
-//! created, so that its garbage collection deletes those no commit uses (among them what a
-//! killed writer left, which must go before a writer that replays the same operations names a
-//! file the same). Read here, it is the stored list *and every segment file in the directory*
-//! (a name of 32 hex digits and a `.`), so a list that a power loss left behind, torn or old,
-//! still lets the next writer's collection see every file. The index has one writer at a time
-//! (tantivy's writer lock), which takes that list when it opens, so no file of another writer's
-//! unfinished segment can be in it.
+//! reboot instead).
+//!
+//! `.managed.json` is not stored at all: what it is for is derived from the directory. tantivy
+//! lists there the files it created, so that its garbage collection deletes those no commit
+//! uses (among them what a killed writer left, which must go before a writer that replays the
+//! same operations names a file the same), and saves the list each time it creates a file.
+//! Read here, it is *every segment file in the directory* (a name of 32 hex digits and a `.`:
+//! every file tantivy creates, delete files included), so no save, lost or torn, can hide a
+//! file from the next writer's collection; a save writes nothing (a list an earlier version
+//! stored in slots is still read, then removed by the next save). The index has one writer at
+//! a time (tantivy's writer lock), which takes that list when it opens, so no file of another
+//! writer's unfinished segment can be in it.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -128,6 +132,20 @@ impl IndexDirectory {
 impl IndexDirectory {
     /// tantivy's managed list: the stored one (a JSON array of file names; none when missing or
     /// unreadable) and every segment file in the directory (see the module docs).
+    /// What tantivy's saving of `.managed.json` does here: nothing is written (the list is the
+    /// directory's segment files, see the module docs), and a list an earlier version stored is
+    /// removed, so that names it kept of files long deleted stop coming back.
+    fn drop_stored_managed_list(&self) -> io::Result<()> {
+        for slot in 0..2 {
+            match RealFs.remove_file(&self.slot_path(Path::new(MANAGED), slot)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     fn managed(&self) -> io::Result<Vec<u8>> {
         let stored = self.newest(Path::new(MANAGED))?;
         let mut files: BTreeSet<String> = stored
@@ -239,6 +257,9 @@ impl Directory for IndexDirectory {
     }
 
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        if path == Path::new(MANAGED) {
+            return self.drop_stored_managed_list();
+        }
         if Self::slotted(path) {
             return self.write_slotted(path, data);
         }
@@ -359,14 +380,20 @@ mod tests {
         std::fs::write(tmp.path().join(format!("{segment}.idx")), b"").expect("a segment file");
         std::fs::write(tmp.path().join(format!("{segment}.7.del")), b"").expect("a delete file");
         std::fs::write(tmp.path().join("scriptorium-manifest.json"), b"{}").expect("ours");
+        let files = [format!("{segment}.7.del"), format!("{segment}.idx")];
+        // tantivy's save stores nothing: the list is the directory's segment files.
         dir.atomic_write(managed, br#"["gone.idx"]"#).expect("write");
-        assert_eq!(
-            read(&dir),
-            [format!("{segment}.7.del"), format!("{segment}.idx"), "gone.idx".into()]
-        );
-        // A torn list still yields the directory's segment files.
+        assert_eq!(read(&dir), files);
+        assert!(!tmp.path().join(".managed.json.slot0").exists());
+        // A list an earlier version stored in a slot is read, until the next save removes it.
+        dir.write_slotted(managed, br#"["gone.idx"]"#).expect("a stored list");
+        assert_eq!(read(&dir), [files[0].clone(), files[1].clone(), "gone.idx".into()]);
+        dir.atomic_write(managed, b"[]").expect("write");
+        assert_eq!(read(&dir), files);
+        assert!(!tmp.path().join(".managed.json.slot1").exists());
+        // A torn stored list still yields the directory's segment files.
         std::fs::write(tmp.path().join(".managed.json.slot0"), b"SCRSLOT1 torn").expect("tear");
-        assert_eq!(read(&dir), [format!("{segment}.7.del"), format!("{segment}.idx")]);
+        assert_eq!(read(&dir), files);
     }
 
     #[test]

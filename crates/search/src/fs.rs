@@ -83,8 +83,6 @@ impl FileAccess for RealFs {
 
     /// Linux's `/proc/sys/kernel/random/boot_id`; `None` elsewhere or when unreadable.
     fn boot_id(&self) -> Option<String> {
-        let bytes = WorkspaceFs.read(Path::new("/proc/sys/kernel/random/boot_id")).ok()?;
-        let id = String::from_utf8(bytes).ok()?.trim().to_owned();
-        (!id.is_empty()).then_some(id)
+        scriptorium_workspace_fs::boot_id()
     }
 }

@@ -78,8 +78,8 @@
 //! 6. write `runtime.json` (if creation order moved) and the revision record, each temp +
 //!    fsync + rename + fsync of `.scriptorium/`;
 //! 7. move the old tree to `.scriptorium/txn/spare` (best effort, no fsync; removed with the
-//!    stage when a spare exists already), remove the stage and the intent record, fsync
-//!    `.scriptorium/`;
+//!    stage when a spare exists already), remove the stage and the intent record (no fsync:
+//!    every step it announced is durable, and the next intent's write syncs the removal);
 //! 8. tell the observers (still under the lock), release the lock. An install that fails
 //!    after step 1 tells them so ([`InstallObserver::abandoned`]).
 //!
@@ -100,6 +100,7 @@
 //! | after the intent, before the swap (3–4) | intent; live `topics/` has the old inode | stage and intent removed: old revision |
 //! | fallback, between the two renames | intent; no `topics/`; `<stage>/old-topics` has the old inode | `old-topics` renamed back, stage and intent removed: old revision |
 //! | after the swap (4–7) | intent; live `topics/` has the new inode | fsync root and stage, rewrite `runtime.json` and the revision record from the intent, remove the stage and the intent: new revision |
+//! | after step 7, power loss | maybe the intent again; the revision record names its transaction | stage (if any) and intent removed: new revision |
 //! | after step 7 | nothing | nothing |
 //! | archive append, before any rename | archive intent; `sources/` digest as recorded | intent removed: old revision |
 //! | archive append, after a rename | archive intent; digest moved | revision record rewritten (counter + 1, new digest and manifest), intent removed: new revision |

@@ -8,7 +8,9 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::fs::{FileKind, Fs};
 use crate::ids::IdSource;
-use crate::state::{Intent, Layout, RevisionRecord, scan_sources, write_atomic};
+use crate::state::{
+    Intent, Layout, RevisionRecord, parse_record, read_record_bytes, scan_sources, write_atomic,
+};
 
 /// Recovery (see the crate docs' recovery table). The caller holds the write lock.
 pub(crate) fn recover(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Result<()> {
@@ -98,13 +100,16 @@ fn remove_tree_if_exists(fs: &dyn Fs, path: &Path) -> Result<()> {
     }
 }
 
+/// Removes the intent record, without an fsync of `.scriptorium/`: every step it describes is
+/// durable by then, and recovering it again is idempotent (an install whose record is live only
+/// loses its intent, one rolled back or an append is decided again the same way). The next
+/// intent's own write syncs the directory, removal included, before anything else happens.
 fn remove_intent(fs: &dyn Fs, layout: &Layout) -> Result<()> {
     match fs.remove_file(&layout.intent) {
-        Ok(()) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io("unlink", &layout.intent)(e)),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("unlink", &layout.intent)(e)),
     }
-    fs.sync_dir(&layout.runtime).map_err(Error::io("fsync dir", &layout.runtime))
 }
 
 /// Finishes or undoes whatever the intent record describes. The caller holds the write lock.
@@ -135,6 +140,14 @@ fn recover_install(
             &layout.intent,
             "intent names a stage outside .scriptorium/txn",
         ));
+    }
+    // The install finished (its revision record is the live one, written last): a power loss
+    // brought back only its intent, whose removal is not synced. Nothing to decide by inode.
+    if let Some(bytes) = read_record_bytes(fs, layout)?
+        && parse_record(layout, &bytes)?.txn_id == intent.txn_id
+    {
+        remove_tree_if_exists(fs, &stage_dir)?;
+        return remove_intent(fs, layout);
     }
     let live = match fs.metadata(&layout.topics) {
         Ok(meta) => Some(meta),

@@ -1,11 +1,20 @@
 //! The IO layer: reading a workspace for a rebuild and writing the derived files, every call
 //! through `scriptorium-workspace-fs`.
 //!
-//! Every file is replaced atomically (temporary file in `.scriptorium/`, fsync, rename, fsync
-//! of the directory: `scriptorium_workspace_fs::write_atomic`) and only when its bytes change, so an unchanged view keeps its
-//! mtime and a reader never sees a half-written view. The set of views as a whole is not
-//! atomic: a crash between two renames leaves some views new and some old, which the next
+//! Every file is replaced atomically (temporary file in `.scriptorium/`, rename:
+//! `scriptorium_workspace_fs::write_atomic`) and only when its bytes change, so an unchanged view
+//! keeps its mtime and a reader never sees a half-written view. The set of views as a whole is
+//! not atomic: a crash between two renames leaves some views new and some old, which the next
 //! rebuild repairs (views are derived and can always be rebuilt).
+//!
+//! Views are not fsynced where the platform names the running boot (Linux's `boot_id`), like
+//! the search index: a killed process loses nothing (the page cache keeps its writes), and
+//! only a power loss or a kernel crash, which start a new boot, can leave a view old or empty.
+//! Before its first unsynced view a boot is recorded, durably, in [`VIEWS_BOOT`]; a process
+//! that finds another boot there ([`views_written_in_another_boot`]) rebuilds the views (the
+//! backend does it when it opens the git history, under the write lock). Without a boot
+//! identity each view is fsynced (not its directory: a power loss may bring an old one back,
+//! whole). A promoted master written to `topics/core.md` is canonical and always durable.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -15,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use scriptorium_topics_format::source::ArchiveResolver;
 use scriptorium_topics_format::{Diagnostic, TopicFile, parse_tree};
 use scriptorium_workspace_fs::read::{FsSources, TopicsError, read_topics};
-use scriptorium_workspace_fs::{Durability, FileKind, Fs, RealFs, write_atomic};
+use scriptorium_workspace_fs::{Durability, FileKind, Fs, RealFs, boot_id, write_atomic};
 
 use crate::core::{
     CORE_TOPIC, CoreRender, CoreReport, DEFAULT_CORE_BUDGET, SourceTrust, TrustAll,
@@ -199,6 +208,8 @@ fn remove_view(root: &Path, rel: &str, written: &mut WrittenViews) -> Result<(),
 struct Writer<'a> {
     root: &'a Path,
     temp_dir: PathBuf,
+    /// How the views are written, decided at the first one ([`Writer::views_durability`]).
+    views: Option<Durability>,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -208,14 +219,62 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// written under the workspace write lock, so a `tmp-*` file recovery sees has no live writer).
 pub const TEMP_PREFIX: &str = "tmp-views-";
 
+/// The boot in which the views were last written without `fsync` (the running one's
+/// [`boot_id`], one line); see [`views_written_in_another_boot`].
+pub const VIEWS_BOOT: &str = ".scriptorium/views-boot";
+
+/// Whether the views were written without `fsync` in another boot than the running one: a power
+/// loss or a kernel crash may then have left some of them old, or empty (the page cache was
+/// lost), and they must be rebuilt (the backend does when it opens the history). `false` when
+/// the platform names no boot (views are then fsynced) or nothing was written yet.
+pub fn views_written_in_another_boot(memory_root: &Path) -> bool {
+    let Some(boot) = boot_id() else { return false };
+    FS.read(&memory_root.join(VIEWS_BOOT)).is_ok_and(|marker| marker != boot.as_bytes())
+}
+
 impl<'a> Writer<'a> {
     fn new(root: &'a Path) -> Result<Self, Error> {
         let temp_dir = root.join(".scriptorium");
         create_private_dir(&temp_dir)?;
-        Ok(Writer { root, temp_dir })
+        Ok(Writer { root, temp_dir, views: None })
+    }
+
+    /// How a view is written: without `fsync` where the platform names the boot (after
+    /// [`VIEWS_BOOT`] durably names the running one, so a later boot knows to rebuild), else
+    /// fsynced without its directory (`Durability::Cache`).
+    fn views_durability(&mut self) -> Result<Durability, Error> {
+        if let Some(durability) = self.views {
+            return Ok(durability);
+        }
+        let durability = match boot_id() {
+            None => Durability::Cache,
+            Some(boot) => {
+                let marker = self.root.join(VIEWS_BOOT);
+                if FS.read(&marker).ok().as_deref() != Some(boot.as_bytes()) {
+                    let temp = self.temp_path();
+                    write_atomic(FS, &temp, &marker, boot.as_bytes(), 0o600, Durability::Durable)?;
+                }
+                Durability::Unsynced
+            }
+        };
+        self.views = Some(durability);
+        Ok(durability)
+    }
+
+    fn temp_path(&self) -> PathBuf {
+        self.temp_dir.join(format!(
+            "{TEMP_PREFIX}{}-{}.tmp",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ))
     }
 
     fn put(&mut self, rel: &str, bytes: &[u8], written: &mut WrittenViews) -> Result<(), Error> {
+        // A promoted master (`topics/core.md`) is canonical: durable like every install. For a
+        // view, the boot is recorded first even when nothing changes: a rebuild that found the
+        // views whole after a power loss records that they were checked in this boot.
+        let durability =
+            if rel.starts_with("topics/") { Durability::Durable } else { self.views_durability()? };
         let target = self.root.join(rel);
         let unchanged = FS.metadata(&target).is_ok_and(|m| m.kind == FileKind::File)
             && FS.read(&target).is_ok_and(|old| old == bytes);
@@ -224,12 +283,8 @@ impl<'a> Writer<'a> {
         }
         let parent = target.parent().unwrap_or(self.root);
         create_private_dir(parent)?;
-        let temp = self.temp_dir.join(format!(
-            "{TEMP_PREFIX}{}-{}.tmp",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        write_atomic(FS, &temp, &target, bytes, 0o600, Durability::Durable)?;
+        let temp = self.temp_path();
+        write_atomic(FS, &temp, &target, bytes, 0o600, durability)?;
         written.changed_files.push(rel.to_owned());
         Ok(())
     }

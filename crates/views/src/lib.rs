@@ -51,8 +51,8 @@ pub use crate::core::{
     promote_legacy_core, render_core,
 };
 pub use crate::io::{
-    Error, RebuildOptions, RebuildReport, TEMP_PREFIX, WrittenViews, rebuild_workspace,
-    write_update, write_views,
+    Error, RebuildOptions, RebuildReport, TEMP_PREFIX, VIEWS_BOOT, WrittenViews, rebuild_workspace,
+    views_written_in_another_boot, write_update, write_views,
 };
 pub use crate::views::{
     Affected, DEFAULT_RECENT_LIMIT, Numbering, Views, ViewsUpdate, affected, rebuild, update,

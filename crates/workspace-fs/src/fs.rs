@@ -454,3 +454,13 @@ impl Fs for FaultFs {
         self.inner.set_mode(path, mode)
     }
 }
+
+/// The running boot's identity (Linux's `/proc/sys/kernel/random/boot_id`); `None` elsewhere or
+/// when unreadable. Derived state written without `fsync` records it, so that a later boot
+/// (after a power loss or a kernel crash, the only events that lose page-cache writes) knows
+/// to check or rebuild that state.
+pub fn boot_id() -> Option<String> {
+    let bytes = RealFs.read(Path::new("/proc/sys/kernel/random/boot_id")).ok()?;
+    let id = String::from_utf8(bytes).ok()?.trim().to_owned();
+    (!id.is_empty()).then_some(id)
+}

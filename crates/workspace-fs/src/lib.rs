@@ -24,7 +24,9 @@ pub mod walk;
 mod atomic;
 
 pub use atomic::{Durability, write_atomic};
-pub use fs::{FaultFs, FileKind, Fs, Meta, NoSync, RealFs, exchange_unsupported, open_lock_file};
+pub use fs::{
+    FaultFs, FileKind, Fs, Meta, NoSync, RealFs, boot_id, exchange_unsupported, open_lock_file,
+};
 pub use layout::{Layout, is_internal_path, is_runtime_name};
 pub use walk::{Entry, walk, walk_meta, walk_where};
 

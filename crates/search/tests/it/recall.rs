@@ -458,8 +458,8 @@ fn a_hint_from_a_revision_the_index_does_not_reflect_falls_back_to_the_manifest(
 }
 
 /// Regression: a process killed while committing a sync leaves the delete files it wrote
-/// (`<segment>.<opstamp>.del`, registered in tantivy's `.managed.json`) beside the old
-/// `meta.json` (both kept in slots, see the crate's `directory` module). The next sync starts again from the committed opstamp and, re-doing the same
+/// (`<segment>.<opstamp>.del`) beside the old `meta.json` (kept in slots, see the crate's
+/// `directory` module). The next sync starts again from the committed opstamp and, re-doing the same
 /// operations, names its delete files the same: tantivy refused to create them
 /// (`FileAlreadyExists`), and every search failed with `INDEX_ERROR` until an install with
 /// another number of operations came along.
@@ -468,8 +468,9 @@ fn a_sync_after_one_killed_while_committing_writes_its_delete_files_again() {
     killed_commit_then_sync(false);
 }
 
-/// The same after a power loss that also lost tantivy's list of the files it created (kept
-/// without `fsync`: the directory's segment files count as listed).
+/// The same with a torn list of the files tantivy created, as an earlier version stored it in
+/// slots without `fsync`: the directory's segment files are the list, and the next save
+/// removes the stored one.
 #[test]
 fn a_lost_managed_list_still_lets_the_next_sync_collect_what_a_killed_commit_left() {
     killed_commit_then_sync(true);
@@ -520,6 +521,9 @@ fn killed_commit_then_sync(lose_managed_list: bool) {
     assert_eq!(index.revision(), Some("r1"), "the killed commit never happened");
     index.sync("r2", Some(&hint)).expect("the same sync again");
     assert_eq!(ids(&index.search("r2", &Query::new("theremin")).expect("test step")), ["00000007"]);
+    for slot in [".managed.json.slot0", ".managed.json.slot1"] {
+        assert!(!dir.join(slot).exists(), "{slot}: the list is the directory's segment files");
+    }
 }
 
 fn copy_files(from: &Path, to: &Path) {

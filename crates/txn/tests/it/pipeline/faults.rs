@@ -323,3 +323,52 @@ fn the_counted_calls_of_an_operation_do_not_depend_on_timestamps() {
     };
     assert_eq!(counted(true), counted(false));
 }
+
+/// The intent record's removal is not synced: after a power loss, an install that finished
+/// (its revision record is live) may find its intent again. Recovery then only removes it, by
+/// the record, without deciding by the inode of `topics/`: here a copy replaced that directory
+/// since (a new inode, neither the old nor the new tree's), which deciding by inode refuses.
+#[test]
+fn the_intent_of_a_finished_install_is_only_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(fixture(dir.path()));
+    let counting = Arc::new(FaultFs::counting(real()));
+    let ws = Workspace::open_with(dir.path(), options(counting.clone(), 99)).expect("open");
+    transaction(&ws).expect("reference run");
+    let n = counting.calls();
+    let post = tree_state(dir.path(), true);
+
+    let txn_id = |path: &Path| -> Option<String> {
+        let bytes = std::fs::read(path).ok()?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        value["txn_id"].as_str().map(str::to_owned)
+    };
+    let mut found = 0;
+    for k in 0..n {
+        let (dir, _fs, _ok) = run(make(k, Mode::Crash, true), transaction);
+        let root = dir.path();
+        let intent = txn_id(&root.join(".scriptorium/intent.json"));
+        if intent.is_none() || intent != txn_id(&root.join(".scriptorium/revision")) {
+            continue;
+        }
+        found += 1;
+        let copy = root.join("topics-copy");
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(root.join("topics"))
+            .arg(&copy)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        std::fs::remove_dir_all(root.join("topics")).expect("remove");
+        std::fs::rename(&copy, root.join("topics")).expect("rename");
+        let ws = Workspace::open_with(root, options(real(), 5))
+            .unwrap_or_else(|e| panic!("k={k}: open failed: {e}"));
+        assert!(!root.join(".scriptorium/intent.json").exists(), "k={k}: intent left");
+        assert!(stages(root).is_empty(), "k={k}: stages left: {:?}", stages(root));
+        assert_eq!(content(&tree_state(root, true)), content(&post), "k={k}");
+        let state = ws.revision_state().expect("state");
+        assert!(!state.topics_edited_outside && !state.sources_changed_outside, "k={k}");
+    }
+    assert!(found > 0, "no crash left the intent of a finished install");
+}
