@@ -75,10 +75,16 @@ pub(crate) fn finish_install(
 /// is removed with the stage.
 fn recycle_old_tree(fs: &dyn Fs, layout: &Layout, stage_dir: &Path) {
     // The spare's manifest describes the spare it was written for; a new spare starts without
-    // one (the install that made it writes the next).
+    // one (the install that made it writes the next). Emptied in place, not removed: the next
+    // one is written into the same file (no new inode per install; see `write_spare_manifest`).
     let manifest = layout.txn.join(crate::stage::SPARE_MANIFEST);
-    match fs.remove_file(&manifest) {
-        Ok(()) => {}
+    match fs.metadata(&manifest) {
+        Ok(meta) if meta.kind == FileKind::File => {
+            if fs.write(&manifest, b"", 0o600).is_err() {
+                return;
+            }
+        }
+        Ok(_) => return,
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(_) => return,
     }

@@ -259,9 +259,10 @@ pub(crate) fn write_spare_manifest(ws: &Workspace, live: &LiveTree) {
     let fs = ws.fs();
     let path = layout.txn.join(SPARE_MANIFEST);
     let Ok(bytes) = serde_json::to_vec(&live.manifest()) else { return };
-    let tmp = layout.runtime.join(format!("tmp-{}-{SPARE_MANIFEST}", ws.inner.ids.hex8()));
-    if fs.write(&tmp, &bytes, 0o600).and_then(|()| fs.rename(&tmp, &path)).is_err() {
-        let _ = fs.remove_file(&tmp);
+    // In place: a reader that finds it half written (a prefix of a JSON array never parses)
+    // or empty recycles the spare without it.
+    if fs.write(&path, &bytes, 0o600).is_err() {
+        let _ = fs.remove_file(&path);
     }
 }
 
