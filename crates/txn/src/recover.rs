@@ -149,9 +149,14 @@ fn recover_install(
     }
     // The install finished (its revision record is the live one, written last): a power loss
     // brought back only its intent, whose removal is not synced. Nothing to decide by inode.
-    if let Some(bytes) = read_record_bytes(fs, layout)?
-        && parse_record(layout, &bytes)?.txn_id == intent.txn_id
-    {
+    // A record that cannot be read or parsed decides nothing here: the inode does, and rolling
+    // forward writes the record again from the intent.
+    let finished = read_record_bytes(fs, layout)
+        .ok()
+        .flatten()
+        .and_then(|bytes| parse_record(layout, &bytes).ok())
+        .is_some_and(|record| record.txn_id == intent.txn_id);
+    if finished {
         remove_tree_if_exists(fs, &stage_dir)?;
         return remove_intent(fs, layout);
     }

@@ -372,3 +372,39 @@ fn the_intent_of_a_finished_install_is_only_removed() {
     }
     assert!(found > 0, "no crash left the intent of a finished install");
 }
+
+/// Recovery reads the revision record only to recognize a finished install: a record it cannot
+/// parse decides nothing, and an install caught after its swap is rolled forward as before,
+/// which writes the record again from the intent.
+#[test]
+fn an_unreadable_record_beside_an_intent_after_the_swap_is_written_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(fixture(dir.path()));
+    let counting = Arc::new(FaultFs::counting(real()));
+    let ws = Workspace::open_with(dir.path(), options(counting.clone(), 99)).expect("open");
+    transaction(&ws).expect("reference run");
+    let n = counting.calls();
+    let post = tree_state(dir.path(), true);
+
+    let mut found = 0;
+    for k in 0..n {
+        let (dir, _fs, _ok) = run(make(k, Mode::Crash, true), transaction);
+        let root = dir.path();
+        let swapped = content(&tree_state(root, true))
+            .iter()
+            .filter(|(path, _)| path.starts_with("topics/"))
+            .eq(content(&post).iter().filter(|(path, _)| path.starts_with("topics/")));
+        if !root.join(".scriptorium/intent.json").exists() || !swapped {
+            continue;
+        }
+        found += 1;
+        std::fs::write(root.join(".scriptorium/revision"), "{ torn").expect("corrupt");
+        let ws = Workspace::open_with(root, options(real(), 5))
+            .unwrap_or_else(|e| panic!("k={k}: open failed: {e}"));
+        assert!(!root.join(".scriptorium/intent.json").exists(), "k={k}: intent left");
+        assert_eq!(content(&tree_state(root, true)), content(&post), "k={k}");
+        let state = ws.revision_state().expect("the record is whole again");
+        assert!(!state.topics_edited_outside && !state.sources_changed_outside, "k={k}");
+    }
+    assert!(found > 0, "no crash left an intent after the swap");
+}
