@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use scriptorium_markers::{Error, WorkspaceId, is_marked, is_record};
+use scriptorium_markers::{Error, Marker, WorkspaceId, is_marked, is_record};
 use scriptorium_session_dag::{Node, NodeId, Page, Session, SessionId, SessionStore, Timestamp};
 use scriptorium_topics_format::source::id::SourceId;
 use serde::Serialize;
@@ -175,7 +175,8 @@ fn unwritten<'b>(
     branch: &'b [Node],
     workspace: Option<&'b WorkspaceId>,
 ) -> impl Iterator<Item = &'b Node> {
-    branch.iter().filter(move |n| is_record(n) && !workspace.is_some_and(|w| is_marked(n, w)))
+    let marker = workspace.map(Marker::new);
+    branch.iter().filter(move |n| is_record(n) && !marker.as_ref().is_some_and(|m| m.on(n)))
 }
 
 /// The row of one session.

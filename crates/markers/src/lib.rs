@@ -169,19 +169,21 @@ pub fn is_marked(node: &Node, workspace: &WorkspaceId) -> bool {
     Marker::new(workspace).on(node)
 }
 
-/// A workspace's written marker, its per-workspace key built once for a walk.
-struct Marker<'a> {
+/// A workspace's written marker, its per-workspace key built once: what [`is_marked`] checks,
+/// for a walk over many nodes.
+pub struct Marker<'a> {
     workspace: &'a WorkspaceId,
     own_key: String,
 }
 
 impl<'a> Marker<'a> {
-    fn new(workspace: &'a WorkspaceId) -> Self {
+    /// `workspace`'s marker.
+    pub fn new(workspace: &'a WorkspaceId) -> Self {
         Marker { workspace, own_key: workspace_marker_key(workspace) }
     }
 
     /// Whether `node` carries the marker (see [`is_marked`]).
-    fn on(&self, node: &Node) -> bool {
+    pub fn on(&self, node: &Node) -> bool {
         node.metadata.get(MARKER_KEY).is_some_and(|v| v == self.workspace.as_str())
             || node.metadata.get(&self.own_key).is_some_and(|v| v == "1")
     }

@@ -155,8 +155,12 @@ fn check_recovered(root: &Path, pre: &State, post: &State, ok: bool, what: &str)
     staged.validate().expect("valid").install().expect("install after recovery");
 }
 
-fn sweep(op: fn(&Workspace) -> scriptorium_txn::Result<()>, exchange: bool) {
-    // Reference run: N calls, the pre- and the post-state.
+/// The reference run of `op` on a fresh fixture: its number of `Fs` calls, the pre- and the
+/// post-state.
+fn reference(
+    op: fn(&Workspace) -> scriptorium_txn::Result<()>,
+    exchange: bool,
+) -> (u64, State, State) {
     let dir = tempfile::tempdir().expect("tempdir");
     drop(fixture(dir.path()));
     let pre = tree_state(dir.path(), true);
@@ -166,8 +170,11 @@ fn sweep(op: fn(&Workspace) -> scriptorium_txn::Result<()>, exchange: bool) {
     });
     let ws = Workspace::open_with(dir.path(), options(counting.clone(), 99)).expect("open");
     op(&ws).expect("reference run");
-    let n = counting.calls();
-    let post = tree_state(dir.path(), true);
+    (counting.calls(), pre, tree_state(dir.path(), true))
+}
+
+fn sweep(op: fn(&Workspace) -> scriptorium_txn::Result<()>, exchange: bool) {
+    let (n, pre, post) = reference(op, exchange);
     assert_ne!(pre, post);
     assert!(n > 20, "only {n} calls");
 
@@ -330,13 +337,7 @@ fn the_counted_calls_of_an_operation_do_not_depend_on_timestamps() {
 /// since (a new inode, neither the old nor the new tree's), which deciding by inode refuses.
 #[test]
 fn the_intent_of_a_finished_install_is_only_removed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    drop(fixture(dir.path()));
-    let counting = Arc::new(FaultFs::counting(real()));
-    let ws = Workspace::open_with(dir.path(), options(counting.clone(), 99)).expect("open");
-    transaction(&ws).expect("reference run");
-    let n = counting.calls();
-    let post = tree_state(dir.path(), true);
+    let (n, _, post) = reference(transaction, true);
 
     let txn_id = |path: &Path| -> Option<String> {
         let bytes = std::fs::read(path).ok()?;
@@ -378,13 +379,7 @@ fn the_intent_of_a_finished_install_is_only_removed() {
 /// which writes the record again from the intent.
 #[test]
 fn an_unreadable_record_beside_an_intent_after_the_swap_is_written_again() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    drop(fixture(dir.path()));
-    let counting = Arc::new(FaultFs::counting(real()));
-    let ws = Workspace::open_with(dir.path(), options(counting.clone(), 99)).expect("open");
-    transaction(&ws).expect("reference run");
-    let n = counting.calls();
-    let post = tree_state(dir.path(), true);
+    let (n, _, post) = reference(transaction, true);
 
     let mut found = 0;
     for k in 0..n {
