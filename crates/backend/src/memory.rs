@@ -249,12 +249,21 @@ impl IndexAhead {
         self,
         revision: Option<&str>,
     ) -> std::thread::Result<scriptorium_search::Result<Ahead>> {
+        self.start(revision).join()
+    }
+
+    /// Tells the update the install's outcome (`None`: failed); it goes on on its own thread,
+    /// whose handle this returns.
+    fn start(
+        self,
+        revision: Option<&str>,
+    ) -> std::thread::JoinHandle<scriptorium_search::Result<Ahead>> {
         if let Some(revision) = revision {
             // A send fails only when the job ended already (with an error it returns).
             let _ = self.go.send(revision.to_owned());
         }
         drop(self.go);
-        self.job.join()
+        self.job
     }
 }
 
@@ -469,27 +478,34 @@ impl InstallObserver for Derived {
             paths: changed.clone(),
         };
         let revision = event.installed.revision.as_str();
+        let sync = || {
+            with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
+                .map(|_| ())
+                .map_err(|err| err.to_string())
+        };
+        // The update prepared beside the install commits now on its own thread; one that could
+        // not prepare (the index was behind) gives way to a sync after the views and the commit.
+        // Without a prepared update the sync runs on a thread of its own beside them.
         let ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner).take();
-        let indexed = std::thread::scope(|scope| {
-            let index_job = self.wiring.index.then(|| {
-                scope.spawn(|| {
-                    // The update prepared beside the install commits now; one that could not
-                    // prepare (the index was behind) gives way to a sync.
-                    match ahead.map(|ahead| ahead.finish(Some(revision))) {
-                        Some(Ok(Ok(Ahead::Committed(_)))) => return Ok(()),
-                        Some(Ok(Err(err))) => return Err(err.to_string()),
-                        Some(Err(_)) => return Err("the index update panicked".to_owned()),
-                        Some(Ok(Ok(Ahead::Behind | Ahead::Abandoned))) | None => {}
-                    }
-                    with_index(event.root, &self.index, |index| index.sync(revision, Some(&hint)))
-                        .map(|_| ())
-                        .map_err(|err| err.to_string())
+        let indexed = match ahead.filter(|_| self.wiring.index) {
+            Some(ahead) => {
+                let job = ahead.start(Some(revision));
+                self.views_and_commit(event, appended, &mut changed, &mut after);
+                Some(match job.join() {
+                    Ok(Ok(Ahead::Committed(_))) => Ok(()),
+                    Ok(Err(err)) => Err(err.to_string()),
+                    Err(_) => Err("the index update panicked".to_owned()),
+                    Ok(Ok(Ahead::Behind | Ahead::Abandoned)) => sync(),
                 })
-            });
-            self.views_and_commit(event, appended, &mut changed, &mut after);
-            index_job
-                .map(|job| job.join().unwrap_or_else(|_| Err("the index update panicked".into())))
-        });
+            }
+            None => std::thread::scope(|scope| {
+                let index_job = self.wiring.index.then(|| scope.spawn(sync));
+                self.views_and_commit(event, appended, &mut changed, &mut after);
+                index_job.map(|job| {
+                    job.join().unwrap_or_else(|_| Err("the index update panicked".into()))
+                })
+            }),
+        };
         if let Some(Err(err)) = indexed {
             after.index_error = Some(err);
         }

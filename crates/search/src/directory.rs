@@ -38,6 +38,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
 use tantivy::Directory;
@@ -64,11 +65,20 @@ pub(crate) struct IndexDirectory {
     /// Whether writes are fsynced (tantivy's protocol) or left to the page cache (the index
     /// checks itself after a reboot instead: see the crate docs, *Durability*).
     synced: bool,
+    /// Set once no stored `.managed.json` is left (see
+    /// [`IndexDirectory::drop_stored_managed_list`]): nothing stores one again, so later saves
+    /// need not look (a commit saves the list six or seven times).
+    managed_dropped: Arc<AtomicBool>,
 }
 
 impl IndexDirectory {
     pub(crate) fn open(root: &Path, synced: bool) -> tantivy::Result<IndexDirectory> {
-        Ok(IndexDirectory { inner: MmapDirectory::open(root)?, root: root.to_path_buf(), synced })
+        Ok(IndexDirectory {
+            inner: MmapDirectory::open(root)?,
+            root: root.to_path_buf(),
+            synced,
+            managed_dropped: Arc::new(AtomicBool::new(false)),
+        })
     }
 
     fn slotted(path: &Path) -> bool {
@@ -136,6 +146,9 @@ impl IndexDirectory {
     /// directory's segment files, see the module docs), and a list an earlier version stored is
     /// removed, so that names it kept of files long deleted stop coming back.
     fn drop_stored_managed_list(&self) -> io::Result<()> {
+        if self.managed_dropped.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         for slot in 0..2 {
             match RealFs.remove_file(&self.slot_path(Path::new(MANAGED), slot)) {
                 Ok(()) => {}
@@ -143,6 +156,7 @@ impl IndexDirectory {
                 Err(e) => return Err(e),
             }
         }
+        self.managed_dropped.store(true, Ordering::Relaxed);
         Ok(())
     }
 
@@ -385,8 +399,10 @@ mod tests {
         dir.atomic_write(managed, br#"["gone.idx"]"#).expect("write");
         assert_eq!(read(&dir), files);
         assert!(!tmp.path().join(".managed.json.slot0").exists());
-        // A list an earlier version stored in a slot is read, until the next save removes it.
+        // A list an earlier version stored in a slot is read, until the next save removes it
+        // (the first of each directory handle: a handle that removed it has no more to remove).
         dir.write_slotted(managed, br#"["gone.idx"]"#).expect("a stored list");
+        let dir = IndexDirectory::open(tmp.path(), false).expect("a new handle");
         assert_eq!(read(&dir), [files[0].clone(), files[1].clone(), "gone.idx".into()]);
         dir.atomic_write(managed, b"[]").expect("write");
         assert_eq!(read(&dir), files);

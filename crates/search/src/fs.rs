@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use scriptorium_workspace_fs::{
-    Durability, FileKind, Fs as _, RealFs as WorkspaceFs, write_atomic,
+    Durability, FileKind, Fs as _, RealFs as WorkspaceFs, write_exchanging,
 };
 
 /// What [`FileAccess::stat`] reports about a path (without following symlinks).
@@ -72,13 +72,15 @@ impl FileAccess for RealFs {
         Ok(WorkspaceFs.read_dir(path)?.into_iter().map(|(name, _)| path.join(name)).collect())
     }
 
-    /// A temporary beside `path` (`*.tmp`), renamed over it: fsynced when `synced`, the
-    /// directory never (the manifest is a cache checked when read: see
+    /// A file beside `path` (`*.tmp`) written, then exchanged with it (it keeps the old bytes
+    /// for the next write: no inode made per write; only the index's writer reads these files,
+    /// see `scriptorium_workspace_fs::write_exchanging`): fsynced when `synced`, the directory
+    /// never (the manifest is a cache checked when read: see
     /// `scriptorium_workspace_fs::Durability`).
     fn write_atomic(&self, path: &Path, bytes: &[u8], synced: bool) -> io::Result<()> {
         let tmp = path.with_extension("tmp");
         let durability = if synced { Durability::Cache } else { Durability::Unsynced };
-        write_atomic(&WorkspaceFs, &tmp, path, bytes, 0o600, durability).map_err(|e| e.source)
+        write_exchanging(&WorkspaceFs, &tmp, path, bytes, 0o600, durability).map_err(|e| e.source)
     }
 
     /// Linux's `/proc/sys/kernel/random/boot_id`; `None` elsewhere or when unreadable.

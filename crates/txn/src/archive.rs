@@ -7,7 +7,7 @@ use crate::lock::LockTimeout;
 use crate::observer::ArchiveEvent;
 use crate::recover::{recover, recover_intent};
 use crate::sources::LiveSources;
-use crate::state::{Intent, RevisionRecord, SwapMode, write_atomic};
+use crate::state::{Intent, RevisionRecord, SwapMode};
 use crate::workspace::{Current, Workspace, ensure_dir};
 use scriptorium_topics_format::catalog::FileLookup;
 use scriptorium_topics_format::source::{
@@ -104,7 +104,7 @@ impl Workspace {
         };
         let bytes = serde_json::to_vec(&intent)
             .map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;
-        write_atomic(fs, layout, ids, &layout.intent, &bytes)?;
+        crate::state::write_intent(fs, layout, &bytes)?;
 
         let result = (|| -> Result<()> {
             for write in writes {

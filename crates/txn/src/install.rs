@@ -297,7 +297,7 @@ fn install(validated: Validated) -> Result<Installed> {
     };
     let intent_bytes =
         serde_json::to_vec(&intent).map_err(|e| Error::corrupt(&layout.intent, e.to_string()))?;
-    write_atomic(fs, layout, ids, &layout.intent, &intent_bytes)?;
+    crate::state::write_intent(fs, layout, &intent_bytes)?;
 
     if let Err(error) = swap_and_finish(&ws, &stage.dir, &stage_topics, mode, &intent) {
         // Let recovery decide from the disk: forward if the swap happened, back otherwise.

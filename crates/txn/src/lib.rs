@@ -27,9 +27,11 @@
 //! | `.scriptorium/revision` | the revision record (JSON, one line): `version`, `counter`, `txn_id` (last install or archive append), `topics` (digest), `sources` (digest), `runtime` (digest of `runtime.json`, informational), `files` (the `topics/` manifest: `path`, `sha256`, `len`, `mtime_ns`, `ino` per file), `source_files` (the same for `sources/`), `workspace_id`, `batches` (the last 64 session batches installed: `key`, `count`, `txn_id`), `unlisted` (the `topics/` entries the manifest leaves out, by kind) |
 //! | `.scriptorium/permissions` | present once the one-time permission migration ran |
 //! | `.scriptorium/intent.json` | present only during an install or archive append (see *Recovery*) |
+//! | `.scriptorium/intent.next` | the last intent, renamed there on removal; the next one is written into it (no new inode per install) |
 //! | `.scriptorium/runtime.json` | creation order and organizer counters (Python's layout) |
-//! | `.scriptorium/txn/<txn-id>/` | a stage: `topics/`, `owner.lock` (held by the owning process) |
-//! | `.scriptorium/txn/spare/` | the tree the last install replaced, recycled by the next `begin` (a cache; recovery removes it) |
+//! | `.scriptorium/txn/<txn-id>/` | a stage: `topics/`; the directory is `flock`ed by the owning process |
+//! | `.scriptorium/txn/spare-stage/` | the empty stage directory the last install left, renamed by the next `begin` into its stage (a cache; recovery keeps it) |
+//! | `.scriptorium/txn/spare/`, `spare.json` | the tree the last install replaced and its manifest, recycled by the next `begin` (a cache it checks file by file; recovery keeps it) |
 //! | `.scriptorium/tmp-*` | temporaries of atomic writes (deleted by recovery) |
 //!
 //! # Revision
@@ -67,18 +69,21 @@
 //!    then the observers hear that the install is coming ([`InstallObserver::installing`]:
 //!    the search index prepares its new segment beside the durable steps below, and makes it
 //!    visible only once told the install happened, step 8; told it failed, it drops it);
-//! 2. one `syncfs` makes every staged file and directory durable (only what the transaction
-//!    wrote is dirty: a recycled stage keeps the already durable inodes of unchanged files);
+//! 2. make the stage durable: an fsync of each file the transaction wrote and of each
+//!    directory whose entries changed (a stage recycled from the spare keeps the already
+//!    durable inodes of unchanged files), or one `syncfs` for a stage written from scratch;
 //! 3. write the intent record (`txn_id`, stage, the inodes of the live and the staged
 //!    `topics/`, old and new revision, the new revision record, the new `runtime.json`):
-//!    temp file, fsync, rename, fsync `.scriptorium/`;
+//!    into `intent.next`, fsync, rename to `intent.json`, fsync `.scriptorium/`;
 //! 4. **`renameat2(RENAME_EXCHANGE)`** of `<stage>/topics` and `topics` — the linearization
 //!    point; the old tree is now `<stage>/topics`;
 //! 5. fsync the memory root;
 //! 6. write `runtime.json` (if creation order moved) and the revision record, each temp +
 //!    fsync + rename + fsync of `.scriptorium/`;
 //! 7. move the old tree to `.scriptorium/txn/spare` (best effort, no fsync; removed with the
-//!    stage when a spare exists already), remove the stage and the intent record (no fsync:
+//!    stage when a spare exists already), keep the emptied stage directory as
+//!    `txn/spare-stage` (or remove the stage), remove the intent record (renamed to
+//!    `intent.next`; no fsync:
 //!    every step it announced is durable, and the next intent's write syncs the removal);
 //! 8. tell the observers (still under the lock), release the lock. An install that fails
 //!    after step 1 tells them so ([`InstallObserver::abandoned`]).
@@ -95,7 +100,7 @@
 //! | crash point | on disk | recovery |
 //! |---|---|---|
 //! | during `begin`, editing, validation | stage dir, no intent | stage removed (its owner lock is free) |
-//! | any time | `.scriptorium/txn/spare` | removed like a stage (it is only a cache) |
+//! | any time | `.scriptorium/txn/spare` | kept: `begin` keeps a spare file only when its bytes equal the live file's |
 //! | before or while writing the intent (1–3) | stage, maybe `tmp-*`, no intent | temporaries and stage removed: old revision |
 //! | after the intent, before the swap (3–4) | intent; live `topics/` has the old inode | stage and intent removed: old revision |
 //! | fallback, between the two renames | intent; no `topics/`; `<stage>/old-topics` has the old inode | `old-topics` renamed back, stage and intent removed: old revision |
@@ -106,8 +111,8 @@
 //! | archive append, after a rename | archive intent; digest moved | revision record rewritten (counter + 1, new digest and manifest), intent removed: new revision |
 //!
 //! Any other combination (a live `topics/` that is neither tree) is reported as
-//! `CORRUPT_STATE` and left alone. Stages whose owner process is alive (its `owner.lock` is
-//! held) are never touched, so opening a workspace does not break another process's open
+//! `CORRUPT_STATE` and left alone. Stages whose owner process is alive (its stage directory is
+//! locked) are never touched, so opening a workspace does not break another process's open
 //! transaction.
 //!
 //! Assumed of the disk: `fsync` of a file makes its bytes durable, `fsync` of a directory makes

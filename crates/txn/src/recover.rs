@@ -26,10 +26,17 @@ pub(crate) fn recover(fs: &dyn Fs, layout: &Layout, ids: &dyn IdSource) -> Resul
     }
     // 2. A half-done install or archive append.
     recover_intent(fs, layout, ids)?;
-    // 3. Stages whose owner is gone.
+    // 3. Stages whose owner is gone. The spare tree and its manifest are caches that `begin`
+    // checks file by file before it keeps anything, so they stay: removing them here (every
+    // install and archive append runs recovery first) made the next install write its
+    // manifest as a new file, and the next transaction after an archive append copy the
+    // whole tree again.
     for (name, kind) in fs.read_dir(&layout.txn).map_err(Error::io("read_dir", &layout.txn))? {
         let path = layout.txn.join(&name);
-        if kind == FileKind::Dir && crate::lock::OwnerLock::is_held(&path.join("owner.lock")) {
+        if crate::stage::is_spare(&name) {
+            continue;
+        }
+        if kind == FileKind::Dir && crate::lock::OwnerLock::is_held(&path) {
             continue;
         }
         let result =
@@ -64,14 +71,25 @@ pub(crate) fn finish_install(
     }
     write_atomic(fs, layout, ids, &layout.revision, &intent.record.to_bytes())?;
     recycle_old_tree(fs, layout, stage_dir);
-    remove_tree_if_exists(fs, stage_dir)?;
+    retire_stage_dir(fs, layout, stage_dir)?;
     remove_intent(fs, layout)
+}
+
+/// Removes a finished install's stage directory, or, when nothing is left in it (the old tree
+/// went to the spare), keeps it as `.scriptorium/txn/spare-stage` for the next `begin` to
+/// rename into its stage: no directory is made and deleted per transaction.
+fn retire_stage_dir(fs: &dyn Fs, layout: &Layout, stage_dir: &Path) -> Result<()> {
+    let empty = fs.read_dir(stage_dir).is_ok_and(|entries| entries.is_empty());
+    if empty && fs.rename(stage_dir, &layout.spare_stage).is_ok() {
+        return Ok(());
+    }
+    remove_tree_if_exists(fs, stage_dir)
 }
 
 /// Moves the old tree (`<stage>/topics` after an exchange, `<stage>/old-topics` after the
 /// two-rename fallback) to `.scriptorium/txn/spare`, where the next `begin` recycles it.
 /// Best effort, and no fsync: the spare is a cache that `begin` checks by stat against its
-/// manifest or byte for byte, and recovery removes it like any stage nobody owns. When a spare exists already, the old tree
+/// manifest or byte for byte (recovery keeps it). When a spare exists already, the old tree
 /// is removed with the stage.
 fn recycle_old_tree(fs: &dyn Fs, layout: &Layout, stage_dir: &Path) {
     // The spare's manifest describes the spare it was written for; a new spare starts without
@@ -106,15 +124,17 @@ fn remove_tree_if_exists(fs: &dyn Fs, path: &Path) -> Result<()> {
     }
 }
 
-/// Removes the intent record, without an fsync of `.scriptorium/`: every step it describes is
-/// durable by then, and recovering it again is idempotent (an install whose record is live only
-/// loses its intent, one rolled back or an append is decided again the same way). The next
-/// intent's own write syncs the directory, removal included, before anything else happens.
+/// Removes the intent record by renaming it to `intent.next`, where the next intent is written
+/// (see `write_intent`: no new inode per install), without an fsync of `.scriptorium/`: every
+/// step it describes is durable by then, and recovering it again is idempotent (an install
+/// whose record is live only loses its intent, one rolled back or an append is decided again
+/// the same way). The next intent's own write syncs the directory, removal included, before
+/// anything else happens.
 fn remove_intent(fs: &dyn Fs, layout: &Layout) -> Result<()> {
-    match fs.remove_file(&layout.intent) {
+    match fs.rename(&layout.intent, &layout.intent_next) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("unlink", &layout.intent)(e)),
+        Err(e) => Err(Error::io("rename", &layout.intent)(e)),
     }
 }
 

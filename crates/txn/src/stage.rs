@@ -33,6 +33,28 @@ pub const MAX_PATH_BYTES: usize = 3_072;
 /// it there: what `begin` needs to recycle the spare by stat, without reading it.
 pub(crate) const SPARE_MANIFEST: &str = "spare.json";
 
+/// Whether `name` (an entry of `.scriptorium/txn/`) is the spare tree or its manifest: caches
+/// for the next `begin`, not stages.
+pub(crate) fn is_spare(name: &std::ffi::OsStr) -> bool {
+    name == "spare" || name == SPARE_MANIFEST || name == "spare-stage"
+}
+
+/// Makes the stage directory `dir` and locks it: the empty directory the last install left
+/// (`.scriptorium/txn/spare-stage`, renamed; the caller holds the write lock, so nobody else
+/// takes it) when it is still an empty 0700 directory whose lock is free, else a new one.
+fn make_stage_dir(fs: &dyn Fs, layout: &crate::state::Layout, dir: &Path) -> Result<OwnerLock> {
+    if fs.rename(&layout.spare_stage, dir).is_ok() {
+        let usable = fs.metadata(dir).is_ok_and(|m| m.kind == FileKind::Dir && m.mode == 0o700)
+            && fs.read_dir(dir).is_ok_and(|entries| entries.is_empty());
+        if usable && let Ok(owner) = OwnerLock::take(dir) {
+            return Ok(owner);
+        }
+        fs.remove_tree(dir).map_err(Error::io("remove", dir))?;
+    }
+    fs.create_dir(dir, 0o700).map_err(Error::io("mkdir", dir))?;
+    OwnerLock::take(dir)
+}
+
 /// A stage directory `.scriptorium/txn/<txn-id>/`, removed when dropped.
 pub(crate) struct Stage {
     pub(crate) ws: Workspace,
@@ -150,19 +172,18 @@ impl Workspace {
 
         let txn_id = TxnId::generate(self.inner.clock.as_ref(), self.inner.ids.as_ref());
         let dir = layout.txn.join(txn_id.as_str());
-        fs.create_dir(&dir, 0o700).map_err(Error::io("mkdir", &dir))?;
+        let owner = make_stage_dir(fs, layout, &dir)?;
         let mut stage = Stage {
             ws: self.clone(),
             txn_id,
             topics: dir.join("topics"),
             dir,
             armed: true,
-            _owner: None,
+            _owner: Some(owner),
             fresh: false,
             written: BTreeSet::new(),
             dirs_changed: BTreeSet::new(),
         };
-        stage._owner = Some(OwnerLock::create(&stage.dir.join("owner.lock"))?);
         stage_tree(self, &mut stage, &live)?;
         // Validation sees the archive as the install will leave it. The baseline above was
         // read from the live archive only: committed blocks cannot cite what is not archived.

@@ -333,6 +333,16 @@ pub(crate) fn write_atomic(
     Ok(scriptorium_workspace_fs::write_atomic(fs, &tmp, target, bytes, 0o600, durability)?)
 }
 
+/// Writes the intent record `bytes` atomically and durably: into `.scriptorium/intent.next`
+/// (the file the last removal left there, or a new one), fsync, rename to `intent.json`, fsync
+/// of `.scriptorium/`. A crash before the rename leaves no intent (whatever `intent.next`
+/// holds is never read). Only the holder of the write lock writes or removes the intent.
+pub(crate) fn write_intent(fs: &dyn Fs, layout: &Layout, bytes: &[u8]) -> Result<()> {
+    let durability = scriptorium_workspace_fs::Durability::Durable;
+    let next = &layout.intent_next;
+    Ok(scriptorium_workspace_fs::write_atomic(fs, next, &layout.intent, bytes, 0o600, durability)?)
+}
+
 /// Which way an install swaps the trees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -633,10 +633,8 @@ fn settled(fs: &dyn Fs, layout: &Layout) -> Result<Option<WorkspaceId>> {
     for (name, kind) in stages {
         let path = layout.txn.join(&name);
         // The spare tree and its manifest are caches for the next `begin`, not stages.
-        let cache = name == "spare" || name == crate::stage::SPARE_MANIFEST;
-        let live = kind == FileKind::Dir
-            && !cache
-            && crate::lock::OwnerLock::is_held(&path.join("owner.lock"));
+        let cache = crate::stage::is_spare(&name);
+        let live = kind == FileKind::Dir && !cache && crate::lock::OwnerLock::is_held(&path);
         if !cache && !live {
             return Ok(None);
         }

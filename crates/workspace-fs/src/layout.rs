@@ -23,9 +23,15 @@ pub struct Layout {
     pub revision: PathBuf,
     /// `.scriptorium/intent.json`: an install in progress.
     pub intent: PathBuf,
+    /// `.scriptorium/intent.next`: the file the next intent record is written into (the last
+    /// one, renamed here when it was removed), so that an install makes no new inode for it.
+    pub intent_next: PathBuf,
     /// `.scriptorium/txn/spare`: the tree the last install replaced, recycled by the next
     /// `begin` as its stage.
     pub spare: PathBuf,
+    /// `.scriptorium/txn/spare-stage`: the empty stage directory the last install left, renamed
+    /// by the next `begin` into its stage (no new directory per transaction).
+    pub spare_stage: PathBuf,
     /// `.scriptorium/runtime.json`: the Python implementation's runtime record.
     pub runtime_json: PathBuf,
     /// `.scriptorium/workspace-id`: the workspace identity.
@@ -44,7 +50,9 @@ impl Layout {
             lock: runtime.join("write.lock"),
             revision: runtime.join("revision"),
             intent: runtime.join("intent.json"),
+            intent_next: runtime.join("intent.next"),
             spare: runtime.join("txn").join("spare"),
+            spare_stage: runtime.join("txn").join("spare-stage"),
             runtime_json: runtime.join("runtime.json"),
             workspace_id: runtime.join("workspace-id"),
             runtime,

@@ -23,7 +23,7 @@ pub mod walk;
 
 mod atomic;
 
-pub use atomic::{Durability, write_atomic};
+pub use atomic::{Durability, write_atomic, write_exchanging};
 pub use fs::{
     FaultFs, FileKind, Fs, Meta, NoSync, RealFs, boot_id, exchange_unsupported, open_lock_file,
 };

@@ -118,7 +118,8 @@ fn check_recovered(home: &Path) -> Result<serde_json::Value, String> {
 }
 
 /// The entries of `.scriptorium/txn/` that are stages: everything but the `spare` directory,
-/// which is a cache of the tree the last install replaced (see `crates/txn`), not a stage.
+/// which is a cache of the tree the last install replaced (see `crates/txn`), its manifest,
+/// and the empty `spare-stage` directory the next `begin` makes its stage.
 fn stage_leftovers(memory: &Path) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(memory.join(".scriptorium/txn")) else { return Vec::new() };
     dir.flatten()
@@ -126,7 +127,11 @@ fn stage_leftovers(memory: &Path) -> Vec<String> {
         // next `begin`, no stage.
         .filter(|e| {
             let name = e.file_name();
-            !(name == "spare" && e.file_type().is_ok_and(|t| t.is_dir())) && name != "spare.json"
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            let empty = || std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_none());
+            !(name == "spare" && is_dir)
+                && name != "spare.json"
+                && !(name == "spare-stage" && is_dir && empty())
         })
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect()

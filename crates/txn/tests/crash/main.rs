@@ -164,7 +164,7 @@ fn check(root: &Path) -> Result<usize, String> {
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         // The tree the last install replaced is a cache for the next `begin`, not a stage.
-        .filter(|name| name != "spare" && name != "spare.json")
+        .filter(|name| name != "spare" && name != "spare.json" && name != "spare-stage")
         .collect();
     if !leftovers.is_empty() {
         return Err(format!("stage leftovers: {leftovers:?}"));

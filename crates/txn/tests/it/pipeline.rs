@@ -130,7 +130,12 @@ pub(crate) fn tree_state(root: &Path, normalize_revision: bool) -> Vec<(String, 
                 stack.push(path);
                 continue;
             }
-            if rel == ".scriptorium/write.lock" || rel.starts_with(".scriptorium/txn/") {
+            // The lock, stages, the spare tree and the file the next intent is written into
+            // (the last one's bytes, never read) are not state.
+            if rel == ".scriptorium/write.lock"
+                || rel == ".scriptorium/intent.next"
+                || rel.starts_with(".scriptorium/txn/")
+            {
                 continue;
             }
             if kind.is_symlink() {
@@ -173,7 +178,7 @@ pub(crate) fn stages(root: &Path) -> Vec<String> {
             entries
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|name| name != "spare" && name != "spare.json")
+                .filter(|name| name != "spare" && name != "spare.json" && name != "spare-stage")
                 .collect()
         })
         .unwrap_or_default()

@@ -426,12 +426,56 @@ fn open_removes_abandoned_stages_but_not_live_ones() {
     std::fs::write(abandoned.join("topics/people/x.md"), "x").expect("write");
     std::fs::write(abandoned.join("owner.lock"), "").expect("write");
     std::fs::write(dir.path().join(".scriptorium/tmp-12345678-revision"), "junk").expect("write");
+    // A stage an earlier version owns: its `owner.lock` file is locked, not the directory.
+    let legacy = dir.path().join(".scriptorium/txn/t-0000000000001-0000beef");
+    std::fs::create_dir_all(legacy.join("topics")).expect("mkdir");
+    let legacy_lock = std::fs::File::create(legacy.join("owner.lock")).expect("create");
+    legacy_lock.try_lock().expect("locked");
 
     Workspace::open(dir.path()).expect("open");
-    assert_eq!(stages(dir.path()), [live_stage.txn_id().to_string()]);
+    let mut expected = vec![live_stage.txn_id().to_string(), "t-0000000000001-0000beef".into()];
+    expected.sort();
+    let mut found = stages(dir.path());
+    found.sort();
+    assert_eq!(found, expected);
     assert!(!dir.path().join(".scriptorium/tmp-12345678-revision").exists());
     live_stage.validate().expect("valid").install().expect("still installs");
+    drop(legacy_lock);
+    Workspace::open(dir.path()).expect("open");
     assert!(stages(dir.path()).is_empty());
+}
+
+#[test]
+fn the_spare_tree_its_manifest_and_the_stage_directory_are_recycled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    super::add_fact(&ws, "a", 1, BeginOptions::default()).expect("install");
+    let txn = dir.path().join(".scriptorium/txn");
+    assert!(txn.join("spare").is_dir() && txn.join("spare.json").is_file());
+    let manifest = std::fs::read(txn.join("spare.json")).expect("manifest");
+    // A leftover temporary makes the open run the whole recovery.
+    std::fs::write(dir.path().join(".scriptorium/tmp-12345678-revision"), "junk").expect("write");
+    let ws = Workspace::open(dir.path()).expect("open");
+    assert!(!dir.path().join(".scriptorium/tmp-12345678-revision").exists());
+    assert!(txn.join("spare").is_dir());
+    assert_eq!(std::fs::read(txn.join("spare.json")).expect("manifest"), manifest);
+    // And so does the recovery every install runs first: the next install recycles the spare
+    // and leaves a new one with its manifest. Its stage is the directory the last one left
+    // (`spare-stage`), made no new inode for the stage, and left it again.
+    use std::os::unix::fs::MetadataExt as _;
+    let stage_dir = std::fs::metadata(txn.join("spare-stage")).expect("spare stage").ino();
+    let staged = ws.begin(BeginOptions::default()).expect("begin");
+    let stage_path = txn.join(staged.txn_id().as_str());
+    assert_eq!(std::fs::metadata(&stage_path).expect("stage").ino(), stage_dir);
+    assert!(!txn.join("spare-stage").exists());
+    drop(staged);
+    assert!(!stage_path.exists(), "a dropped stage is removed");
+    super::add_fact(&ws, "b", 2, BeginOptions::default()).expect("install");
+    assert!(txn.join("spare").is_dir());
+    assert_ne!(std::fs::read(txn.join("spare.json")).expect("manifest"), manifest);
+    let next = std::fs::metadata(txn.join("spare-stage")).expect("spare stage").ino();
+    super::add_fact(&ws, "c", 3, BeginOptions::default()).expect("install");
+    assert_eq!(std::fs::metadata(txn.join("spare-stage")).expect("spare stage").ino(), next);
 }
 
 #[test]

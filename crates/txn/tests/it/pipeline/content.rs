@@ -63,7 +63,7 @@ fn the_revision_of_a_seeded_workspace_is_reproducible() {
             &digest("topics")[..8],
             &digest("sources")[..8]
         ),
-        ("2-901edb1c6650f08e", Some("t-1712048400000-fb37e1b6"), "4ccedec6", "eba4789f"),
+        ("2-92904f2a6f6bb7c9", Some("t-1712048400000-52727028"), "4ccedec6", "eba4789f"),
         "the worked example of docs/format.md#revision"
     );
 }
