@@ -94,10 +94,6 @@ const LEGACY_OWNER_LOCK: &str = "owner.lock";
 
 impl OwnerLock {
     /// Locks the stage directory `dir`; fails if someone else holds it.
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "a flock is taken on the open directory; nothing is read or written"
-    )]
     pub(crate) fn take(dir: &Path) -> Result<OwnerLock> {
         let file = open_dir(dir).map_err(Error::io("open stage", dir))?;
         file.try_lock().map_err(|e| Error::Io {

@@ -96,8 +96,11 @@ impl Fixture {
                 let path = entry.path();
                 let rel =
                     path.strip_prefix(self.root()).expect("inside").to_string_lossy().into_owned();
+                // Stages and the engine's caches, the lock, the file the next intent record
+                // is written into (never read), the model log: not state.
                 if rel.starts_with(".scriptorium/txn")
                     || rel == ".scriptorium/write.lock"
+                    || rel == ".scriptorium/intent.next"
                     || rel == ".scriptorium/agent-history.jsonl"
                 {
                     continue;
