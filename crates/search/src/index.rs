@@ -1,6 +1,6 @@
 //! The persisted index: open (or rebuild), incremental sync, search.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -158,6 +158,23 @@ pub struct Index {
     /// The writer, taken by the first sync that writes and kept until drop or
     /// [`Index::release_writer`] (see "Writer lifetime" on [`Index`]).
     writer: Option<segments::Writer>,
+    /// What the committed index said about source records in earlier updates of this `Index`
+    /// (see [`SourceFacts`]).
+    facts: SourceFacts,
+}
+
+/// Facts about committed source records that an update looks up for every citation it
+/// indexes (a search and a stored document read each): the source ID an archive anchor names,
+/// and whether a record is trusted. A record's facts never change while its archive does not
+/// (records are only appended), so they are kept from one update to the next of the same
+/// `Index`, as long as the committed index is the one this `Index` committed last
+/// (`valid_at`, its revision) and no update changed an archive; anything else starts afresh.
+/// Only what was found is kept: a record not yet indexed is looked up again.
+#[derive(Debug, Default)]
+struct SourceFacts {
+    valid_at: Option<String>,
+    anchors: HashMap<String, String>,
+    trusted: HashMap<String, bool>,
 }
 
 impl std::fmt::Debug for Index {
@@ -198,6 +215,7 @@ impl Index {
             fields,
             revision,
             writer: None,
+            facts: SourceFacts::default(),
         })
     }
 
@@ -268,7 +286,7 @@ impl Index {
         // A hint covers only what changed since its revision: an index that is further behind
         // would never see the files changed in between.
         let hint = hint.filter(|h| stored.as_deref() == Some(h.since.as_str()));
-        match self.update(hint, None, || Some(revision.to_owned()))? {
+        match self.update(stored.as_deref(), hint, None, || Some(revision.to_owned()))? {
             Ahead::Committed(report) => Ok(report),
             Ahead::Abandoned | Ahead::Behind => {
                 unreachable!("an update without an overlay always commits")
@@ -297,13 +315,14 @@ impl Index {
         if stored.as_deref() != Some(hint.since.as_str()) {
             return Ok(Ahead::Behind);
         }
-        self.update(Some(hint), Some(overlay), decide)
+        self.update(stored.as_deref(), Some(hint), Some(overlay), decide)
     }
 
     /// The update behind [`Index::sync`] and [`Index::sync_ahead`] (which passes its
     /// `overlay`); `hint` is usable (it starts at the stored revision) or `None`.
     fn update(
         &mut self,
+        stored: Option<&str>,
         hint: Option<&Changes>,
         overlay: Option<&Overlay>,
         decide: impl FnOnce() -> Option<String>,
@@ -380,7 +399,14 @@ impl Index {
             changed.insert(rel.clone(), Some(String::from_utf8(bytes).unwrap_or_default()));
         }
 
-        let lookup = CommittedLookup { searcher: &searcher, fields: &self.fields };
+        // Kept facts hold for the commit this `Index` made last, and only for a hinted update
+        // (a walk re-reads everything).
+        let mut facts = std::mem::take(&mut self.facts);
+        if full_walk || facts.valid_at.as_deref() != stored {
+            facts = SourceFacts::default();
+        }
+        let facts = std::cell::RefCell::new(facts);
+        let lookup = CommittedLookup { searcher: &searcher, fields: &self.fields, facts: &facts };
         let mut overrides = Overrides::default();
         let mut affected_keys: Vec<String> = Vec::new();
         let mut report = SyncReport { full_walk, ..SyncReport::default() };
@@ -448,9 +474,12 @@ impl Index {
 
         // The new segment is written here; only the commit below publishes it.
         let prepared = writer.prepare(&self.index, &searcher, &deletes, docs)?;
+        let mut facts = facts.into_inner();
         let Some(revision) = decide() else {
             prepared.abort(&mut self.index)?;
             self.writer = Some(writer);
+            // The last commit stands, and what was learned of it with it.
+            self.facts = facts;
             return Ok(Ahead::Abandoned);
         };
         let payload = serde_json::to_string(&Payload {
@@ -459,8 +488,13 @@ impl Index {
             boot: self.boot.clone().unwrap_or_default(),
         })
         .map_err(|e| Error::Index { message: e.to_string() })?;
-        prepared.commit(&mut self.index, &payload)?;
-        writer.merge_in_background(&self.index, &merge_policy());
+        let segments = prepared.commit(&mut self.index, &payload)?;
+        if changed.keys().any(|rel| rel.starts_with("sources/")) {
+            facts = SourceFacts::default();
+        }
+        facts.valid_at = Some(revision.clone());
+        self.facts = facts;
+        writer.merge_in_background(&self.index, &segments, &merge_policy());
         self.writer = Some(writer);
         self.reader.reload()?;
         manifest.version = SCHEMA_VERSION;
@@ -1086,6 +1120,8 @@ fn create_fresh(
 struct CommittedLookup<'a> {
     searcher: &'a Searcher,
     fields: &'a Fields,
+    /// Answers kept from earlier lookups (see [`SourceFacts`]).
+    facts: &'a std::cell::RefCell<SourceFacts>,
 }
 
 impl CommittedLookup<'_> {
@@ -1131,15 +1167,29 @@ impl CommittedLookup<'_> {
 
 impl SourceLookup for CommittedLookup<'_> {
     fn id_for_anchor(&self, akey: &str) -> Option<String> {
-        self.docs(Key::Anchor, akey).first().and_then(|doc| self.first_str(doc, self.fields.id))
+        if let Some(id) = self.facts.borrow().anchors.get(akey) {
+            return Some(id.clone());
+        }
+        let id = self
+            .docs(Key::Anchor, akey)
+            .first()
+            .and_then(|doc| self.first_str(doc, self.fields.id))?;
+        self.facts.borrow_mut().anchors.insert(akey.to_owned(), id.clone());
+        Some(id)
     }
 
     fn trusted(&self, id: &str) -> Option<bool> {
-        self.docs(Key::Id, id)
+        if let Some(trusted) = self.facts.borrow().trusted.get(id) {
+            return Some(*trusted);
+        }
+        let trusted = self
+            .docs(Key::Id, id)
             .iter()
             .find(|doc| self.first_str(doc, self.fields.kind).as_deref() == Some(KIND_SOURCE))
             .and_then(|doc| doc.get_first(self.fields.trusted).and_then(|v| v.as_u64()))
-            .map(|v| v == 1)
+            .map(|v| v == 1)?;
+        self.facts.borrow_mut().trusted.insert(id.to_owned(), trusted);
+        Some(trusted)
     }
 }
 

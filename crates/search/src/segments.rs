@@ -124,15 +124,20 @@ impl Writer {
         Ok(Prepared { meta })
     }
 
-    /// After a commit: when the merge `policy` finds segments to merge, a thread merges them
-    /// with tantivy's writer, which takes the lock this writer gives up until the next update.
-    pub(crate) fn merge_in_background(&mut self, index: &tantivy::Index, policy: &dyn MergePolicy) {
+    /// After a commit of `segments`: when the merge `policy` finds segments to merge, a thread
+    /// merges them with tantivy's writer, which takes the lock this writer gives up until the
+    /// next update.
+    pub(crate) fn merge_in_background(
+        &mut self,
+        index: &tantivy::Index,
+        segments: &[SegmentMeta],
+        policy: &dyn MergePolicy,
+    ) {
         if self.merge.is_some() || self.lock.is_none() {
             return;
         }
-        let Ok(metas) = index.searchable_segment_metas() else { return };
         let candidates: Vec<Vec<SegmentId>> =
-            policy.compute_merge_candidates(&metas).into_iter().map(|c| c.0).collect();
+            policy.compute_merge_candidates(segments).into_iter().map(|c| c.0).collect();
         if candidates.is_empty() {
             return;
         }
@@ -162,8 +167,13 @@ impl Writer {
 impl Prepared {
     /// Publishes the update: its commit record, with `payload`, becomes tantivy's `meta.json`
     /// (one atomic write: the old or the new commit is read, never a mix). The files the new
-    /// commit no longer uses are then removed.
-    pub(crate) fn commit(mut self, index: &mut tantivy::Index, payload: &str) -> Result<()> {
+    /// commit no longer uses are then removed (no merge runs meanwhile: the writer waited for
+    /// its merge before preparing). Returns the committed segments.
+    pub(crate) fn commit(
+        mut self,
+        index: &mut tantivy::Index,
+        payload: &str,
+    ) -> Result<Vec<SegmentMeta>> {
         self.meta.payload = Some(payload.to_owned());
         let mut buffer = serde_json::to_vec_pretty(&self.meta)
             .map_err(|e| Error::Index { message: e.to_string() })?;
@@ -173,7 +183,8 @@ impl Prepared {
         directory
             .atomic_write(Path::new(META), &buffer)
             .map_err(|e| Error::io(Path::new(META), e))?;
-        collect_garbage(index)
+        collect_garbage_keeping(index, self.meta.list_segment_files())?;
+        Ok(self.meta.segments)
     }
 
     /// Drops the update: the files it wrote are removed; the last commit stands.
@@ -274,7 +285,15 @@ fn write_segments(
 
 /// Removes every file tantivy created that the last commit does not use.
 fn collect_garbage(index: &mut tantivy::Index) -> Result<()> {
-    let mut living = index.load_metas()?.list_segment_files();
+    let living = index.load_metas()?.list_segment_files();
+    collect_garbage_keeping(index, living)
+}
+
+/// [`collect_garbage`] when the last commit's files (`living`) are known.
+fn collect_garbage_keeping(
+    index: &mut tantivy::Index,
+    mut living: std::collections::HashSet<PathBuf>,
+) -> Result<()> {
     living.insert(PathBuf::from(META));
     living.insert(PathBuf::from(".managed.json"));
     index.directory_mut().garbage_collect(move || living)?;

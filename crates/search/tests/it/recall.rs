@@ -1060,3 +1060,69 @@ fn an_update_prepared_ahead_is_published_only_once_the_install_happened() {
         .expect("test step");
     assert_eq!(outcome, scriptorium_search::Ahead::Behind);
 }
+
+/// Appends a paragraph citing the pending record `openprogram/s3/u1` to
+/// `topics/notes/design.md`; the hint for it (a change from revision `since`).
+fn append_lair(root: &Path, since: &str, n: usize, text: &str) -> Changes {
+    let rel = "topics/notes/design.md";
+    let mut body = std::fs::read_to_string(root.join(rel)).expect("test step");
+    body.push_str(&format!("\n{text}[^e-dddddddddd] ^{n:08x}\n"));
+    std::fs::write(root.join(rel), body).expect("test step");
+    Changes { since: since.to_owned(), paths: vec![rel.to_owned()] }
+}
+
+/// Writes `sources/openprogram/_v2/s3.md` again, its one record (the workspace's pending
+/// `openprogram/s3/u1`) now in trust state `trust`.
+fn set_s3_trust(root: &Path, trust: TrustState) -> Changes {
+    let rel = "sources/openprogram/_v2/s3.md";
+    let mut lair = record(
+        "s3",
+        "u1",
+        "Stranger",
+        "The secret volcano lair is in Iceland.",
+        "2024-06-01T00:00:00Z",
+    );
+    lair.trust_state = trust;
+    let plan = plan_append(&[lair], &BTreeMap::new()).expect("valid records");
+    let [write] = plan.writes.as_slice() else { panic!("one archive") };
+    assert_eq!(write.rel_path, rel);
+    let before = std::fs::read_to_string(root.join(rel)).expect("test step");
+    assert_ne!(before, write.new_text, "the trust changed");
+    std::fs::write(root.join(rel), &write.new_text).expect("test step");
+    Changes { since: String::new(), paths: vec![rel.to_owned()] }
+}
+
+fn finds(index: &mut Index, revision: &str, word: &str) -> bool {
+    let hits = index.search(revision, &Query::new(word)).expect("test step");
+    hits.iter().any(|h| h.kind == HitKind::Block && h.content.contains(word))
+}
+
+#[test]
+fn kept_source_facts_follow_a_change_of_trust_by_this_or_another_handle() {
+    let ws = workspace();
+    let root = ws.root();
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    // A block citing a pending record is not recalled; its trust is now known to the handle.
+    let hint = append_lair(root, "r1", 1, "The lair has a moat.");
+    index.sync("r2", Some(&hint)).expect("test step");
+    assert!(!finds(&mut index, "r2", "moat"));
+    // The record becomes trusted (its archive changed): the citing block is indexed again.
+    let hint = Changes { since: "r2".to_owned(), ..set_s3_trust(root, TrustState::Trusted) };
+    index.sync("r3", Some(&hint)).expect("test step");
+    assert!(finds(&mut index, "r3", "moat"));
+    // A later update that touches no archive sees the new trust, not the one it knew.
+    let hint = append_lair(root, "r3", 2, "The lair has a drawbridge.");
+    index.sync("r4", Some(&hint)).expect("test step");
+    assert!(finds(&mut index, "r4", "drawbridge"));
+    // Another handle commits a change of trust: this handle's next update looks again.
+    index.release_writer();
+    let mut other = Index::open(root).expect("test step");
+    let hint = Changes { since: "r4".to_owned(), ..set_s3_trust(root, TrustState::Pending) };
+    other.sync("r5", Some(&hint)).expect("test step");
+    drop(other);
+    let hint = append_lair(root, "r5", 3, "The lair has a catapult.");
+    index.sync("r6", Some(&hint)).expect("test step");
+    assert!(!finds(&mut index, "r6", "catapult"));
+    assert!(!finds(&mut index, "r6", "drawbridge"));
+}
