@@ -535,12 +535,24 @@ fn copy_files(from: &Path, to: &Path) {
 }
 
 /// Appends a paragraph to `topics/projects/budget.md`, returning the hint for it (a change
-/// from revision `since`).
+/// from revision `since`). It cites an archived, trusted record: uncited blocks are never
+/// recallable.
 fn append_paragraph(root: &Path, since: &str, n: usize, text: &str) -> Changes {
-    let rel = "topics/projects/budget.md";
+    append_citing(root, "topics/projects/budget.md", "e-aaaaaaaaaa", since, n, text)
+}
+
+/// Appends block `n` saying `text` and citing footnote `label` to the topic file `rel`,
+/// returning the hint for it (a change from revision `since`).
+fn append_citing(
+    root: &Path,
+    rel: &str,
+    label: &str,
+    since: &str,
+    n: usize,
+    text: &str,
+) -> Changes {
     let mut body = std::fs::read_to_string(root.join(rel)).expect("test step");
-    // Cites an archived, trusted record: uncited blocks are never recallable.
-    body.push_str(&format!("\n{text}[^e-aaaaaaaaaa] ^{n:08x}\n"));
+    body.push_str(&format!("\n{text}[^{label}] ^{n:08x}\n"));
     std::fs::write(root.join(rel), body).expect("test step");
     Changes { since: since.to_owned(), paths: vec![rel.to_owned()] }
 }
@@ -1064,11 +1076,7 @@ fn an_update_prepared_ahead_is_published_only_once_the_install_happened() {
 /// Appends a paragraph citing the pending record `openprogram/s3/u1` to
 /// `topics/notes/design.md`; the hint for it (a change from revision `since`).
 fn append_lair(root: &Path, since: &str, n: usize, text: &str) -> Changes {
-    let rel = "topics/notes/design.md";
-    let mut body = std::fs::read_to_string(root.join(rel)).expect("test step");
-    body.push_str(&format!("\n{text}[^e-dddddddddd] ^{n:08x}\n"));
-    std::fs::write(root.join(rel), body).expect("test step");
-    Changes { since: since.to_owned(), paths: vec![rel.to_owned()] }
+    append_citing(root, "topics/notes/design.md", "e-dddddddddd", since, n, text)
 }
 
 /// Writes `sources/openprogram/_v2/s3.md` again, its one record (the workspace's pending
