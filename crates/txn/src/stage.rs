@@ -33,8 +33,8 @@ pub const MAX_PATH_BYTES: usize = 3_072;
 /// it there: what `begin` needs to recycle the spare by stat, without reading it.
 pub(crate) const SPARE_MANIFEST: &str = "spare.json";
 
-/// Whether `name` (an entry of `.scriptorium/txn/`) is the spare tree or its manifest: caches
-/// for the next `begin`, not stages.
+/// Whether `name` (an entry of `.scriptorium/txn/`) is the spare tree, its manifest or the
+/// spare stage directory: caches for the next `begin`, not stages.
 pub(crate) fn is_spare(name: &std::ffi::OsStr) -> bool {
     name == "spare" || name == SPARE_MANIFEST || name == "spare-stage"
 }
@@ -62,7 +62,7 @@ pub(crate) struct Stage {
     pub(crate) dir: PathBuf,
     pub(crate) topics: PathBuf,
     pub(crate) armed: bool,
-    _owner: Option<OwnerLock>,
+    _owner: OwnerLock,
     /// Every file and directory of the stage is new: make them durable with one `syncfs`.
     pub(crate) fresh: bool,
     /// Files of the stage written after it was made from the spare (paths relative to its
@@ -179,7 +179,7 @@ impl Workspace {
             topics: dir.join("topics"),
             dir,
             armed: true,
-            _owner: Some(owner),
+            _owner: owner,
             fresh: false,
             written: BTreeSet::new(),
             dirs_changed: BTreeSet::new(),
