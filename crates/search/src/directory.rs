@@ -1,6 +1,7 @@
 //! The index's tantivy directory: tantivy's memory-mapped directory, except for the two small
 //! files tantivy replaces as a whole (`meta.json` on every commit, `.managed.json` each time it
-//! creates a file, six or seven times per commit), and its lock files.
+//! creates a file, six or seven times per commit), its lock files, and the files of a new
+//! segment, which go to one file, the segment's *pack* (see *Packs* below).
 //!
 //! tantivy replaces those with a new temporary file and a rename. On a one-paragraph install
 //! that is eight new inodes and eight freed ones per commit, and creating an inode among
@@ -33,20 +34,43 @@
 //! stored in slots is still read, then removed by the next save). The index has one writer at
 //! a time (tantivy's writer lock), which takes that list when it opens, so no file of another
 //! writer's unfinished segment can be in it.
+//!
+//! # Packs
+//!
+//! tantivy writes a segment as six files (postings, positions, terms, field norms, fast fields,
+//! stored fields), and an install's update writes one small segment and usually removes the
+//! previous one: twelve files made and deleted per install, on a filesystem where making a file
+//! among recently deleted ones is what a small commit spends most of its time on (ext4 without
+//! a journal scans them). So a new segment's files are written to memory, and once none of them
+//! is still being written, to one new file `<segment id>.pack` (its format: `pack.rs`), which
+//! holds them one after the other: an update calls [`IndexDirectory::pack_pending`] as soon as
+//! its segment is written, and a commit (`meta.json`) packs whatever is still held first, so a
+//! commit never names a file that is only in memory. A file is read from memory while it is
+//! held, then from its pack (a slice of the pack's memory map), else as a file of its own; the
+//! managed list names a pack's files, not the pack, and deleting them all deletes the pack (a
+//! handle remembers which it deleted; a pack whose files are half deleted when the process
+//! ends is listed whole to the next writer, which deletes the rest). A pack that is not whole
+//! (its writer was killed) is refused and listed under its own name, so the next writer's
+//! collection removes it. What does not go to a pack: delete files (written for segments
+//! already committed), a file written after its segment's pack, and files that would take the
+//! memory held past [`HELD_MAX`] (a rebuild's large segments), which are written as they come.
+//! An index written before packs reads as before, file by file.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
 use tantivy::Directory;
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    AntiCallToken, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite, WatchCallback,
-    WatchHandle, WritePtr,
+    AntiCallToken, DirectoryLock, FileHandle, Lock, MmapDirectory, OwnedBytes, TerminatingWrite,
+    WatchCallback, WatchHandle, WritePtr,
 };
+
+use crate::pack;
 
 /// The files kept in slots (tantivy's names).
 const SLOTTED: [&str; 2] = [META, MANAGED];
@@ -69,7 +93,39 @@ pub(crate) struct IndexDirectory {
     /// [`IndexDirectory::drop_stored_managed_list`]): nothing stores one again, so later saves
     /// need not look (a commit saves the list six or seven times).
     managed_dropped: Arc<AtomicBool>,
+    /// Segment files written to memory and the packs they went to (see the module docs,
+    /// *Packs*), shared by every clone of this handle (tantivy clones it for its threads).
+    packing: Arc<Mutex<Packing>>,
 }
+
+/// See the module docs, *Packs*.
+#[derive(Debug, Default)]
+struct Packing {
+    /// Segment files written and ended in memory, not yet in a pack: name -> content.
+    pending: BTreeMap<String, OwnedBytes>,
+    /// Bytes held in memory: by `pending` and by files still being written there.
+    held: usize,
+    /// Segment files being written, per segment ID.
+    writing: HashMap<String, usize>,
+    /// What this handle knows of a segment's pack (by segment ID): its table and the members
+    /// it deleted, or `None` when the segment has no pack.
+    packs: HashMap<String, Option<Known>>,
+}
+
+/// A pack this handle read or wrote.
+#[derive(Debug)]
+struct Known {
+    table: Arc<pack::Table>,
+    /// Members deleted through this handle: the pack goes once all of them are.
+    deleted: BTreeSet<String>,
+}
+
+/// Segment files kept in memory at most, in all (see the module docs, *Packs*): a file that
+/// would pass this is written to disk as it comes instead, as tantivy writes it.
+const HELD_MAX: usize = 8 << 20;
+/// Packs whose table a handle keeps before it forgets those it deleted nothing of (a
+/// long-lived reader meets a new segment with every update).
+const KNOWN_MAX: usize = 256;
 
 impl IndexDirectory {
     pub(crate) fn open(root: &Path, synced: bool) -> tantivy::Result<IndexDirectory> {
@@ -78,7 +134,140 @@ impl IndexDirectory {
             root: root.to_path_buf(),
             synced,
             managed_dropped: Arc::new(AtomicBool::new(false)),
+            packing: Arc::new(Mutex::new(Packing::default())),
         })
+    }
+
+    fn packing(&self) -> MutexGuard<'_, Packing> {
+        self.packing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes the segment files held in memory to disk: those of each segment no file of which
+    /// is still being written go to one new pack, `<segment id>.pack` (or, for a segment that
+    /// has a pack already, to files of their own). An update calls it once its segment is
+    /// written, so that the commit only has `meta.json` left to write; tantivy's own commits
+    /// (a merge's) reach it through [`Directory::atomic_write`] of `meta.json`.
+    pub(crate) fn pack_pending(&self) -> io::Result<()> {
+        let mut packing = self.packing();
+        let ready: BTreeSet<String> = packing
+            .pending
+            .keys()
+            .filter_map(|name| segment_of(name))
+            .filter(|segment| packing.writing.get(*segment).is_none_or(|open| *open == 0))
+            .map(str::to_owned)
+            .collect();
+        if ready.is_empty() {
+            return Ok(());
+        }
+        for segment in &ready {
+            let members: Vec<(String, OwnedBytes)> = packing
+                .pending
+                .iter()
+                .filter(|(name, _)| segment_of(name) == Some(segment.as_str()))
+                .map(|(name, bytes)| (name.clone(), bytes.clone()))
+                .collect();
+            let packed = matches!(packing.packs.get(segment), Some(Some(_)));
+            let written = if packed {
+                None
+            } else {
+                let (bytes, table) =
+                    pack::encode(members.iter().map(|(n, b)| (n.as_str(), b.as_slice())));
+                self.write_new(&format!("{segment}{}", pack::SUFFIX), &bytes)?.then_some(table)
+            };
+            match written {
+                Some(table) => {
+                    let known = Known { table: Arc::new(table), deleted: BTreeSet::new() };
+                    packing.packs.insert(segment.clone(), Some(known));
+                }
+                // A segment whose pack exists (written before this file of it) keeps the
+                // rest of its files as tantivy names them.
+                None => {
+                    for (name, bytes) in &members {
+                        if !self.write_new(name, bytes)? {
+                            return Err(io::Error::new(
+                                io::ErrorKind::AlreadyExists,
+                                format!("index file {name} exists"),
+                            ));
+                        }
+                    }
+                }
+            }
+            for (name, bytes) in &members {
+                packing.pending.remove(name);
+                packing.held -= bytes.len();
+            }
+        }
+        if self.synced {
+            self.inner.sync_directory()?;
+        }
+        Ok(())
+    }
+
+    /// Writes `bytes` as the new file `name` (synced in the synced mode); `false` when a file
+    /// of that name exists (nothing is written). A failed write removes what it wrote.
+    fn write_new(&self, name: &str, bytes: &[u8]) -> io::Result<bool> {
+        let path = self.root.join(name);
+        let mut file = match create_new(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let written = io::Write::write_all(&mut file, bytes)
+            .and_then(|()| if self.synced { file.sync_all() } else { Ok(()) });
+        if let Err(e) = written {
+            drop(file);
+            let _ = RealFs.remove_file(&path);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// What this handle knows of `segment`'s pack, reading its table when it does not yet;
+    /// `None` when the segment has no pack. A pack that is not whole is an error.
+    fn known_pack(
+        &self,
+        packing: &mut Packing,
+        segment: &str,
+    ) -> io::Result<Option<Arc<pack::Table>>> {
+        if let Some(known) = packing.packs.get(segment) {
+            return Ok(known.as_ref().map(|known| known.table.clone()));
+        }
+        let table = match self.inner.get_file_handle(&pack_path(segment)) {
+            Ok(handle) => {
+                let bytes = handle.read_bytes(0..handle.len())?;
+                let table = pack::decode(bytes.as_slice()).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("the index pack {segment}{} is not whole", pack::SUFFIX),
+                    )
+                })?;
+                Some(Arc::new(table))
+            }
+            Err(OpenReadError::FileDoesNotExist(_)) => None,
+            Err(e) => return Err(io::Error::other(e)),
+        };
+        if packing.packs.len() >= KNOWN_MAX {
+            packing.packs.retain(|_, known| known.as_ref().is_some_and(|k| !k.deleted.is_empty()));
+        }
+        let known = table.clone().map(|table| Known { table, deleted: BTreeSet::new() });
+        packing.packs.insert(segment.to_owned(), known);
+        Ok(table)
+    }
+
+    /// A new plain file for tantivy to write (`MmapDirectory`'s `open_write`, without its
+    /// fsync at the end in the unsynced mode).
+    fn open_plain(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        if self.synced {
+            return self.inner.open_write(path);
+        }
+        let file = create_new(&self.root.join(path)).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                OpenWriteError::FileAlreadyExists(path.to_path_buf())
+            } else {
+                OpenWriteError::wrap_io_error(e, path.to_path_buf())
+            }
+        })?;
+        Ok(io::BufWriter::new(Box::new(Unsynced(file))))
     }
 
     fn slotted(path: &Path) -> bool {
@@ -165,11 +354,33 @@ impl IndexDirectory {
         let mut files: BTreeSet<String> = stored
             .and_then(|(_, _, content)| serde_json::from_slice(&content).ok())
             .unwrap_or_default();
+        let mut packing = self.packing();
         for (name, kind) in RealFs.read_dir(&self.root)? {
-            if let Some(name) = name.to_str().filter(|n| kind == FileKind::File && is_segment(n)) {
+            let Some(name) = name.to_str().filter(|n| kind == FileKind::File && is_segment(n))
+            else {
+                continue;
+            };
+            let Some(segment) = pack_of(Path::new(name)) else {
                 files.insert(name.to_owned());
+                continue;
+            };
+            match self.known_pack(&mut packing, segment) {
+                Ok(Some(table)) => {
+                    let known = packing.packs.get(segment).and_then(Option::as_ref);
+                    let deleted =
+                        |member: &String| known.is_some_and(|k| k.deleted.contains(member));
+                    files.extend(table.members.keys().filter(|m| !deleted(m)).cloned());
+                }
+                // Gone meanwhile.
+                Ok(None) => {}
+                // Not whole (its writer was killed): listed under its own name, so that
+                // tantivy's collection removes it.
+                Err(_) => {
+                    files.insert(name.to_owned());
+                }
             }
         }
+        files.extend(packing.pending.keys().cloned());
         serde_json::to_vec(&files).map_err(io::Error::other)
     }
 }
@@ -178,6 +389,146 @@ impl IndexDirectory {
 fn is_segment(name: &str) -> bool {
     name.as_bytes().get(32) == Some(&b'.')
         && name.as_bytes()[..32].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// A file tantivy writes for a new segment, which may go to the segment's pack: its name and
+/// segment ID (`<32 hex digits>.<component>`; a delete file, `<id>.<opstamp>.del`, is written
+/// for a segment already committed and never is).
+fn packable(path: &Path) -> Option<(&str, &str)> {
+    let name = path.to_str()?;
+    let segment = segment_of(name)?;
+    let component = &name[33..];
+    (!component.is_empty() && !component.contains('.') && component != &pack::SUFFIX[1..])
+        .then_some((name, segment))
+}
+
+/// The segment ID of a segment file's name.
+fn segment_of(name: &str) -> Option<&str> {
+    is_segment(name).then(|| &name[..32])
+}
+
+/// The segment ID of a pack's name.
+fn pack_of(path: &Path) -> Option<&str> {
+    let name = path.to_str()?;
+    segment_of(name).filter(|_| &name[32..] == pack::SUFFIX)
+}
+
+fn pack_path(segment: &str) -> PathBuf {
+    PathBuf::from(format!("{segment}{}", pack::SUFFIX))
+}
+
+/// Creates the new file `path` (`O_EXCL`, mode 0600) for writing.
+fn create_new(path: &Path) -> io::Result<std::fs::File> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the index's segment files and packs are written through the file this \
+                  returns, as tantivy's MmapDirectory does (a new file, never through a symlink)"
+    )]
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)
+    };
+    file
+}
+
+/// A segment file tantivy writes to memory, for its segment's pack (see the module docs,
+/// *Packs*); written to disk as it comes instead once the memory held would pass
+/// [`HELD_MAX`].
+struct Held {
+    directory: IndexDirectory,
+    name: String,
+    state: HeldState,
+}
+
+enum HeldState {
+    Memory(Vec<u8>),
+    Disk(WritePtr),
+    /// Ended (`terminate`), or failed.
+    Done,
+}
+
+impl Held {
+    fn segment(&self) -> &str {
+        &self.name[..32]
+    }
+
+    /// Ends this file's part in its segment's count of files being written.
+    fn stop_writing(&self, packing: &mut Packing) {
+        if let Some(open) = packing.writing.get_mut(self.segment()) {
+            *open -= 1;
+            if *open == 0 {
+                packing.writing.remove(self.segment());
+            }
+        }
+    }
+}
+
+impl io::Write for Held {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.state {
+            HeldState::Memory(bytes) => {
+                let mut packing = self.directory.packing();
+                if packing.held + buf.len() <= HELD_MAX {
+                    packing.held += buf.len();
+                    bytes.extend_from_slice(buf);
+                    return Ok(buf.len());
+                }
+                packing.held -= bytes.len();
+                drop(packing);
+                let held = std::mem::take(bytes);
+                self.state = HeldState::Done;
+                let mut disk =
+                    self.directory.open_plain(Path::new(&self.name)).map_err(io::Error::other)?;
+                disk.write_all(&held)?;
+                disk.write_all(buf)?;
+                self.state = HeldState::Disk(disk);
+                Ok(buf.len())
+            }
+            HeldState::Disk(disk) => disk.write(buf),
+            HeldState::Done => Err(io::Error::other("the index file was ended")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.state {
+            HeldState::Disk(disk) => disk.flush(),
+            HeldState::Memory(_) | HeldState::Done => Ok(()),
+        }
+    }
+}
+
+impl TerminatingWrite for Held {
+    fn terminate_ref(&mut self, token: AntiCallToken) -> io::Result<()> {
+        let state = std::mem::replace(&mut self.state, HeldState::Done);
+        let mut packing = self.directory.packing();
+        self.stop_writing(&mut packing);
+        match state {
+            HeldState::Memory(bytes) => {
+                packing.pending.insert(self.name.clone(), OwnedBytes::new(bytes));
+                Ok(())
+            }
+            HeldState::Disk(mut disk) => {
+                drop(packing);
+                disk.terminate_ref(token)
+            }
+            HeldState::Done => Err(io::Error::other("the index file was ended")),
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Not ended: dropped on an error. What it wrote to disk is collected as garbage.
+        match std::mem::replace(&mut self.state, HeldState::Done) {
+            HeldState::Done => {}
+            HeldState::Memory(bytes) => {
+                let mut packing = self.directory.packing();
+                packing.held -= bytes.len();
+                self.stop_writing(&mut packing);
+            }
+            HeldState::Disk(_) => self.stop_writing(&mut self.directory.packing()),
+        }
+    }
 }
 
 /// A slot's (seq, content), or `None` when it is missing or fails its check.
@@ -214,10 +565,66 @@ fn check(seq: u64, len: u64, content: &[u8]) -> u64 {
 
 impl Directory for IndexDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        if let Some((name, segment)) = packable(path) {
+            let mut packing = self.packing();
+            if let Some(bytes) = packing.pending.get(name) {
+                return Ok(Arc::new(bytes.clone()));
+            }
+            let table = self
+                .known_pack(&mut packing, segment)
+                .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()))?;
+            drop(packing);
+            if let Some(range) = table.as_ref().and_then(|t| t.members.get(name)) {
+                let whole = self.inner.get_file_handle(&pack_path(segment))?;
+                let table = table.as_ref().expect("a member has a pack");
+                if whole.len() != table.len {
+                    let e = io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("the index pack {segment}{} changed", pack::SUFFIX),
+                    );
+                    return Err(OpenReadError::wrap_io_error(e, path.to_path_buf()));
+                }
+                let bytes = whole
+                    .read_bytes(range.clone())
+                    .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()))?;
+                return Ok(Arc::new(bytes));
+            }
+        }
         self.inner.get_file_handle(path)
     }
 
+    /// A packed file is deleted from this handle's view of its pack, and the pack once all of
+    /// its files are; a file held in memory is dropped.
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
+        let io_error = |e: io::Error| DeleteError::IoError {
+            io_error: Arc::new(e),
+            filepath: path.to_path_buf(),
+        };
+        if let Some((name, segment)) = packable(path) {
+            let mut packing = self.packing();
+            if let Some(bytes) = packing.pending.remove(name) {
+                packing.held -= bytes.len();
+                return Ok(());
+            }
+            if let Some(table) = self.known_pack(&mut packing, segment).map_err(io_error)?
+                && table.members.contains_key(name)
+            {
+                let known = packing.packs.get_mut(segment).and_then(Option::as_mut);
+                let known = known.expect("a pack just read is known");
+                known.deleted.insert(name.to_owned());
+                if known.deleted.len() < table.members.len() {
+                    return Ok(());
+                }
+                packing.packs.remove(segment);
+                return match self.inner.delete(&pack_path(segment)) {
+                    Ok(()) | Err(DeleteError::FileDoesNotExist(_)) => Ok(()),
+                    Err(e) => Err(e),
+                };
+            }
+        } else if let Some(segment) = pack_of(path) {
+            // A pack that is not whole, listed under its own name (see `managed`).
+            self.packing().packs.remove(segment);
+        }
         self.inner.delete(path)
     }
 
@@ -228,32 +635,49 @@ impl Directory for IndexDirectory {
                 .map(|found| found.is_some())
                 .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()));
         }
+        if let Some((name, segment)) = packable(path) {
+            let mut packing = self.packing();
+            if packing.pending.contains_key(name) {
+                return Ok(true);
+            }
+            let table = self
+                .known_pack(&mut packing, segment)
+                .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()))?;
+            let deleted = |name: &str| {
+                packing
+                    .packs
+                    .get(segment)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|k| k.deleted.contains(name))
+            };
+            if table.is_some_and(|t| t.members.contains_key(name)) && !deleted(name) {
+                return Ok(true);
+            }
+        }
         self.inner.exists(path)
     }
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
-        if self.synced {
-            return self.inner.open_write(path);
-        }
-        let full = self.root.join(path);
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "tantivy writes its segment files through the file this returns; this is \
-                      MmapDirectory's open_write (a new file, never through a symlink) without \
-                      its fsync at the end"
-        )]
-        let file = {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&full)
+        let Some((name, segment)) = packable(path) else {
+            return self.open_plain(path);
         };
-        let file = file.map_err(|e| {
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                OpenWriteError::FileAlreadyExists(path.to_path_buf())
-            } else {
-                OpenWriteError::wrap_io_error(e, path.to_path_buf())
+        {
+            let mut packing = self.packing();
+            let packed = matches!(packing.packs.get(segment), Some(Some(_)));
+            if packed || self.inner.exists(path).unwrap_or(true) {
+                drop(packing);
+                return self.open_plain(path);
             }
-        })?;
-        Ok(io::BufWriter::new(Box::new(Unsynced(file))))
+            if packing.pending.contains_key(name) {
+                return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
+            }
+            *packing.writing.entry(segment.to_owned()).or_default() += 1;
+        }
+        Ok(io::BufWriter::new(Box::new(Held {
+            directory: self.clone(),
+            name: name.to_owned(),
+            state: HeldState::Memory(Vec::new()),
+        })))
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
@@ -273,6 +697,10 @@ impl Directory for IndexDirectory {
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         if path == Path::new(MANAGED) {
             return self.drop_stored_managed_list();
+        }
+        if path == Path::new(META) {
+            // A commit names only segments whose files are on disk.
+            self.pack_pending()?;
         }
         if Self::slotted(path) {
             return self.write_slotted(path, data);
@@ -410,6 +838,132 @@ mod tests {
         // A torn stored list still yields the directory's segment files.
         std::fs::write(tmp.path().join(".managed.json.slot0"), b"SCRSLOT1 torn").expect("tear");
         assert_eq!(read(&dir), files);
+    }
+
+    const SEGMENT: &str = "0123456789abcdef0123456789abcdef";
+
+    fn write(dir: &IndexDirectory, name: &str, bytes: &[u8]) {
+        let mut file = dir.open_write(Path::new(name)).expect("open_write");
+        io::Write::write_all(&mut file, bytes).expect("write");
+        file.terminate().expect("terminate");
+    }
+
+    fn read(dir: &IndexDirectory, name: &str) -> Vec<u8> {
+        let handle = dir.get_file_handle(Path::new(name)).expect("a handle");
+        handle.read_bytes(0..handle.len()).expect("read").as_slice().to_vec()
+    }
+
+    fn names(root: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(root)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn managed(dir: &IndexDirectory) -> Vec<String> {
+        serde_json::from_slice(&dir.atomic_read(Path::new(".managed.json")).expect("read"))
+            .expect("a list")
+    }
+
+    #[test]
+    fn a_segments_files_go_to_one_pack_and_are_read_back_from_it() {
+        for synced in [false, true] {
+            let tmp = tempfile::tempdir().expect("a temp dir");
+            let dir = IndexDirectory::open(tmp.path(), synced).expect("open");
+            let files = [("idx", b"postings".as_slice()), ("store", b"stored"), ("pos", b"")];
+            for (component, bytes) in files {
+                write(&dir, &format!("{SEGMENT}.{component}"), bytes);
+            }
+            // Held in memory until packed, and readable meanwhile.
+            assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+            assert!(dir.exists(Path::new(&format!("{SEGMENT}.idx"))).expect("exists"));
+            assert_eq!(read(&dir, &format!("{SEGMENT}.store")), b"stored");
+            assert!(matches!(
+                dir.open_write(Path::new(&format!("{SEGMENT}.idx"))),
+                Err(OpenWriteError::FileAlreadyExists(_))
+            ));
+            dir.pack_pending().expect("pack");
+            assert_eq!(names(tmp.path()), [format!("{SEGMENT}.pack")]);
+
+            // Another handle (another process) finds each file in the pack.
+            let other = IndexDirectory::open(tmp.path(), synced).expect("open");
+            let members: Vec<String> =
+                files.iter().map(|(component, _)| format!("{SEGMENT}.{component}")).collect();
+            for ((_, bytes), name) in files.iter().zip(&members) {
+                assert_eq!(read(&other, name), *bytes, "{name}");
+                assert!(other.exists(Path::new(name)).expect("exists"));
+            }
+            let mut listed = members.clone();
+            listed.sort();
+            assert_eq!(managed(&other), listed, "the managed list names the pack's files");
+
+            // Deleting its files removes the pack with the last one.
+            for (n, name) in members.iter().enumerate() {
+                assert!(tmp.path().join(format!("{SEGMENT}.pack")).exists(), "before {n}");
+                other.delete(Path::new(name)).expect("delete");
+                assert!(!other.exists(Path::new(name)).expect("exists"));
+            }
+            assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+        }
+    }
+
+    #[test]
+    fn a_segment_still_being_written_is_not_packed_and_a_packed_one_keeps_later_files_apart() {
+        let (tmp, dir) = dir();
+        let mut open = dir.open_write(Path::new(&format!("{SEGMENT}.term"))).expect("open");
+        write(&dir, &format!("{SEGMENT}.idx"), b"postings");
+        dir.pack_pending().expect("pack");
+        assert!(names(tmp.path()).is_empty(), "a segment being written waits");
+        io::Write::write_all(&mut open, b"terms").expect("write");
+        open.terminate().expect("terminate");
+        // A commit packs what it holds before it writes meta.json.
+        dir.atomic_write(Path::new("meta.json"), b"{}").expect("commit");
+        let pack = format!("{SEGMENT}.pack");
+        assert_eq!(names(tmp.path()), [pack.clone(), "meta.json.slot0".into()]);
+        // A file of the segment written after its pack is a file of its own.
+        write(&dir, &format!("{SEGMENT}.fast"), b"columns");
+        assert_eq!(names(tmp.path()), [format!("{SEGMENT}.fast"), pack, "meta.json.slot0".into()]);
+        // Delete files are never held.
+        write(&dir, &format!("{SEGMENT}.7.del"), b"alive");
+        assert!(tmp.path().join(format!("{SEGMENT}.7.del")).exists());
+        let other = IndexDirectory::open(tmp.path(), true).expect("open");
+        for (component, bytes) in
+            [("term", b"terms".as_slice()), ("idx", b"postings"), ("fast", b"columns")]
+        {
+            assert_eq!(read(&other, &format!("{SEGMENT}.{component}")), bytes, "{component}");
+        }
+    }
+
+    #[test]
+    fn a_file_past_the_memory_limit_is_written_to_disk_as_it_comes() {
+        let (tmp, dir) = dir();
+        let big = vec![7u8; HELD_MAX + 1];
+        write(&dir, &format!("{SEGMENT}.store"), &big);
+        write(&dir, &format!("{SEGMENT}.idx"), b"postings");
+        assert_eq!(names(tmp.path()), [format!("{SEGMENT}.store")]);
+        dir.pack_pending().expect("pack");
+        assert_eq!(names(tmp.path()), [format!("{SEGMENT}.pack"), format!("{SEGMENT}.store")]);
+        assert_eq!(dir.packing().held, 0, "nothing is held any more");
+        let other = IndexDirectory::open(tmp.path(), true).expect("open");
+        assert_eq!(read(&other, &format!("{SEGMENT}.store")), big);
+        assert_eq!(read(&other, &format!("{SEGMENT}.idx")), b"postings");
+    }
+
+    #[test]
+    fn a_pack_cut_short_is_refused_and_listed_under_its_own_name_for_collection() {
+        let (tmp, dir) = dir();
+        write(&dir, &format!("{SEGMENT}.idx"), b"postings");
+        dir.pack_pending().expect("pack");
+        let pack = tmp.path().join(format!("{SEGMENT}.pack"));
+        let bytes = std::fs::read(&pack).expect("read");
+        std::fs::write(&pack, &bytes[..bytes.len() - 1]).expect("cut");
+        let other = IndexDirectory::open(tmp.path(), true).expect("open");
+        assert!(other.get_file_handle(Path::new(&format!("{SEGMENT}.idx"))).is_err());
+        assert_eq!(managed(&other), [format!("{SEGMENT}.pack")]);
+        other.delete(Path::new(&format!("{SEGMENT}.pack"))).expect("delete");
+        assert!(names(tmp.path()).is_empty());
     }
 
     #[test]

@@ -152,6 +152,9 @@ pub struct Index {
     /// crate docs, *Durability*).
     boot: Option<String>,
     index: tantivy::Index,
+    /// The index's directory (tantivy holds a clone): what an update packs (see
+    /// `directory.rs`, *Packs*).
+    directory: IndexDirectory,
     reader: IndexReader,
     fields: Fields,
     revision: Option<String>,
@@ -201,7 +204,7 @@ impl Index {
         let (schema, fields) = build_schema();
         let boot = fs.boot_id();
         let opened = open_existing(&dir, &schema, boot.as_deref(), fs.as_ref());
-        let (index, reader, revision) = match opened {
+        let (index, directory, reader, revision) = match opened {
             Some(found) => found,
             None => create_fresh(&dir, schema, boot.as_deref())?,
         };
@@ -211,6 +214,7 @@ impl Index {
             dir,
             fs,
             index,
+            directory,
             reader,
             fields,
             revision,
@@ -474,6 +478,8 @@ impl Index {
 
         // The new segment is written here; only the commit below publishes it.
         let prepared = writer.prepare(&self.index, &searcher, &deletes, docs)?;
+        // Its files go to disk as one pack now, beside the install, not at the commit.
+        self.directory.pack_pending().map_err(|e| Error::io(&self.dir, e))?;
         let mut facts = facts.into_inner();
         let Some(revision) = decide() else {
             prepared.abort(&mut self.index)?;
@@ -1022,8 +1028,9 @@ fn open_existing(
     schema: &tantivy::schema::Schema,
     boot: Option<&str>,
     fs: &dyn FileAccess,
-) -> Option<(tantivy::Index, IndexReader, Option<String>)> {
-    let index = tantivy::Index::open(IndexDirectory::open(dir, boot.is_none()).ok()?).ok()?;
+) -> Option<(tantivy::Index, IndexDirectory, IndexReader, Option<String>)> {
+    let directory = IndexDirectory::open(dir, boot.is_none()).ok()?;
+    let index = tantivy::Index::open(directory.clone()).ok()?;
     let payload = read_payload(&index)?;
     if payload.version != SCHEMA_VERSION || index.schema() != *schema {
         return None;
@@ -1038,7 +1045,7 @@ fn open_existing(
     register(&index);
     let reader = reader_for(&index).ok()?;
     let revision = (!payload.revision.is_empty()).then_some(payload.revision);
-    Some((index, reader, revision))
+    Some((index, directory, reader, revision))
 }
 
 /// Marks an index checked after a reboot (its content is the boot it was checked in).
@@ -1086,7 +1093,7 @@ fn create_fresh(
     dir: &Path,
     schema: tantivy::schema::Schema,
     boot: Option<&str>,
-) -> Result<(tantivy::Index, IndexReader, Option<String>)> {
+) -> Result<(tantivy::Index, IndexDirectory, IndexReader, Option<String>)> {
     match WorkspaceFs.remove_tree(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -1094,11 +1101,8 @@ fn create_fresh(
     }
     scriptorium_workspace_fs::create_dir_all(&WorkspaceFs, dir, 0o700)
         .map_err(|e| Error::io(dir, e.source))?;
-    let index = tantivy::Index::create(
-        IndexDirectory::open(dir, boot.is_none())?,
-        schema,
-        index_settings(),
-    )?;
+    let directory = IndexDirectory::open(dir, boot.is_none())?;
+    let index = tantivy::Index::create(directory.clone(), schema, index_settings())?;
     register(&index);
     let mut writer: IndexWriter<TantivyDocument> =
         index.writer_with_num_threads(1, WRITER_ARENA)?;
@@ -1113,7 +1117,7 @@ fn create_fresh(
     prepared.commit()?;
     drop(writer);
     let reader = reader_for(&index)?;
-    Ok((index, reader, None))
+    Ok((index, directory, reader, None))
 }
 
 /// Reads the committed index during a sync.

@@ -78,6 +78,9 @@
 //! tantivy's writer, and the next update or [`Index::finish_merges`] waits for it. tantivy's
 //! locks are `flock`s on files that stay (tantivy's own directory creates and deletes a lock
 //! file each time).
+//! A new segment's files are written to one file, the segment's pack, as soon as the segment
+//! is written, so that an install makes and deletes one index file instead of six (see
+//! `directory.rs`, *Packs*).
 //!
 //! # Limitations
 //!
@@ -123,6 +126,7 @@ mod fence;
 mod fs;
 mod index;
 mod model;
+mod pack;
 mod schema;
 mod segments;
 mod tokenize;
