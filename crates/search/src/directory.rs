@@ -443,7 +443,7 @@ struct Held {
 enum HeldState {
     Memory(Vec<u8>),
     Disk(WritePtr),
-    /// Ended (`terminate`), or failed.
+    /// Ended (`terminate`), or failed; no longer counted as being written.
     Done,
 }
 
@@ -477,12 +477,23 @@ impl io::Write for Held {
                 drop(packing);
                 let held = std::mem::take(bytes);
                 self.state = HeldState::Done;
-                let mut disk =
-                    self.directory.open_plain(Path::new(&self.name)).map_err(io::Error::other)?;
-                disk.write_all(&held)?;
-                disk.write_all(buf)?;
-                self.state = HeldState::Disk(disk);
-                Ok(buf.len())
+                let disk = self.directory.open_plain(Path::new(&self.name));
+                let disk = disk.map_err(io::Error::other).and_then(|mut disk| {
+                    disk.write_all(&held)?;
+                    disk.write_all(buf)?;
+                    Ok(disk)
+                });
+                match disk {
+                    Ok(disk) => {
+                        self.state = HeldState::Disk(disk);
+                        Ok(buf.len())
+                    }
+                    // Failed: what it wrote is collected as garbage.
+                    Err(e) => {
+                        self.stop_writing(&mut self.directory.packing());
+                        Err(e)
+                    }
+                }
             }
             HeldState::Disk(disk) => disk.write(buf),
             HeldState::Done => Err(io::Error::other("the index file was ended")),
