@@ -80,7 +80,9 @@
 //! file each time).
 //! A new segment's files are written to one file, the segment's pack, as soon as the segment
 //! is written, so that an install makes and deletes one index file instead of six (see
-//! `directory.rs`, *Packs*).
+//! `directory.rs`, *Packs*). From a writer's second commit on, the thread that merges after a commit also
+//! makes the next update's segment writer, so that a long-lived handle's next update starts
+//! with one (see `segments.rs`).
 //!
 //! # Limitations
 //!

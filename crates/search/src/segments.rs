@@ -14,13 +14,15 @@
 //! segments to merge, a background thread takes tantivy's writer for them and gives it up
 //! when done; the next update, or [`Writer::finish`], waits for it. One writer at a time holds
 //! tantivy's writer lock (`.tantivy-writer.lock`): a [`Writer`] holds it from
-//! [`Writer::acquire`] to its drop, except while its merge thread holds it instead.
+//! [`Writer::acquire`] to its drop, except while its merge thread holds it instead. From a
+//! writer's second commit on, that thread also makes the next update's segment writer (see
+//! [`Upkeep`]).
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
 use tantivy::directory::{DirectoryLock, INDEX_WRITER_LOCK, TerminatingWrite as _};
-use tantivy::index::{IndexMeta, SegmentComponent, SegmentId, SegmentMeta};
+use tantivy::index::{IndexMeta, Segment, SegmentComponent, SegmentId, SegmentMeta};
 use tantivy::indexer::{
     AddOperation, IndexWriterOptions, MergePolicy, NoMergePolicy, SegmentWriter,
 };
@@ -46,10 +48,30 @@ const META: &str = "meta.json";
 pub(crate) struct Writer {
     /// Held while no merge runs (a merge's writer holds the lock itself).
     lock: Option<DirectoryLock>,
-    /// The merge started after the last commit, until the next update waits for it.
-    merge: Option<JoinHandle<tantivy::Result<()>>>,
+    /// The work started after the last commit (a merge, the next segment's writer), until the
+    /// next update waits for it.
+    merge: Option<JoinHandle<Upkeep>>,
     /// Why the last merge failed, until [`Writer::take_merge_failure`].
     merge_failure: Option<String>,
+    /// Updates committed through this writer.
+    commits: u64,
+    /// A segment and its writer, made after the last commit for the next update (see
+    /// [`Upkeep`]).
+    ready: Option<(Segment, SegmentWriter)>,
+}
+
+/// What runs beside the caller after a commit: a merge when the merge policy finds segments
+/// to merge, then, for a writer that committed more than once (a long-lived handle: a server,
+/// an agent session), the next update's segment writer. Making one costs about a quarter of a
+/// one-paragraph update (tantivy allocates and zeroes its arenas, and starts the doc store's
+/// compressor thread); made here, it is off the next install's path. It is made after the
+/// merge, on the same thread, so that no garbage collection of ours can run while it exists
+/// unused: it opens its store file at once, and our collection keeps only the files the last
+/// commit names. The next update takes it (or drops it, when it writes no document) before
+/// anything collects garbage again.
+struct Upkeep {
+    merged: tantivy::Result<()>,
+    next: Option<tantivy::Result<(Segment, SegmentWriter)>>,
 }
 
 /// An update written but not yet published: the commit record to write.
@@ -66,7 +88,7 @@ impl Writer {
     pub(crate) fn acquire(index: &mut tantivy::Index) -> Result<Writer> {
         let lock = index.directory().acquire_lock(&INDEX_WRITER_LOCK)?;
         collect_garbage(index)?;
-        Ok(Writer { lock: Some(lock), merge: None, merge_failure: None })
+        Ok(Writer { lock: Some(lock), merge: None, merge_failure: None, commits: 0, ready: None })
     }
 
     /// Waits for the merge this writer started, if any, and takes the lock again. Says whether
@@ -75,10 +97,15 @@ impl Writer {
         let merged = self.merge.is_some();
         if let Some(job) = self.merge.take() {
             // Its outcome only tells whether the segments it merged are merged; committed data
-            // is whole either way, and the next commit's policy finds them again.
+            // is whole either way, and the next commit's policy finds them again. A segment
+            // writer it failed to make is made by the update, which reports why.
             match job.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => self.merge_failure = Some(error.to_string()),
+                Ok(Upkeep { merged, next }) => {
+                    if let Err(error) = merged {
+                        self.merge_failure = Some(error.to_string());
+                    }
+                    self.ready = next.and_then(Result::ok);
+                }
                 Err(_) => self.merge_failure = Some("the merge thread panicked".to_owned()),
             }
         }
@@ -117,7 +144,7 @@ impl Writer {
                 Deleted::All => {}
             }
         }
-        write_segments(index, docs, opstamp, &mut segments)?;
+        write_segments(index, docs, opstamp, &mut segments, self.ready.take())?;
         meta.segments = segments;
         meta.opstamp = opstamp;
         meta.payload = None;
@@ -133,35 +160,52 @@ impl Writer {
         segments: &[SegmentMeta],
         policy: &dyn MergePolicy,
     ) {
+        self.commits += 1;
         if self.merge.is_some() || self.lock.is_none() {
             return;
         }
         let candidates: Vec<Vec<SegmentId>> =
             policy.compute_merge_candidates(segments).into_iter().map(|c| c.0).collect();
-        if candidates.is_empty() {
+        let prepare_next = self.commits > 1;
+        if candidates.is_empty() && !prepare_next {
             return;
         }
         let merging = index.clone();
-        // The lock goes with the merge: released here, its writer takes it.
-        self.lock = None;
+        if !candidates.is_empty() {
+            // The lock goes with the merge: released here, its writer takes it.
+            self.lock = None;
+        }
         let job = std::thread::Builder::new().name("index-merge".to_owned()).spawn(move || {
-            let options = IndexWriterOptions::builder()
-                .memory_budget_per_thread(MERGE_ARENA)
-                .num_worker_threads(1)
-                .num_merge_threads(1)
-                .build();
-            let mut writer: IndexWriter<TantivyDocument> = merging.writer_with_options(options)?;
-            writer.set_merge_policy(Box::new(NoMergePolicy));
-            for segment_ids in candidates {
-                writer.merge(&segment_ids).wait()?;
-            }
-            writer.wait_merging_threads()
+            let merged = merge(&merging, candidates);
+            let next = prepare_next.then(|| {
+                let segment = merging.new_segment();
+                SegmentWriter::for_segment(SEGMENT_ARENA, segment.clone()).map(|w| (segment, w))
+            });
+            Upkeep { merged, next }
         });
         match job {
             Ok(job) => self.merge = Some(job),
             Err(error) => self.merge_failure = Some(format!("no thread for a merge: {error}")),
         }
     }
+}
+
+/// Merges each of `candidates` with tantivy's writer (nothing to do for none).
+fn merge(index: &tantivy::Index, candidates: Vec<Vec<SegmentId>>) -> tantivy::Result<()> {
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let options = IndexWriterOptions::builder()
+        .memory_budget_per_thread(MERGE_ARENA)
+        .num_worker_threads(1)
+        .num_merge_threads(1)
+        .build();
+    let mut writer: IndexWriter<TantivyDocument> = index.writer_with_options(options)?;
+    writer.set_merge_policy(Box::new(NoMergePolicy));
+    for segment_ids in candidates {
+        writer.merge(&segment_ids).wait()?;
+    }
+    writer.wait_merging_threads()
 }
 
 impl Prepared {
@@ -258,17 +302,24 @@ fn apply_deletes(
 }
 
 /// Writes `docs` as new segments (one unless their memory passes [`SEGMENT_FLUSH`]), adding
-/// their metas to `segments`.
+/// their metas to `segments`; the first one through `ready`, a writer made beforehand, if any
+/// (dropped unused when there is no document).
 fn write_segments(
     index: &tantivy::Index,
     docs: Vec<TantivyDocument>,
     opstamp: u64,
     segments: &mut Vec<SegmentMeta>,
+    mut ready: Option<(Segment, SegmentWriter)>,
 ) -> Result<()> {
     let mut docs = docs.into_iter().peekable();
     while docs.peek().is_some() {
-        let segment = index.new_segment();
-        let mut writer = SegmentWriter::for_segment(SEGMENT_ARENA, segment.clone())?;
+        let (segment, mut writer) = match ready.take() {
+            Some(ready) => ready,
+            None => {
+                let segment = index.new_segment();
+                (segment.clone(), SegmentWriter::for_segment(SEGMENT_ARENA, segment)?)
+            }
+        };
         let mut count = 0u32;
         for document in docs.by_ref() {
             writer.add_document(AddOperation { opstamp, document })?;

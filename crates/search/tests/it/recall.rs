@@ -636,6 +636,66 @@ fn an_updates_segment_is_written_as_one_pack() {
     }
 }
 
+/// A handle that updates again and again makes each next segment's writer beside the caller
+/// after a commit (and takes it, or drops it unused for an update that only deletes): whatever
+/// the sequence, every segment file left is one of the last commit's, and everything is found.
+#[test]
+fn segment_writers_made_ahead_leave_nothing_behind() {
+    let ws = workspace();
+    let root = ws.root();
+    let dir = root.join(".scriptorium/index");
+    let mut index = Index::open(root).expect("test step");
+    index.sync("r1", None).expect("test step");
+    let gone = "notes/gone.md";
+    let mut revision = 1;
+    let sync = |index: &mut Index, revision: &mut usize, paths: Vec<String>| {
+        let hint = Changes { since: format!("r{revision}"), paths };
+        *revision += 1;
+        index.sync(&format!("r{revision}"), Some(&hint)).expect("test step");
+    };
+    for n in 1..=12usize {
+        let paths = match n {
+            4 => {
+                let d = definition(root, gone, "e-aaaaaaaaaa", "2024-03-15", "openprogram/s1/u1");
+                let text = format!("# Gone\n\nOboe gq1x.[^e-aaaaaaaaaa] ^00000fff\n\n{d}\n");
+                write_topic(root, gone, &text);
+                vec![format!("topics/{gone}")]
+            }
+            // An update that writes no document: only deletes.
+            8 => {
+                std::fs::remove_file(root.join("topics").join(gone)).expect("test step");
+                vec![format!("topics/{gone}")]
+            }
+            _ => {
+                let since = format!("r{revision}");
+                append_paragraph(root, &since, n, &format!("Craig noted wq{n}x.")).paths
+            }
+        };
+        sync(&mut index, &mut revision, paths);
+    }
+    let last = format!("r{revision}");
+    index.finish_merges().expect("merges finish");
+    for n in (1..=12usize).filter(|n| ![4, 8].contains(n)) {
+        let hits = index.search(&last, &Query::new(format!("wq{n}x"))).expect("search");
+        assert_eq!(ids(&hits), [format!("{n:08x}")], "paragraph {n} once");
+    }
+    assert!(index.search(&last, &Query::new("gq1x")).expect("search").is_empty());
+    // Every segment of the last commit is one pack, and nothing else of a segment is left.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("test step")
+        .map(|e| e.expect("test step").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.as_bytes().get(32) == Some(&b'.'))
+        .collect();
+    let packs = names.iter().filter(|name| name.ends_with(".pack")).count();
+    assert_eq!(packs, index.num_segments(), "{names:?}");
+    assert!(
+        names.iter().all(|name| name.ends_with(".pack") || name.ends_with(".del")),
+        "{names:?}"
+    );
+    let deletes = names.iter().filter(|name| name.ends_with(".del")).count();
+    assert!(deletes <= index.num_segments(), "{names:?}");
+}
+
 /// One file edited again and again: each update deletes every document of the previous
 /// update's segment, and a segment left without documents leaves the index, so the segments do
 /// not pile up, and nothing is found twice.
