@@ -70,7 +70,8 @@ pub(crate) struct Writer {
 /// commit names. The next update takes it (or drops it, when it writes no document) before
 /// anything collects garbage again.
 struct Upkeep {
-    merged: tantivy::Result<()>,
+    /// The merge's outcome, when one ran.
+    merged: Option<tantivy::Result<()>>,
     next: Option<tantivy::Result<(Segment, SegmentWriter)>>,
 }
 
@@ -91,22 +92,27 @@ impl Writer {
         Ok(Writer { lock: Some(lock), merge: None, merge_failure: None, commits: 0, ready: None })
     }
 
-    /// Waits for the merge this writer started, if any, and takes the lock again. Says whether
-    /// a merge ended (it may have committed: a reader loaded before is behind).
+    /// Waits for the work this writer started after its last commit, if any (keeping the
+    /// segment writer it made), and takes the lock again. Says whether a merge ended (it may
+    /// have committed: a reader loaded before is behind).
     pub(crate) fn settle(&mut self, index: &tantivy::Index) -> Result<bool> {
-        let merged = self.merge.is_some();
+        let mut merged = false;
         if let Some(job) = self.merge.take() {
             // Its outcome only tells whether the segments it merged are merged; committed data
             // is whole either way, and the next commit's policy finds them again. A segment
             // writer it failed to make is made by the update, which reports why.
             match job.join() {
-                Ok(Upkeep { merged, next }) => {
-                    if let Err(error) = merged {
+                Ok(Upkeep { merged: outcome, next }) => {
+                    merged = outcome.is_some();
+                    if let Some(Err(error)) = outcome {
                         self.merge_failure = Some(error.to_string());
                     }
                     self.ready = next.and_then(Result::ok);
                 }
-                Err(_) => self.merge_failure = Some("the merge thread panicked".to_owned()),
+                Err(_) => {
+                    merged = true;
+                    self.merge_failure = Some("the merge thread panicked".to_owned());
+                }
             }
         }
         if self.lock.is_none() {
@@ -175,8 +181,8 @@ impl Writer {
             // The lock goes with the merge: released here, its writer takes it.
             self.lock = None;
         }
-        let job = std::thread::Builder::new().name("index-merge".to_owned()).spawn(move || {
-            let merged = merge(&merging, candidates);
+        let job = std::thread::Builder::new().name("index-upkeep".to_owned()).spawn(move || {
+            let merged = (!candidates.is_empty()).then(|| merge(&merging, candidates));
             let next = prepare_next.then(|| {
                 let segment = merging.new_segment();
                 SegmentWriter::for_segment(SEGMENT_ARENA, segment.clone()).map(|w| (segment, w))
@@ -190,11 +196,8 @@ impl Writer {
     }
 }
 
-/// Merges each of `candidates` with tantivy's writer (nothing to do for none).
+/// Merges each of `candidates` with tantivy's writer.
 fn merge(index: &tantivy::Index, candidates: Vec<Vec<SegmentId>>) -> tantivy::Result<()> {
-    if candidates.is_empty() {
-        return Ok(());
-    }
     let options = IndexWriterOptions::builder()
         .memory_budget_per_thread(MERGE_ARENA)
         .num_worker_threads(1)
