@@ -606,20 +606,11 @@ fn an_updates_segment_is_written_as_one_pack() {
     let dir = root.join(".scriptorium/index");
     let mut index = Index::open(root).expect("test step");
     index.sync("r1", None).expect("test step");
-    let listing = || -> std::collections::BTreeSet<String> {
-        std::fs::read_dir(&dir)
-            .expect("test step")
-            .map(|e| e.expect("test step").file_name().to_string_lossy().into_owned())
-            .collect()
-    };
     for n in 1..=3 {
-        let before = listing();
+        let before = segment_files(&dir);
         let hint = append_paragraph(root, &format!("r{n}"), n, &format!("Craig noted pk{n}x."));
         index.sync(&format!("r{}", n + 1), Some(&hint)).expect("test step");
-        // Segment files: named by their segment's 32 hex digits.
-        let segment_file = |name: &&String| name.as_bytes().get(32) == Some(&b'.');
-        let new: Vec<String> =
-            listing().difference(&before).filter(segment_file).cloned().collect();
+        let new: Vec<String> = segment_files(&dir).difference(&before).cloned().collect();
         let packs = new.iter().filter(|name| name.ends_with(".pack")).count();
         assert_eq!(packs, 1, "update {n} wrote {new:?}");
         assert!(
@@ -681,11 +672,7 @@ fn segment_writers_made_ahead_leave_nothing_behind() {
     }
     assert!(index.search(&last, &Query::new("gq1x")).expect("search").is_empty());
     // Every segment of the last commit is one pack, and nothing else of a segment is left.
-    let names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("test step")
-        .map(|e| e.expect("test step").file_name().to_string_lossy().into_owned())
-        .filter(|name| name.as_bytes().get(32) == Some(&b'.'))
-        .collect();
+    let names = segment_files(&dir);
     let packs = names.iter().filter(|name| name.ends_with(".pack")).count();
     assert_eq!(packs, index.num_segments(), "{names:?}");
     assert!(
@@ -694,6 +681,15 @@ fn segment_writers_made_ahead_leave_nothing_behind() {
     );
     let deletes = names.iter().filter(|name| name.ends_with(".del")).count();
     assert!(deletes <= index.num_segments(), "{names:?}");
+}
+
+/// The segment files in the index directory `dir` (named by their segment's 32 hex digits).
+fn segment_files(dir: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .expect("test step")
+        .map(|e| e.expect("test step").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.as_bytes().get(32) == Some(&b'.'))
+        .collect()
 }
 
 /// One file edited again and again: each update deletes every document of the previous
