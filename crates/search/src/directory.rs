@@ -49,14 +49,17 @@
 //! held, then from its pack (a slice of the pack's memory map), else as a file of its own; the
 //! managed list names a pack's files, not the pack, and deleting them all deletes the pack (a
 //! handle remembers which it deleted; a pack whose files are half deleted when the process
-//! ends is listed whole to the next writer, which deletes the rest). A pack that is not whole
+//! ends is listed whole to the next writer, which deletes the rest). A file deleted while it
+//! is being written to memory ends as nothing, as an unlinked file would (a segment writer
+//! dropped unused has its store file ended later by tantivy's compressor thread, after the
+//! collection that deleted it). A pack that is not whole
 //! (its writer was killed) is refused and listed under its own name, so the next writer's
 //! collection removes it. What does not go to a pack: delete files (written for segments
 //! already committed), a file written after its segment's pack, and files that would take the
 //! memory held past [`HELD_MAX`] (a rebuild's large segments), which are written as they come.
 //! An index written before packs reads as before, file by file.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,6 +110,12 @@ struct Packing {
     held: usize,
     /// Segment files being written, per segment ID.
     writing: HashMap<String, usize>,
+    /// Names of the files being written to memory.
+    in_memory: HashSet<String>,
+    /// Files deleted while being written to memory: dropped when they end, as an unlinked
+    /// file's last bytes are (tantivy deletes a file being written when it is garbage: the
+    /// store file of a segment writer dropped unused, which its compressor thread ends later).
+    unlinked: HashSet<String>,
     /// What this handle knows of a segment's pack (by segment ID): its table and the members
     /// it deleted, or `None` when the segment has no pack.
     packs: HashMap<String, Option<Known>>,
@@ -443,6 +452,8 @@ struct Held {
 enum HeldState {
     Memory(Vec<u8>),
     Disk(WritePtr),
+    /// Deleted while in memory: what comes is dropped.
+    Unlinked,
     /// Ended (`terminate`), or failed; no longer counted as being written.
     Done,
 }
@@ -454,6 +465,8 @@ impl Held {
 
     /// Ends this file's part in its segment's count of files being written.
     fn stop_writing(&self, packing: &mut Packing) {
+        packing.in_memory.remove(&self.name);
+        packing.unlinked.remove(&self.name);
         if let Some(open) = packing.writing.get_mut(self.segment()) {
             *open -= 1;
             if *open == 0 {
@@ -468,12 +481,19 @@ impl io::Write for Held {
         match &mut self.state {
             HeldState::Memory(bytes) => {
                 let mut packing = self.directory.packing();
+                if packing.unlinked.contains(&self.name) {
+                    packing.held -= bytes.len();
+                    drop(packing);
+                    self.state = HeldState::Unlinked;
+                    return Ok(buf.len());
+                }
                 if packing.held + buf.len() <= HELD_MAX {
                     packing.held += buf.len();
                     bytes.extend_from_slice(buf);
                     return Ok(buf.len());
                 }
                 packing.held -= bytes.len();
+                packing.in_memory.remove(&self.name);
                 drop(packing);
                 let held = std::mem::take(bytes);
                 self.state = HeldState::Done;
@@ -496,6 +516,7 @@ impl io::Write for Held {
                 }
             }
             HeldState::Disk(disk) => disk.write(buf),
+            HeldState::Unlinked => Ok(buf.len()),
             HeldState::Done => Err(io::Error::other("the index file was ended")),
         }
     }
@@ -503,7 +524,7 @@ impl io::Write for Held {
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.state {
             HeldState::Disk(disk) => disk.flush(),
-            HeldState::Memory(_) | HeldState::Done => Ok(()),
+            HeldState::Memory(_) | HeldState::Unlinked | HeldState::Done => Ok(()),
         }
     }
 }
@@ -512,12 +533,18 @@ impl TerminatingWrite for Held {
     fn terminate_ref(&mut self, token: AntiCallToken) -> io::Result<()> {
         let state = std::mem::replace(&mut self.state, HeldState::Done);
         let mut packing = self.directory.packing();
+        let unlinked = packing.unlinked.contains(&self.name);
         self.stop_writing(&mut packing);
         match state {
+            HeldState::Memory(bytes) if unlinked => {
+                packing.held -= bytes.len();
+                Ok(())
+            }
             HeldState::Memory(bytes) => {
                 packing.pending.insert(self.name.clone(), OwnedBytes::new(bytes));
                 Ok(())
             }
+            HeldState::Unlinked => Ok(()),
             HeldState::Disk(mut disk) => {
                 drop(packing);
                 disk.terminate_ref(token)
@@ -537,7 +564,9 @@ impl Drop for Held {
                 packing.held -= bytes.len();
                 self.stop_writing(&mut packing);
             }
-            HeldState::Disk(_) => self.stop_writing(&mut self.directory.packing()),
+            HeldState::Disk(_) | HeldState::Unlinked => {
+                self.stop_writing(&mut self.directory.packing());
+            }
         }
     }
 }
@@ -617,6 +646,10 @@ impl Directory for IndexDirectory {
                 packing.held -= bytes.len();
                 return Ok(());
             }
+            if packing.in_memory.contains(name) {
+                packing.unlinked.insert(name.to_owned());
+                return Ok(());
+            }
             if let Some(table) = self.known_pack(&mut packing, segment).map_err(io_error)?
                 && table.members.contains_key(name)
             {
@@ -651,6 +684,9 @@ impl Directory for IndexDirectory {
             if packing.pending.contains_key(name) {
                 return Ok(true);
             }
+            if packing.in_memory.contains(name) {
+                return Ok(!packing.unlinked.contains(name));
+            }
             let table = self
                 .known_pack(&mut packing, segment)
                 .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()))?;
@@ -679,10 +715,11 @@ impl Directory for IndexDirectory {
                 drop(packing);
                 return self.open_plain(path);
             }
-            if packing.pending.contains_key(name) {
+            if packing.pending.contains_key(name) || packing.in_memory.contains(name) {
                 return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
             }
             *packing.writing.entry(segment.to_owned()).or_default() += 1;
+            packing.in_memory.insert(name.to_owned());
         }
         Ok(io::BufWriter::new(Box::new(Held {
             directory: self.clone(),
@@ -945,6 +982,29 @@ mod tests {
         {
             assert_eq!(read(&other, &format!("{SEGMENT}.{component}")), bytes, "{component}");
         }
+    }
+
+    /// tantivy deletes a file being written when it is garbage (the store file of a segment
+    /// writer dropped unused is ended later by its compressor thread): it ends as nothing.
+    #[test]
+    fn a_file_deleted_while_written_ends_as_nothing() {
+        let (tmp, dir) = dir();
+        let name = format!("{SEGMENT}.store");
+        let mut file = dir.open_write(Path::new(&name)).expect("open");
+        io::Write::write_all(&mut file, b"stored").expect("write");
+        io::Write::flush(&mut file).expect("flush");
+        dir.delete(Path::new(&name)).expect("deleted while written");
+        assert!(!dir.exists(Path::new(&name)).expect("exists"));
+        io::Write::write_all(&mut file, b" and more").expect("write");
+        file.terminate().expect("terminate");
+        assert!(!dir.exists(Path::new(&name)).expect("exists"));
+        dir.pack_pending().expect("pack");
+        assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+        assert_eq!(dir.packing().held, 0, "nothing is held");
+        // The name can be written again, and that file stays.
+        write(&dir, &name, b"again");
+        dir.pack_pending().expect("pack");
+        assert_eq!(read(&IndexDirectory::open(tmp.path(), true).expect("open"), &name), b"again");
     }
 
     #[test]
