@@ -500,7 +500,7 @@ impl Index {
         }
         facts.valid_at = Some(revision.clone());
         self.facts = facts;
-        writer.merge_in_background(&self.index, &segments, &merge_policy());
+        writer.start_upkeep(&self.index, &segments, &merge_policy());
         self.writer = Some(writer);
         self.reader.reload()?;
         manifest.version = SCHEMA_VERSION;

@@ -50,7 +50,7 @@ pub(crate) struct Writer {
     lock: Option<DirectoryLock>,
     /// The work started after the last commit (a merge, the next segment's writer), until the
     /// next update waits for it.
-    merge: Option<JoinHandle<Upkeep>>,
+    upkeep: Option<JoinHandle<Upkeep>>,
     /// Why the last merge failed, until [`Writer::take_merge_failure`].
     merge_failure: Option<String>,
     /// Updates committed through this writer.
@@ -89,7 +89,7 @@ impl Writer {
     pub(crate) fn acquire(index: &mut tantivy::Index) -> Result<Writer> {
         let lock = index.directory().acquire_lock(&INDEX_WRITER_LOCK)?;
         collect_garbage(index)?;
-        Ok(Writer { lock: Some(lock), merge: None, merge_failure: None, commits: 0, ready: None })
+        Ok(Writer { lock: Some(lock), upkeep: None, merge_failure: None, commits: 0, ready: None })
     }
 
     /// Waits for the work this writer started after its last commit, if any (keeping the
@@ -97,7 +97,7 @@ impl Writer {
     /// have committed: a reader loaded before is behind).
     pub(crate) fn settle(&mut self, index: &tantivy::Index) -> Result<bool> {
         let mut merged = false;
-        if let Some(job) = self.merge.take() {
+        if let Some(job) = self.upkeep.take() {
             // Its outcome only tells whether the segments it merged are merged; committed data
             // is whole either way, and the next commit's policy finds them again. A segment
             // writer it failed to make is made by the update, which reports why.
@@ -157,17 +157,18 @@ impl Writer {
         Ok(Prepared { meta })
     }
 
-    /// After a commit of `segments`: when the merge `policy` finds segments to merge, a thread
-    /// merges them with tantivy's writer, which takes the lock this writer gives up until the
-    /// next update.
-    pub(crate) fn merge_in_background(
+    /// After a commit of `segments`, starts its [`Upkeep`] on a thread: when the merge
+    /// `policy` finds segments to merge, a merge with tantivy's writer, which takes the lock
+    /// this writer gives up until the next update; from this writer's second commit on, the
+    /// next update's segment writer.
+    pub(crate) fn start_upkeep(
         &mut self,
         index: &tantivy::Index,
         segments: &[SegmentMeta],
         policy: &dyn MergePolicy,
     ) {
         self.commits += 1;
-        if self.merge.is_some() || self.lock.is_none() {
+        if self.upkeep.is_some() || self.lock.is_none() {
             return;
         }
         let candidates: Vec<Vec<SegmentId>> =
@@ -177,7 +178,8 @@ impl Writer {
             return;
         }
         let merging = index.clone();
-        if !candidates.is_empty() {
+        let merging_wanted = !candidates.is_empty();
+        if merging_wanted {
             // The lock goes with the merge: released here, its writer takes it.
             self.lock = None;
         }
@@ -190,8 +192,13 @@ impl Writer {
             Upkeep { merged, next }
         });
         match job {
-            Ok(job) => self.merge = Some(job),
-            Err(error) => self.merge_failure = Some(format!("no thread for a merge: {error}")),
+            Ok(job) => self.upkeep = Some(job),
+            // Without a thread, the merge waits for a later commit (a merge failure) and the
+            // next update makes its own segment writer (nothing failed).
+            Err(error) if merging_wanted => {
+                self.merge_failure = Some(format!("no thread for a merge: {error}"));
+            }
+            Err(_) => {}
         }
     }
 }
