@@ -3,7 +3,6 @@
 //! the async loop's shutdown.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +13,7 @@ use scriptorium_backend::runtime::{
 use scriptorium_session_dag::{
     EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Timestamp,
 };
+use scriptorium_testkit::file_names;
 use scriptorium_writer::{FailureCode, WriteFailure};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -105,15 +105,6 @@ impl SessionWriter for Scripted {
 
 fn failure(code: FailureCode, retryable: bool) -> WriteFailure {
     WriteFailure { reason: format!("{code} happened"), retryable, code }
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
@@ -293,14 +284,14 @@ fn saves_are_private_and_leave_no_temporaries_and_open_clears_a_crashed_save() {
     std::fs::write(state_dir.join("session-end.json"), b"{\"kept\": 7}\n").unwrap();
     std::fs::write(state_dir.join(".session-end.json.tmp-4242-0"), b"{\"torn").unwrap();
     let watcher = home.watcher();
-    assert_eq!(names(&state_dir), ["session-end.json", "session-end.lock"]);
+    assert_eq!(file_names(&state_dir), ["session-end.json", "session-end.lock"]);
     for i in 0..5 {
         home.turn(&format!("s{i}"), NOW - 60 * MINUTE);
     }
     let writer = Scripted::default();
     watcher.scan(&home.store, &writer, Timestamp(NOW)).unwrap();
     assert_eq!(
-        names(&state_dir),
+        file_names(&state_dir),
         ["session-end.json", "session-end.lock", "writer-status.json", "writer-status.json.lock"]
     );
     use std::os::unix::fs::PermissionsExt;

@@ -121,6 +121,18 @@ struct Packing {
     packs: HashMap<String, Option<Known>>,
 }
 
+impl Packing {
+    /// Whether this handle knows that `segment` has a pack.
+    fn has_pack(&self, segment: &str) -> bool {
+        matches!(self.packs.get(segment), Some(Some(_)))
+    }
+
+    /// Whether `name`, a member of `segment`'s pack, was deleted through this handle.
+    fn deleted(&self, segment: &str, name: &str) -> bool {
+        self.packs.get(segment).and_then(Option::as_ref).is_some_and(|k| k.deleted.contains(name))
+    }
+}
+
 /// A pack this handle read or wrote.
 #[derive(Debug)]
 struct Known {
@@ -175,7 +187,7 @@ impl IndexDirectory {
                 .filter(|(name, _)| segment_of(name) == Some(segment.as_str()))
                 .map(|(name, bytes)| (name.clone(), bytes.clone()))
                 .collect();
-            let packed = matches!(packing.packs.get(segment), Some(Some(_)));
+            let packed = packing.has_pack(segment);
             let written = if packed {
                 None
             } else {
@@ -375,10 +387,8 @@ impl IndexDirectory {
             };
             match self.known_pack(&mut packing, segment) {
                 Ok(Some(table)) => {
-                    let known = packing.packs.get(segment).and_then(Option::as_ref);
-                    let deleted =
-                        |member: &String| known.is_some_and(|k| k.deleted.contains(member));
-                    files.extend(table.members.keys().filter(|m| !deleted(m)).cloned());
+                    let alive = table.members.keys().filter(|m| !packing.deleted(segment, m));
+                    files.extend(alive.cloned());
                 }
                 // Gone meanwhile.
                 Ok(None) => {}
@@ -690,14 +700,9 @@ impl Directory for IndexDirectory {
             let table = self
                 .known_pack(&mut packing, segment)
                 .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()))?;
-            let deleted = |name: &str| {
-                packing
-                    .packs
-                    .get(segment)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|k| k.deleted.contains(name))
-            };
-            if table.is_some_and(|t| t.members.contains_key(name)) && !deleted(name) {
+            if table.is_some_and(|t| t.members.contains_key(name))
+                && !packing.deleted(segment, name)
+            {
                 return Ok(true);
             }
         }
@@ -710,7 +715,7 @@ impl Directory for IndexDirectory {
         };
         {
             let mut packing = self.packing();
-            let packed = matches!(packing.packs.get(segment), Some(Some(_)));
+            let packed = packing.has_pack(segment);
             if packed || self.inner.exists(path).unwrap_or(true) {
                 drop(packing);
                 return self.open_plain(path);
@@ -813,6 +818,8 @@ impl TerminatingWrite for Unsynced {
     reason = "the tests tear slot files directly, as a crash would"
 )]
 mod tests {
+    use scriptorium_testkit::file_names;
+
     use super::*;
 
     fn dir() -> (tempfile::TempDir, IndexDirectory) {
@@ -901,15 +908,6 @@ mod tests {
         handle.read_bytes(0..handle.len()).expect("read").as_slice().to_vec()
     }
 
-    fn names(root: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(root)
-            .expect("list")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
     fn managed(dir: &IndexDirectory) -> Vec<String> {
         serde_json::from_slice(&dir.atomic_read(Path::new(".managed.json")).expect("read"))
             .expect("a list")
@@ -925,7 +923,7 @@ mod tests {
                 write(&dir, &format!("{SEGMENT}.{component}"), bytes);
             }
             // Held in memory until packed, and readable meanwhile.
-            assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+            assert!(file_names(tmp.path()).is_empty(), "{:?}", file_names(tmp.path()));
             assert!(dir.exists(Path::new(&format!("{SEGMENT}.idx"))).expect("exists"));
             assert_eq!(read(&dir, &format!("{SEGMENT}.store")), b"stored");
             assert!(matches!(
@@ -933,7 +931,7 @@ mod tests {
                 Err(OpenWriteError::FileAlreadyExists(_))
             ));
             dir.pack_pending().expect("pack");
-            assert_eq!(names(tmp.path()), [format!("{SEGMENT}.pack")]);
+            assert_eq!(file_names(tmp.path()), [format!("{SEGMENT}.pack")]);
 
             // Another handle (another process) finds each file in the pack.
             let other = IndexDirectory::open(tmp.path(), synced).expect("open");
@@ -953,8 +951,29 @@ mod tests {
                 other.delete(Path::new(name)).expect("delete");
                 assert!(!other.exists(Path::new(name)).expect("exists"));
             }
-            assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+            assert!(file_names(tmp.path()).is_empty(), "{:?}", file_names(tmp.path()));
         }
+    }
+
+    /// A process that ends with some of a pack's files deleted leaves the pack whole on disk:
+    /// the next handle lists all its files, and deleting them deletes it.
+    #[test]
+    fn a_pack_half_deleted_by_one_handle_is_listed_whole_to_the_next() {
+        let (tmp, dir) = dir();
+        let members = [format!("{SEGMENT}.idx"), format!("{SEGMENT}.store")];
+        for name in &members {
+            write(&dir, name, b"bytes");
+        }
+        dir.pack_pending().expect("pack");
+        dir.delete(Path::new(&members[0])).expect("delete");
+        assert_eq!(managed(&dir), [members[1].clone()]);
+        drop(dir);
+        let next = IndexDirectory::open(tmp.path(), true).expect("open");
+        assert_eq!(managed(&next), members);
+        for name in &members {
+            next.delete(Path::new(name)).expect("delete");
+        }
+        assert!(file_names(tmp.path()).is_empty(), "{:?}", file_names(tmp.path()));
     }
 
     #[test]
@@ -963,16 +982,19 @@ mod tests {
         let mut open = dir.open_write(Path::new(&format!("{SEGMENT}.term"))).expect("open");
         write(&dir, &format!("{SEGMENT}.idx"), b"postings");
         dir.pack_pending().expect("pack");
-        assert!(names(tmp.path()).is_empty(), "a segment being written waits");
+        assert!(file_names(tmp.path()).is_empty(), "a segment being written waits");
         io::Write::write_all(&mut open, b"terms").expect("write");
         open.terminate().expect("terminate");
         // A commit packs what it holds before it writes meta.json.
         dir.atomic_write(Path::new("meta.json"), b"{}").expect("commit");
         let pack = format!("{SEGMENT}.pack");
-        assert_eq!(names(tmp.path()), [pack.clone(), "meta.json.slot0".into()]);
+        assert_eq!(file_names(tmp.path()), [pack.clone(), "meta.json.slot0".into()]);
         // A file of the segment written after its pack is a file of its own.
         write(&dir, &format!("{SEGMENT}.fast"), b"columns");
-        assert_eq!(names(tmp.path()), [format!("{SEGMENT}.fast"), pack, "meta.json.slot0".into()]);
+        assert_eq!(
+            file_names(tmp.path()),
+            [format!("{SEGMENT}.fast"), pack, "meta.json.slot0".into()]
+        );
         // Delete files are never held.
         write(&dir, &format!("{SEGMENT}.7.del"), b"alive");
         assert!(tmp.path().join(format!("{SEGMENT}.7.del")).exists());
@@ -999,7 +1021,7 @@ mod tests {
         file.terminate().expect("terminate");
         assert!(!dir.exists(Path::new(&name)).expect("exists"));
         dir.pack_pending().expect("pack");
-        assert!(names(tmp.path()).is_empty(), "{:?}", names(tmp.path()));
+        assert!(file_names(tmp.path()).is_empty(), "{:?}", file_names(tmp.path()));
         assert_eq!(dir.packing().held, 0, "nothing is held");
         // The name can be written again, and that file stays.
         write(&dir, &name, b"again");
@@ -1013,9 +1035,9 @@ mod tests {
         let big = vec![7u8; HELD_MAX + 1];
         write(&dir, &format!("{SEGMENT}.store"), &big);
         write(&dir, &format!("{SEGMENT}.idx"), b"postings");
-        assert_eq!(names(tmp.path()), [format!("{SEGMENT}.store")]);
+        assert_eq!(file_names(tmp.path()), [format!("{SEGMENT}.store")]);
         dir.pack_pending().expect("pack");
-        assert_eq!(names(tmp.path()), [format!("{SEGMENT}.pack"), format!("{SEGMENT}.store")]);
+        assert_eq!(file_names(tmp.path()), [format!("{SEGMENT}.pack"), format!("{SEGMENT}.store")]);
         assert_eq!(dir.packing().held, 0, "nothing is held any more");
         let other = IndexDirectory::open(tmp.path(), true).expect("open");
         assert_eq!(read(&other, &format!("{SEGMENT}.store")), big);
@@ -1034,7 +1056,7 @@ mod tests {
         assert!(other.get_file_handle(Path::new(&format!("{SEGMENT}.idx"))).is_err());
         assert_eq!(managed(&other), [format!("{SEGMENT}.pack")]);
         other.delete(Path::new(&format!("{SEGMENT}.pack"))).expect("delete");
-        assert!(names(tmp.path()).is_empty());
+        assert!(file_names(tmp.path()).is_empty());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Test helpers shared by the crates' test suites: where the third-party test data lives, and a
-//! runner for data-driven suites.
+//! Test helpers shared by the crates' test suites: where the third-party test data lives, a
+//! runner for data-driven suites, and a sorted directory listing ([`file_names`]).
 //!
 //! Key decision: a data-driven suite whose data is absent is reported as *not run* (an ignored
 //! trial in the libtest output), never as passed. `cargo xtask ci` sets
@@ -110,6 +110,20 @@ pub fn run(trials: Vec<Trial>) -> ExitCode {
         );
     }
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// The names of the entries of `dir`, sorted (what a test asserts a directory holds).
+///
+/// # Panics
+///
+/// When `dir` cannot be listed.
+pub fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("listing {}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// Turns any displayable error into a trial failure.

@@ -123,16 +123,9 @@ pub(crate) fn ensure_private_dir(dir: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use scriptorium_testkit::file_names;
 
-    fn names(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .expect("read dir")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use super::*;
 
     #[test]
     fn atomic_save_replaces_the_file_with_mode_0600_and_leaves_no_temporary() {
@@ -143,7 +136,7 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(names(dir.path()), ["state.json"]);
+        assert_eq!(file_names(dir.path()), ["state.json"]);
     }
 
     #[test]
@@ -158,7 +151,7 @@ mod tests {
             let err = write_atomic_with(&target, b"new bytes", &mut hook).unwrap_err();
             assert_eq!(err.to_string(), "disk gone");
             assert_eq!(std::fs::read(&target).unwrap(), b"old bytes", "at {failing:?}");
-            assert_eq!(names(dir.path()), ["state.json"], "at {failing:?}");
+            assert_eq!(file_names(dir.path()), ["state.json"], "at {failing:?}");
         }
     }
 
@@ -170,6 +163,6 @@ mod tests {
         std::fs::write(dir.path().join(".other.json.tmp-999-0"), b"not ours").unwrap();
         std::fs::write(&target, b"old").unwrap();
         remove_stale_temporaries(&target);
-        assert_eq!(names(dir.path()), [".other.json.tmp-999-0", "state.json"]);
+        assert_eq!(file_names(dir.path()), [".other.json.tmp-999-0", "state.json"]);
     }
 }

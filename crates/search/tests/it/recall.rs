@@ -685,11 +685,8 @@ fn segment_writers_made_ahead_leave_nothing_behind() {
 
 /// The segment files in the index directory `dir` (named by their segment's 32 hex digits).
 fn segment_files(dir: &Path) -> std::collections::BTreeSet<String> {
-    std::fs::read_dir(dir)
-        .expect("test step")
-        .map(|e| e.expect("test step").file_name().to_string_lossy().into_owned())
-        .filter(|name| name.as_bytes().get(32) == Some(&b'.'))
-        .collect()
+    let names = scriptorium_testkit::file_names(dir).into_iter();
+    names.filter(|name| name.as_bytes().get(32) == Some(&b'.')).collect()
 }
 
 /// One file edited again and again: each update deletes every document of the previous
