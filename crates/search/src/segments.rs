@@ -12,11 +12,11 @@
 //!
 //! What tantivy's writer still does is merging: after a commit, when the merge policy finds
 //! segments to merge, a background thread takes tantivy's writer for them and gives it up
-//! when done; the next update, or [`Writer::finish`], waits for it. One writer at a time holds
-//! tantivy's writer lock (`.tantivy-writer.lock`): a [`Writer`] holds it from
-//! [`Writer::acquire`] to its drop, except while its merge thread holds it instead. From a
-//! writer's second commit on, that thread also makes the next update's segment writer (see
-//! [`Upkeep`]).
+//! when done; the next update, or `Index::finish_merges`, waits for it ([`Writer::settle`]).
+//! One writer at a time holds tantivy's writer lock (`.tantivy-writer.lock`): a [`Writer`]
+//! holds it from [`Writer::acquire`] to its drop, except while a merge holds it instead. From
+//! a writer's second commit on, the thread after a commit also makes the next update's segment
+//! writer (see [`Upkeep`]).
 
 use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
@@ -111,7 +111,7 @@ impl Writer {
                 }
                 Err(_) => {
                     merged = true;
-                    self.merge_failure = Some("the merge thread panicked".to_owned());
+                    self.merge_failure = Some("the index upkeep thread panicked".to_owned());
                 }
             }
         }
