@@ -4,14 +4,16 @@
 //! ([`MemoryWorkspace::rebuild`]). The CLI, the web API and the MCP server call these; none of
 //! them runs its own begin → validate → install.
 
-use std::path::PathBuf;
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use scriptorium_topics_format::source::ArchiveResolver;
-use scriptorium_txn::validate::{Required, Violation};
+use scriptorium_topics_format::topic::{TopicFile, Unit, line_end_ids, normalize};
+use scriptorium_txn::validate::{Baseline, Required, Violation};
 use scriptorium_txn::{
-    BeginOptions, Error, Installed, LockTimeout, Revision, Staged, UpdateContext, UpdateOutcome,
-    UpdateRequest,
+    BeginOptions, Error, ErrorCode, Installed, LockTimeout, Revision, Staged, UpdateContext,
+    UpdateOutcome, UpdateRequest,
 };
 use scriptorium_views::{RebuildOptions, promote_legacy_core, rebuild_workspace};
 use scriptorium_workspace_fs::read::{FsSources, read_in, read_topics};
@@ -30,6 +32,11 @@ pub struct EditOptions {
     /// Whether every block ID of the file must survive (an edit); `false` lets the file's own
     /// blocks go (a delete; blocks other files link to still refuse it).
     pub keep_blocks: bool,
+    /// With `keep_blocks`, the block IDs this edit deletes on purpose (the user was shown
+    /// [`EditFailure::Rejected`]'s `deleted` and confirmed): their paragraphs go in the same
+    /// transaction, every other committed block ID must still survive, and a block another
+    /// file links to still refuses the edit.
+    pub delete_blocks: BTreeSet<String>,
     /// The commit message.
     pub message: String,
 }
@@ -39,37 +46,247 @@ pub struct EditOptions {
 pub struct TopicEdit {
     staged: Staged,
     path: String,
+    /// The memory root (the archive a rejected text is normalized against, to place its
+    /// violations).
+    root: PathBuf,
 }
 
 /// Why a [`TopicEdit`] did not install.
 #[derive(Debug, thiserror::Error)]
 pub enum EditFailure {
-    /// Validation refused the text; nothing changed.
-    #[error("the edit does not validate ({} violation(s))", .0.len())]
-    Rejected(Vec<Violation>),
+    /// Validation refused the text; nothing changed. Every violation of the edited file is at
+    /// its line in the text the user submitted (the engine validates the normalized text, whose
+    /// lines move when normalization drops empty sections). `deleted` lists the paragraphs the
+    /// text deletes that [`EditOptions::delete_blocks`] did not declare; each is also one
+    /// `BLOCK_ID_REMOVED` violation naming it, at line 0 (it is not in the text).
+    #[error("the edit does not validate ({} violation(s))", violations.len())]
+    Rejected {
+        /// Every violation.
+        violations: Vec<Violation>,
+        /// The paragraphs the text deletes without declaring it.
+        deleted: Vec<DeletedParagraph>,
+    },
     /// The engine refused (a stale base revision, a held lock, IO).
     #[error(transparent)]
     Txn(#[from] Error),
 }
 
+/// A paragraph of the installed file that an edit's text leaves out.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeletedParagraph {
+    /// Its block IDs (more than one when it has aliases).
+    pub block_ids: Vec<String>,
+    /// Its first words as installed (citations left out), `…` when cut.
+    pub excerpt: String,
+}
+
+/// What deleting `deleted` means, in one line: `this edit deletes 2 paragraphs: ^a “Dana
+/// moved…”, ^b “…”`.
+pub fn deletion_summary(deleted: &[DeletedParagraph]) -> String {
+    let listed: Vec<String> = deleted
+        .iter()
+        .map(|p| {
+            let ids: Vec<String> = p.block_ids.iter().map(|id| format!("^{id}")).collect();
+            format!("{} “{}”", ids.join(" "), p.excerpt)
+        })
+        .collect();
+    let n = deleted.len();
+    let what = if n == 1 { "1 paragraph".to_owned() } else { format!("{n} paragraphs") };
+    format!("this edit deletes {what}: {}", listed.join(", "))
+}
+
 impl EditFailure {
-    /// The failure on the wire (a rejection carries every violation).
+    /// Whether deleting paragraphs is all that is wrong: the same text, with every ID of
+    /// `deleted` in [`EditOptions::delete_blocks`], installs (barring a concurrent change).
+    pub fn only_deletes(&self) -> bool {
+        match self {
+            EditFailure::Rejected { violations, deleted } => {
+                !deleted.is_empty()
+                    && violations.iter().all(|v| v.code == ErrorCode::BlockIdRemoved)
+                    && violations.len() == deleted.len()
+            }
+            EditFailure::Txn(_) => false,
+        }
+    }
+
+    /// The failure on the wire (a rejection carries every violation). A text that deletes
+    /// paragraphs says which in its message (when that is all that is wrong) and in `details`:
+    /// `delete_blocks` (every ID, what a confirmed edit declares) and `paragraphs` (each one's
+    /// `block_ids` and `excerpt`).
     pub fn wire(&self) -> crate::wire::WireError {
         match self {
-            EditFailure::Rejected(violations) => {
-                crate::wire::WireError::from_txn(&Error::Rejected {
+            EditFailure::Rejected { violations, deleted } => {
+                let mut wire = crate::wire::WireError::from_txn(&Error::Rejected {
                     violations: violations.clone(),
-                })
+                });
+                if !deleted.is_empty() {
+                    if self.only_deletes() {
+                        wire.message = deletion_summary(deleted);
+                    }
+                    let ids: Vec<&String> = deleted.iter().flat_map(|p| &p.block_ids).collect();
+                    wire.details.insert("delete_blocks".into(), serde_json::json!(ids));
+                    wire.details.insert("paragraphs".into(), serde_json::json!(deleted));
+                }
+                wire
             }
             EditFailure::Txn(error) => crate::wire::WireError::from_txn(error),
         }
     }
 }
 
+/// A rejection as the user can act on it (see [`EditFailure::Rejected`]): the edited file's
+/// `BLOCK_ID_REMOVED` violations become one per deleted paragraph, named by its first words, and
+/// its other violations move from the normalized text's lines to the submitted text's. The
+/// normalized text is made again here (normalization is pure; the IDs it mints may differ from
+/// the engine's, its lines do not).
+fn rejection(
+    baseline: &Baseline,
+    root: &Path,
+    path: &str,
+    submitted: Option<&str>,
+    violations: Vec<Violation>,
+) -> EditFailure {
+    let (Some(rel), Some(text)) = (path.strip_prefix("topics/"), submitted) else {
+        return EditFailure::Rejected { violations, deleted: Vec::new() };
+    };
+    let committed: HashSet<String> = baseline.block_ids().iter().cloned().collect();
+    let units: Vec<Unit> = baseline.units().cloned().collect();
+    let resolver = ArchiveResolver::new(FsSources::new(root));
+    let normalized = normalize(&[TopicFile::new(rel, text)], &committed, &units, &resolver);
+    let after = normalized.files.iter().find(|f| f.path == rel).map(|f| f.text.as_str());
+    let present: HashSet<String> =
+        after.map(line_end_ids).unwrap_or_default().into_iter().collect();
+    let in_file = |v: &Violation| v.path.as_deref() == Some(path);
+    let removed = |v: &Violation| v.code == ErrorCode::BlockIdRemoved && in_file(v);
+    // The engine reports a lost ID where its paragraph was installed: find the IDs by that.
+    let lines: BTreeSet<u32> = violations.iter().filter(|v| removed(v)).map(|v| v.line).collect();
+    let gone: Vec<&Unit> = baseline
+        .file(rel)
+        .map(|state| state.units.iter().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|u| !present.contains(&u.memory_id))
+        .filter(|u| {
+            baseline.home(&u.memory_id).is_some_and(|(p, line)| p == rel && lines.contains(&line))
+        })
+        .collect();
+    // One entry per paragraph (its aliases share its identity), in file order.
+    let mut deleted: Vec<(u32, &str, DeletedParagraph)> = Vec::new();
+    for unit in &gone {
+        match deleted.iter_mut().find(|(_, identity, _)| *identity == unit.identity) {
+            Some((_, _, paragraph)) => paragraph.block_ids.push(unit.memory_id.clone()),
+            None => deleted.push((
+                unit.line,
+                &unit.identity,
+                DeletedParagraph {
+                    block_ids: vec![unit.memory_id.clone()],
+                    excerpt: first_words(&unit.content),
+                },
+            )),
+        }
+    }
+    deleted.sort_by_key(|(line, _, _)| *line);
+    let deleted: Vec<DeletedParagraph> = deleted.into_iter().map(|(_, _, p)| p).collect();
+    let homes: BTreeSet<u32> =
+        gone.iter().filter_map(|u| baseline.home(&u.memory_id).map(|(_, line)| line)).collect();
+    let map = after.map(|after| line_map(after, text));
+    let dropped: BTreeSet<u32> =
+        normalized.dropped.iter().filter(|d| d.path == rel).map(|d| d.line).collect();
+    let mut out = Vec::with_capacity(violations.len());
+    let mut said = false;
+    for mut violation in violations {
+        if removed(&violation) && homes.contains(&violation.line) {
+            if !said {
+                said = true;
+                out.extend(deleted.iter().map(|p| {
+                    let one = deletion_summary(std::slice::from_ref(p));
+                    Violation::at(ErrorCode::BlockIdRemoved, path, 0, 0, one)
+                }));
+            }
+            continue;
+        }
+        if removed(&violation) {
+            // A lost ID this text does not place: its installed line is not in the text.
+            violation.line = 0;
+            violation.col = 0;
+        } else if in_file(&violation) && violation.line > 0 {
+            // `UNCITED_PARAGRAPH` of text pruning would drop is at its line before pruning,
+            // which normalization keeps; every other line is the pruned text's.
+            let before_pruning =
+                violation.code == ErrorCode::UncitedParagraph && dropped.contains(&violation.line);
+            if let (Some(map), false) = (&map, before_pruning) {
+                violation.line = map_line(map, violation.line, text);
+            }
+        }
+        out.push(violation);
+    }
+    EditFailure::Rejected { violations: out, deleted }
+}
+
+/// The first words of a paragraph: at most 60 characters, cut at a word, `…` when cut.
+fn first_words(content: &str) -> String {
+    let flat = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= 60 {
+        return flat;
+    }
+    let cut: String = flat.chars().take(60).collect();
+    let cut = match cut.rfind(' ') {
+        Some(at) if at > 20 => &cut[..at],
+        _ => cut.as_str(),
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', '.']))
+}
+
+/// For each line of `normalized` (index 0 is line 1), the 1-based line of `submitted` it came
+/// from: equal lines map to each other, a run normalization rewrote (IDs appended, labels
+/// renamed) maps line for line onto the run it replaced, and lines only the submitted text
+/// has (what pruning dropped) are skipped.
+fn line_map(normalized: &str, submitted: &str) -> Vec<u32> {
+    use similar::DiffOp;
+    let diff = similar::TextDiff::from_lines(normalized, submitted);
+    let mut map = vec![0; diff.old_slices().len()];
+    let line = |index: usize| u32::try_from(index + 1).unwrap_or(u32::MAX);
+    for op in diff.ops() {
+        match *op {
+            DiffOp::Equal { old_index, new_index, len } => {
+                for i in 0..len {
+                    map[old_index + i] = line(new_index + i);
+                }
+            }
+            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                for i in 0..old_len {
+                    map[old_index + i] = line(new_index + i.min(new_len.saturating_sub(1)));
+                }
+            }
+            DiffOp::Delete { old_index, old_len, new_index } => {
+                for i in 0..old_len {
+                    map[old_index + i] = line(new_index);
+                }
+            }
+            DiffOp::Insert { .. } => {}
+        }
+    }
+    map
+}
+
+/// `line` of the normalized text as a line of `submitted` (through [`line_map`]), kept within
+/// the submitted text.
+fn map_line(map: &[u32], line: u32, submitted: &str) -> u32 {
+    let last = u32::try_from(submitted.lines().count().max(1)).unwrap_or(u32::MAX);
+    let index = usize::try_from(line).unwrap_or(usize::MAX).saturating_sub(1);
+    map.get(index).copied().unwrap_or(line).clamp(1, last)
+}
+
 impl TopicEdit {
     /// The transaction's ID (drafts are kept under it).
     pub fn txn_id(&self) -> &str {
         self.staged.txn_id().as_str()
+    }
+
+    /// The revision the edit began from (a confirmed retry of the same text starts from it, so
+    /// a change made in between refuses it).
+    pub fn base_revision(&self) -> &Revision {
+        self.staged.base_revision()
     }
 
     /// The file's text as staged (the installed text until [`TopicEdit::set`]).
@@ -95,13 +312,18 @@ impl TopicEdit {
     }
 
     /// Validates and installs. A text that normalizes to the installed one installs nothing
-    /// (`Installed::noop`).
+    /// (`Installed::noop`). A refused text is [`EditFailure::Rejected`], placed in the text as
+    /// submitted, with the paragraphs it deletes undeclared.
     pub fn install(self) -> Result<Installed, EditFailure> {
-        let validated = self
-            .staged
-            .validate()
-            .map_err(|rejected| EditFailure::Rejected(rejected.violations().to_vec()))?;
-        Ok(validated.install()?)
+        let submitted = self.current()?;
+        let TopicEdit { staged, path, root } = self;
+        match staged.validate() {
+            Ok(validated) => Ok(validated.install()?),
+            Err(rejected) => {
+                let (staged, violations) = rejected.into_parts();
+                Err(rejection(staged.baseline(), &root, &path, submitted.as_deref(), violations))
+            }
+        }
     }
 }
 
@@ -133,11 +355,19 @@ impl MemoryWorkspace {
         let begin = BeginOptions {
             base_revision: options.base_revision,
             lock_timeout: LockTimeout::new(options.lock_wait),
-            required: if options.keep_blocks { Required::All } else { Required::StillPresent },
+            required: match (options.keep_blocks, options.delete_blocks.is_empty()) {
+                (false, _) => Required::StillPresent,
+                (true, true) => Required::All,
+                (true, false) => Required::AllExcept(options.delete_blocks),
+            },
             message: options.message,
             ..BeginOptions::default()
         };
-        Ok(TopicEdit { staged: self.workspace().begin(begin)?, path: path.to_owned() })
+        Ok(TopicEdit {
+            staged: self.workspace().begin(begin)?,
+            path: path.to_owned(),
+            root: self.workspace().root().to_path_buf(),
+        })
     }
 
     /// Applies a change request (whole files, a patch or record operations) as one
@@ -198,13 +428,14 @@ impl MemoryWorkspace {
             base_revision: None,
             lock_wait: LockTimeout::DEFAULT.timeout,
             keep_blocks: true,
+            delete_blocks: BTreeSet::new(),
             message: "memory: promote legacy core.md to topics/core.md".into(),
         };
         let mut edit = self.begin_edit("topics/core.md", options)?;
         edit.set(Some(&master))?;
         match edit.install() {
             Ok(_) => Ok(true),
-            Err(EditFailure::Rejected(violations)) => Err(RebuildError::Promote(violations)),
+            Err(EditFailure::Rejected { violations, .. }) => Err(RebuildError::Promote(violations)),
             Err(EditFailure::Txn(error)) => Err(error.into()),
         }
     }
@@ -266,6 +497,53 @@ pub struct Note {
 pub const NOTES_TOPIC: &str = "topics/notes.md";
 
 impl Note {
+    /// The note as it is stored, or why it cannot be: terminal control sequences (ANSI escapes,
+    /// BEL, backspace…) are removed from the text, since every terminal that later prints it
+    /// would obey them; an empty text, a text that is no plain paragraph (a heading, a list, a
+    /// footnote or a block ID of its own), a topic that is no path in `topics/`, and a time
+    /// that is no date are refused with `INVALID_ARGUMENT`, in the words of a note, not of the
+    /// change request it becomes.
+    pub fn checked(&self) -> Result<Note, Error> {
+        let invalid =
+            |message: String| Error::Invalid { code: ErrorCode::InvalidArgument, message };
+        let text = scriptorium_markers::clean::strip_controls(&self.text);
+        let paragraph = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if paragraph.is_empty() {
+            return Err(invalid("the note is empty".to_owned()));
+        }
+        let doc = scriptorium_topics_format::topic::Document::parse(&paragraph);
+        let plain = doc.paragraphs().len() == 1
+            && doc.paragraphs().first().is_some_and(|p| p.lines == (0..doc.lines().len()));
+        if !plain || paragraph.contains("[^") || ends_with_block_id(&paragraph) {
+            return Err(invalid(
+                "a note is one paragraph of plain prose: it cannot be a heading, a list item or \
+                 a quote, nor hold a footnote ([^…]) or end in a block ID (^…)"
+                    .to_owned(),
+            ));
+        }
+        if self.core && self.topic.as_deref().is_some_and(|t| !t.trim().is_empty()) {
+            return Err(invalid("a note goes to the core or to a topic, not both".to_owned()));
+        }
+        let topic = match self.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            Some(topic) if !self.core => {
+                Some(checked_topic(topic).map_err(|(code, why)| Error::Invalid {
+                    code,
+                    message: format!("the topic {topic:?} {why}; name one like people/dana"),
+                })?)
+            }
+            _ => None,
+        };
+        if let Some(time) = self.time.as_deref().map(str::trim)
+            && time != "undated"
+            && !is_date(time)
+        {
+            return Err(invalid(format!(
+                "the time {time:?} is not YYYY, YYYY-MM, YYYY-MM-DD or undated"
+            )));
+        }
+        Ok(Note { text, core: self.core, topic, time: self.time.clone() })
+    }
+
     /// The workspace-relative topic file the note goes to.
     pub fn topic_path(&self) -> String {
         if self.core {
@@ -303,6 +581,31 @@ impl MemoryWorkspace {
         context: UpdateContext,
         now: time::OffsetDateTime,
     ) -> Result<NoteOutcome, Error> {
+        // Nothing takes a base revision from the caller, so no caller can re-read and retry:
+        // the note does it itself. It is idempotent (a note the topic already holds is
+        // `AlreadyNoted`), and every lost round means another transaction installed, so each
+        // round makes progress for someone; the bound only ends a pathological storm.
+        let note = &note.checked()?;
+        let mut rounds = 0;
+        loop {
+            match self.note_once(note, context.clone(), now) {
+                Err(error)
+                    if error.code() == ErrorCode::ConcurrentUpdate && rounds < NOTE_ROUNDS =>
+                {
+                    rounds += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One compare-and-set round of [`MemoryWorkspace::note`].
+    fn note_once(
+        &self,
+        note: &Note,
+        context: UpdateContext,
+        now: time::OffsetDateTime,
+    ) -> Result<NoteOutcome, Error> {
         let path = note.topic_path();
         let paragraph = note.text.split_whitespace().collect::<Vec<_>>().join(" ");
         let existing = read_in(&RealFs, self.workspace().root(), &path)
@@ -326,7 +629,8 @@ impl MemoryWorkspace {
             .find_map(|l| l.strip_prefix("# "))
             .map(|h| h.trim().to_owned())
             .unwrap_or_else(|| default_heading(&path));
-        let base = self.workspace().installed_revision()?;
+        // The live revision (outside edits included): the one the install compares against.
+        let base = self.workspace().revision()?;
         let body = serde_json::json!({
             "base_revision": base.as_str(),
             "commit_message": format!("memory: owner note in {path}"),
@@ -348,6 +652,10 @@ impl MemoryWorkspace {
         Ok(NoteOutcome::Noted(Box::new(self.update(request, context)?)))
     }
 }
+
+/// How many times [`MemoryWorkspace::note`] starts over after another transaction installed
+/// between its read and its install.
+const NOTE_ROUNDS: u32 = 64;
 
 /// What [`MemoryWorkspace::note`] did.
 #[derive(Debug)]
@@ -399,6 +707,60 @@ fn noted_block(text: &str, paragraph: &str) -> Option<String> {
         (!id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
             .then(|| id.to_owned())
     })
+}
+
+/// `topic` (`people/dana`, `people/dana.md`, `topics/people/dana.md`) as a path inside
+/// `topics/` without `.md`, or why it is none: every part a plain name (no empty, `.` or `..`
+/// part, none starting with a dot, no control character), not absolute, `.md` at most once.
+/// A path that would leave `topics/` is `PATH_OUTSIDE_WORKSPACE`, any other bad one
+/// `INVALID_ARGUMENT`.
+fn checked_topic(topic: &str) -> Result<String, (ErrorCode, &'static str)> {
+    let inner = topic.strip_prefix("topics/").unwrap_or(topic);
+    let inner = inner.strip_suffix(".md").unwrap_or(inner);
+    if topic.starts_with('/') {
+        return Err((ErrorCode::PathOutsideWorkspace, "is absolute"));
+    }
+    if inner.split('/').any(|part| part == "..") {
+        return Err((ErrorCode::PathOutsideWorkspace, "leaves topics/ (a `..` part)"));
+    }
+    let invalid = |why| Err((ErrorCode::InvalidArgument, why));
+    if inner.ends_with(".md") {
+        return invalid("ends in .md twice");
+    }
+    if inner.chars().any(char::is_control) {
+        return invalid("holds a control character");
+    }
+    if inner.split('/').any(|part| part.is_empty() || part.starts_with('.')) {
+        return invalid("has an empty part, or one that starts with a dot");
+    }
+    Ok(inner.to_owned())
+}
+
+/// Whether `time` is `YYYY`, `YYYY-MM` or `YYYY-MM-DD` (a real month and day).
+fn is_date(time: &str) -> bool {
+    let parts: Vec<&str> = time.split('-').collect();
+    let digits = |part: &str, n: usize| part.len() == n && part.bytes().all(|b| b.is_ascii_digit());
+    let in_range = |part: &str, max: u32| part.parse::<u32>().is_ok_and(|v| (1..=max).contains(&v));
+    match parts.as_slice() {
+        [year] => digits(year, 4),
+        [year, month] => digits(year, 4) && digits(month, 2) && in_range(month, 12),
+        [year, month, day] => {
+            digits(year, 4)
+                && digits(month, 2)
+                && digits(day, 2)
+                && in_range(month, 12)
+                && in_range(day, 31)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `text` ends in a block ID (` ^id`, or is only `^id`).
+fn ends_with_block_id(text: &str) -> bool {
+    let trimmed = text.trim_end();
+    let base = trimmed.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '-');
+    base.len() < trimmed.len()
+        && base.strip_suffix('^').is_some_and(|rest| rest.is_empty() || rest.ends_with([' ', '\t']))
 }
 
 /// The heading of a new topic file: `Core`, `Notes`, or its name (`people/dana.md` → `Dana`).

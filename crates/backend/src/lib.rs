@@ -41,6 +41,7 @@ pub mod edit;
 pub mod engine;
 pub mod hits;
 pub mod inspect;
+pub mod intake;
 pub mod interface;
 pub mod local;
 pub mod memory;

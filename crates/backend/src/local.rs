@@ -123,6 +123,11 @@ impl LocalBackend {
         &self.inner.store
     }
 
+    /// The door through which transcripts enter this home's session store.
+    pub fn intake(&self) -> crate::intake::Intake {
+        crate::intake::Intake::new(self.inner.memory.workspace().root())
+    }
+
     /// The writer.
     pub fn writer(&self) -> &Writer {
         &self.inner.writer

@@ -149,6 +149,32 @@ impl IndexSlot {
     }
 }
 
+/// The commit subject of an install: its own message, unless it is the change API's default
+/// (`Update memory`, which says nothing in `git log`): then what it changed, by topic file
+/// (`memory: update topics/people/dana.md and 2 more`).
+fn commit_message(installed: &scriptorium_txn::Installed) -> String {
+    let message = installed.message.trim();
+    if !message.is_empty() && message != scriptorium_txn::change::DEFAULT_MESSAGE {
+        return installed.message.clone();
+    }
+    let topics: Vec<&str> = installed
+        .changed_files
+        .iter()
+        .map(String::as_str)
+        .filter(|p| p.starts_with("topics/"))
+        .collect();
+    let files = if topics.is_empty() {
+        installed.changed_files.iter().map(String::as_str).collect()
+    } else {
+        topics
+    };
+    match files.as_slice() {
+        [] => "memory: update".to_owned(),
+        [one] => format!("memory: update {one}"),
+        [first, rest @ ..] => format!("memory: update {first} and {} more", rest.len()),
+    }
+}
+
 /// Runs `f` on the index in `slot` (waiting for its lock, opening it if it is not open yet).
 fn with_index<T>(
     root: &Path,
@@ -364,9 +390,10 @@ impl Derived {
         changed.sort();
         changed.dedup();
         if let Some(history) = self.history.get() {
+            let message = commit_message(event.installed);
             let request = CommitRequest {
                 txn_id: event.installed.txn_id.as_str(),
-                message: &event.installed.message,
+                message: &message,
                 // A failed views rebuild may have left files the list does not name: scan all.
                 changed: after.views_error.is_none().then_some(changed.as_slice()),
                 time: now(),
@@ -738,13 +765,19 @@ impl MemoryWorkspace {
         MemoryWorkspace::open_without_history(root, false, Wiring::default())
     }
 
+    /// Whether a memory workspace is at `root` (what [`MemoryWorkspace::open`] without
+    /// `create` requires; two `stat`s, nothing opened).
+    pub fn exists(root: &Path) -> bool {
+        root.join("topics").is_dir() || root.join(".scriptorium").is_dir()
+    }
+
     fn open_without_history(
         root: impl AsRef<Path>,
         create: bool,
         wiring: Wiring,
     ) -> Result<MemoryWorkspace, Error> {
         let root = root.as_ref().to_path_buf();
-        if !create && !root.join("topics").is_dir() && !root.join(".scriptorium").is_dir() {
+        if !create && !MemoryWorkspace::exists(&root) {
             return Err(Error::NotFound { root });
         }
         let txn_err = |source| Error::Txn { root: root.clone(), source };
@@ -1097,6 +1130,18 @@ impl MemoryWorkspace {
                 Some(snapshot) => snapshot.search(query),
                 None => with_index(root, slot, search),
             },
+        };
+        let hits = match hits {
+            // Another process holds the index's writer (its install is committing the update
+            // this revision needs): a read-only search answers from the last commit rather
+            // than fail, so a turn never goes without recall because memory is being written.
+            Err(error) if error.code() == scriptorium_search::ErrorCode::Busy => {
+                match slot.snapshot() {
+                    Some(snapshot) => snapshot.search(query),
+                    None => Err(error),
+                }
+            }
+            other => other,
         }
         .map_err(SearchError::Search)?;
         Ok((hits, adoption))

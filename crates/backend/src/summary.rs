@@ -128,6 +128,54 @@ pub struct MemoryStatus {
     pub pending_turns: Option<usize>,
     /// How the last write ended, whatever ran it.
     pub writer: WriterState,
+    /// Edits made to `topics/` or `sources/` outside a transaction that the status took in
+    /// first (or found invalid), as a search reports them; absent when there were none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_edits: Option<OutsideEdits>,
+}
+
+/// Edits made outside any transaction, as a status found them (see
+/// [`crate::memory::Adoption`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct OutsideEdits {
+    /// Whether they were installed as one transaction (`false`: they do not validate).
+    pub adopted: bool,
+    /// The edited files (`topics/…`, `sources/…`).
+    pub files: Vec<String>,
+    /// The revision the adoption installed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Its git commit, when one was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+    /// How many violations validation found (refused edits; absent when these very edits were
+    /// refused before and not validated again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub violations: Option<usize>,
+}
+
+impl OutsideEdits {
+    /// What a status says of `adoption` (`None`: nothing to say).
+    pub fn of(adoption: &crate::memory::Adoption) -> Option<OutsideEdits> {
+        use crate::memory::Adoption;
+        match adoption {
+            Adoption::Installed { files, installed } => Some(OutsideEdits {
+                adopted: true,
+                files: files.clone(),
+                revision: Some(installed.revision.as_str().to_owned()),
+                git_commit: crate::memory::after(installed).git_commit,
+                violations: None,
+            }),
+            Adoption::Refused { files, violations } => Some(OutsideEdits {
+                adopted: false,
+                files: files.clone(),
+                revision: None,
+                git_commit: None,
+                violations: *violations,
+            }),
+            Adoption::Nothing | Adoption::Busy => None,
+        }
+    }
 }
 
 /// How the last write ended ([`WriterStatus`], `.scriptorium/writer-status.json`), as the
@@ -189,6 +237,10 @@ pub fn memory_status(
     memory: &MemoryWorkspace,
     store: Option<&dyn SessionStore>,
 ) -> Result<MemoryStatus, StatusError> {
+    // Edits made outside any transaction are taken in first, as a search does: the revision
+    // reported is then the one the next update is compared against, so status → search →
+    // update never conflicts with itself.
+    let adoption = memory.adopt_outside_edits()?;
     let workspace = workspace_status(memory)?;
     let root = memory.workspace().root();
     let pending_turns = match store {
@@ -200,6 +252,7 @@ pub fn memory_status(
         workspace_path: root.display().to_string(),
         pending_turns,
         writer: WriterState::of(&WriterStatus::load(root)),
+        outside_edits: OutsideEdits::of(&adoption),
         workspace,
     })
 }

@@ -16,7 +16,10 @@
 //!   with `SYNC_CONFLICT`, both versions of every conflicting block kept in
 //!   `.scriptorium/sync/state.json` for `scriptorium sync --status`. The person edits the block
 //!   as they want it and syncs with `--prefer ours` (or takes the remote's with
-//!   `--prefer theirs`); the other version stays in git history either way.
+//!   `--prefer theirs`); the other version stays in git history either way. `--prefer` resolves
+//!   only the conflicts kept there, as they were shown: a conflict that arose since (another
+//!   block, or the remote's version changed again, or this clone's when the remote's is kept)
+//!   stops the round again, so no version is replaced that nobody saw.
 //! - Only the paths the remote changed since the merge base are merged; derived views are
 //!   rebuilt from the merged topics, except on a fast-forward, where the remote's views are
 //!   taken verbatim so both clones end on the same commit (views number blocks by each clone's
@@ -51,7 +54,9 @@ const STATE_FILE: &str = "sync/state.json";
 pub struct SyncRequest {
     /// The git remote (a path or a URL).
     pub remote: String,
-    /// How conflicting blocks are resolved; `None` stops at the first conflict.
+    /// How the conflicts the last stopped sync kept (those `scriptorium sync --status` shows)
+    /// are resolved; any other conflict stops the round, and so does every conflict when
+    /// `None`.
     pub prefer: Option<Prefer>,
 }
 
@@ -302,8 +307,20 @@ impl MemoryWorkspace {
         let fast_forward = base == Some(ours);
         let revision = self.workspace().revision().map_err(|e| txn_error(&e))?;
         let merged = self.merge(history, base, theirs, request.prefer, fast_forward)?;
-        let unresolved = request.prefer.is_none() && !merged.conflicts.is_empty();
-        if unresolved {
+        // `--prefer` resolves only what a person was shown; any other conflict stops the round.
+        let unseen: Vec<&KeptConflict> = match request.prefer {
+            None => Vec::new(),
+            Some(prefer) => merged
+                .conflicts
+                .iter()
+                .filter(|c| !was_shown(state.conflict.as_ref(), c, prefer))
+                .collect(),
+        };
+        if (request.prefer.is_none() && !merged.conflicts.is_empty()) || !unseen.is_empty() {
+            let unseen = unseen
+                .iter()
+                .map(|c| json!({ "path": c.path, "block": c.block }))
+                .collect::<Vec<_>>();
             let conflict = OpenConflict {
                 remote: request.remote.clone(),
                 ours: ours.to_owned(),
@@ -312,7 +329,7 @@ impl MemoryWorkspace {
                 blocks: merged.conflicts.clone(),
                 refused: Vec::new(),
             };
-            return Err(self.stop(state, conflict));
+            return Err(self.stop(state, conflict, unseen));
         }
         let resolved = merged.conflicts.len();
 
@@ -360,7 +377,7 @@ impl MemoryWorkspace {
                     blocks: merged.conflicts,
                     refused: rejected.violations().iter().map(|v| v.to_string()).collect(),
                 };
-                return Err(self.stop(state, conflict));
+                return Err(self.stop(state, conflict, Vec::new()));
             }
         };
         self.set_pending_merge(Some(PendingMerge {
@@ -500,14 +517,23 @@ impl MemoryWorkspace {
         Ok(merged)
     }
 
-    /// Records a conflict that stopped a sync and returns its error.
-    fn stop(&self, state: &mut SyncState, conflict: OpenConflict) -> WireError {
+    /// Records a conflict that stopped a sync and returns its error; `unseen` lists the
+    /// conflicts (`{path, block}`) a `--prefer` was not allowed to resolve.
+    fn stop(&self, state: &mut SyncState, conflict: OpenConflict, unseen: Vec<Value>) -> WireError {
         let root = self.workspace().root();
         let mut details = Map::new();
         details.insert("theirs".into(), Value::String(conflict.theirs.clone()));
         details.insert("conflicts".into(), json!(conflict.blocks));
         details.insert("refused".into(), json!(conflict.refused));
-        let message = if conflict.refused.is_empty() {
+        let message = if !unseen.is_empty() {
+            format!(
+                "{} conflicting block(s) were not shown by the sync that stopped (new since, or \
+                 changed again on either side), and --prefer resolves only what was shown; \
+                 nothing was installed. `scriptorium sync --status` shows every conflict now; \
+                 then run `scriptorium sync --prefer ours` (or `--prefer theirs`) again",
+                unseen.len()
+            )
+        } else if conflict.refused.is_empty() {
             format!(
                 "{} block(s) changed differently here and on the remote; nothing was installed. \
                  `scriptorium sync --status` shows both versions; edit the block as you want it \
@@ -521,6 +547,9 @@ impl MemoryWorkspace {
                 conflict.refused.join("; ")
             )
         };
+        if !unseen.is_empty() {
+            details.insert("unseen".into(), Value::Array(unseen));
+        }
         state.conflict = Some(conflict);
         if let Err(error) = write_state(root, state) {
             tracing::warn!(%error, "keeping the sync conflict failed");
@@ -531,8 +560,49 @@ impl MemoryWorkspace {
     }
 }
 
+/// Whether `--prefer prefer` may resolve `conflict`: the open conflict (what `scriptorium sync
+/// --status` showed) holds the same block of the same file with the remote's version as it is
+/// now, and this clone's version as it is now too, unless this clone's is the one kept: editing
+/// the block here and keeping it with `--prefer ours` is how a person resolves a conflict by
+/// hand, and keeping this clone's version replaces only the remote's version that was shown.
+fn was_shown(open: Option<&OpenConflict>, conflict: &KeptConflict, prefer: Prefer) -> bool {
+    open.is_some_and(|open| {
+        open.blocks.iter().any(|shown| {
+            shown.path == conflict.path
+                && shown.block == conflict.block
+                && shown.theirs == conflict.theirs
+                && (prefer == Prefer::Ours || shown.ours == conflict.ours)
+        })
+    })
+}
+
 fn rfc3339() -> String {
     crate::memory::wall_clock()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MemoryWorkspace, SyncRequest};
+    use crate::wire::Code;
+
+    /// The library path, without the binary's startup: gix's HTTP transport builds a reqwest
+    /// client with rustls and no provider of its own, which panicked for every `http(s)://`
+    /// remote unless the process had installed one (issue 34).
+    #[test]
+    fn an_http_remote_nobody_answers_is_retryable_not_a_panic() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let memory = MemoryWorkspace::open(dir.path().join("memory"), true).expect("open");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a loopback port")
+            .port();
+        let remote = format!("http://127.0.0.1:{port}/memory.git");
+        let request = SyncRequest { remote: remote.clone(), prefer: None };
+        let error = memory.sync(&request).expect_err("nothing listens there");
+        assert_eq!(error.code, Code::RemoteUnavailable, "{error}");
+        assert!(error.code.is_retryable());
+        assert!(error.message.contains(&remote), "{error}");
+    }
 }

@@ -77,6 +77,9 @@ pub enum Code {
     /// does not validate): nothing was installed; `scriptorium sync --status` shows both
     /// versions.
     SyncConflict,
+    /// The sync remote is no repository a sync can use (nothing there, or a non-bare
+    /// repository with the branch checked out): fix the remote or its name.
+    RemoteInvalid,
 
     // ---- concurrency (retryable) ----
     /// Another process holds the workspace write lock.
@@ -144,6 +147,10 @@ pub enum Code {
     /// The session store's database (PostgreSQL) cannot be reached or refused a statement;
     /// nothing of the failed call was committed (retryable).
     SessionDatabase,
+    /// The session database's TLS settings cannot work (an untrusted or wrong certificate, a
+    /// server without the required TLS, an unreadable CA file): a configuration error, not
+    /// retryable.
+    SessionDatabaseTls,
     /// A failure that is a bug (reported, never expected).
     Internal,
 }
@@ -178,6 +185,7 @@ impl Code {
             Code::ForbiddenOrigin => "FORBIDDEN_ORIGIN",
             Code::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             Code::SyncConflict => "SYNC_CONFLICT",
+            Code::RemoteInvalid => "REMOTE_INVALID",
             Code::RemoteUnavailable => "REMOTE_UNAVAILABLE",
             Code::Busy => "BUSY",
             Code::ConcurrentUpdate => "CONCURRENT_UPDATE",
@@ -208,6 +216,7 @@ impl Code {
             Code::GitCommitFailed => "GIT_COMMIT_FAILED",
             Code::GitCorrupt => "GIT_CORRUPT",
             Code::SessionDatabase => "SESSION_DATABASE",
+            Code::SessionDatabaseTls => "SESSION_DATABASE_TLS",
             Code::Internal => "INTERNAL",
         }
     }
@@ -296,6 +305,7 @@ impl From<scriptorium_history::ErrorCode> for Code {
             E::InvalidArgument => Code::InvalidArgument,
             E::RevisionNotFound => Code::NotFound,
             E::RemoteUnavailable => Code::RemoteUnavailable,
+            E::RemoteInvalid => Code::RemoteInvalid,
             _ => Code::Internal,
         }
     }
@@ -314,6 +324,7 @@ impl From<scriptorium_session_dag::ErrorCode> for Code {
             E::SymlinkRefused => Code::SymlinkRefused,
             E::NotRegularFile => Code::NotRegularFile,
             E::Database => Code::SessionDatabase,
+            E::DatabaseTls => Code::SessionDatabaseTls,
             E::NotJsonl => Code::NotJsonl,
             E::WrongFormat => Code::WrongFormat,
             E::UnrecognisedFormat => Code::UnrecognisedFormat,
@@ -378,6 +389,8 @@ impl WireError {
             scriptorium_txn::Error::Change { message, path, details, .. } => {
                 (message.clone(), path.clone(), details.clone())
             }
+            // The code travels beside the message, not inside it.
+            scriptorium_txn::Error::Invalid { message, .. } => (message.clone(), None, Map::new()),
             _ => (err.to_string(), None, Map::new()),
         };
         let violations = err
@@ -455,6 +468,9 @@ mod tests {
         let database = Code::from(scriptorium_session_dag::ErrorCode::Database);
         assert_eq!((database, database.as_str()), (Code::SessionDatabase, "SESSION_DATABASE"));
         assert!(database.is_retryable());
+        let tls = Code::from(scriptorium_session_dag::ErrorCode::DatabaseTls);
+        assert_eq!((tls, tls.as_str()), (Code::SessionDatabaseTls, "SESSION_DATABASE_TLS"));
+        assert!(!tls.is_retryable());
         assert_eq!(scriptorium_search::ErrorCode::Io.as_str(), Code::Io.as_str());
         let store = scriptorium_session_dag::ErrorCode::NotRegularFile;
         assert_eq!(Code::from(store).as_str(), store.as_str());

@@ -12,7 +12,7 @@ use scriptorium_backend::config::ModelKind;
 use scriptorium_backend::engine::{UpdateContext, UpdateRequest};
 use scriptorium_backend::{LocalBackend, models};
 use scriptorium_markers::pending;
-use scriptorium_session_dag::import::{Format, Input, import_into, parse};
+use scriptorium_session_dag::import::{Format, Input, parse};
 use scriptorium_session_dag::{NodeId, SessionId};
 use scriptorium_writer::source_id;
 
@@ -69,7 +69,7 @@ fn tour(home: &Home) -> anyhow::Result<()> {
     // 1. Import the bundled conversation (idempotent).
     let path = Path::new("garden-planning.jsonl");
     let parsed = parse(Format::Jsonl, &[Input::new(path, CONVERSATION.as_bytes())])?;
-    let summary = import_into(&**backend.store(), parsed, path)?;
+    let summary = backend.intake().import_parsed(&**backend.store(), parsed, path)?;
     outln!(
         "\n1. imported {} nodes ({} new) of session `{SESSION}`: {} branches, a tool call, a compaction",
         summary.nodes(),

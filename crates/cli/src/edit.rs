@@ -5,15 +5,23 @@
 //! install is a compare-and-set on the revision read when the edit began. A rejected edit is
 //! never lost: its text is saved under `<home>/drafts/` and the path is printed, so it can be
 //! fixed and landed with `scriptorium edit PATH --from DRAFT`.
+//!
+//! Deleting a paragraph (its block ID) is never silent: an edit whose text leaves paragraphs out
+//! names each one (`^id “first words…”`) and installs only once that is confirmed, with `y` on
+//! a terminal or `--allow-delete`; the confirmed deletions go in the same transaction as the
+//! rest of the edit, compare-and-set on the revision the edit began from.
 
-use std::io::Read as _;
+use std::collections::BTreeSet;
+use std::io::{IsTerminal as _, Read as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use scriptorium_backend::edit::{EditFailure, EditOptions};
-use scriptorium_backend::engine::{TxnError as Error, writable_path};
+use scriptorium_backend::edit::{
+    DeletedParagraph, EditFailure, EditOptions, TopicEdit, deletion_summary,
+};
+use scriptorium_backend::engine::{Installed, TxnError as Error, Violation, writable_path};
 
 use crate::home::Home;
 use crate::output::outln;
@@ -31,6 +39,11 @@ pub(crate) struct Args {
     /// The commit message (default `memory: edit topics/<path>`).
     #[arg(short, long)]
     message: Option<String>,
+    /// Let the edit delete the paragraphs its text leaves out. Without it an edit that deletes
+    /// paragraphs names them and asks on a terminal; elsewhere it is refused
+    /// (`BLOCK_ID_REMOVED`), changing nothing.
+    #[arg(long)]
+    allow_delete: bool,
 }
 
 /// Runs the editor on `file` and waits for it.
@@ -106,19 +119,16 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     })?;
     let ws_path = format!("topics/{rel}");
     let memory = memory::open(home, false)?;
-    let options = EditOptions {
-        base_revision: None,
+    let message = args.message.clone().unwrap_or_else(|| format!("memory: edit {ws_path}"));
+    let options = |base_revision, delete_blocks| EditOptions {
+        base_revision,
         lock_wait: Duration::from_secs(5),
         keep_blocks: true,
-        message: args.message.clone().unwrap_or_else(|| format!("memory: edit {ws_path}")),
+        delete_blocks,
+        message: message.clone(),
     };
-    let mut edit = match memory.begin_edit(&ws_path, options) {
-        Ok(edit) => edit,
-        Err(err) if err.is_retryable() => {
-            eprintln!("{}: {err}", err.code());
-            return Ok(ExitCode::from(EXIT_RETRYABLE));
-        }
-        Err(err) => return Err(err.into()),
+    let Some(mut edit) = begin(&memory, &ws_path, options(None, BTreeSet::new()))? else {
+        return Ok(ExitCode::from(EXIT_RETRYABLE));
     };
     let before = edit.current()?;
     let text = match &args.from {
@@ -140,44 +150,140 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     edit.set(Some(&text))?;
-    let txn_id = edit.txn_id().to_owned();
-    match edit.install() {
-        Err(EditFailure::Rejected(violations)) => {
+    let base = edit.base_revision().clone();
+    let mut txn_id = edit.txn_id().to_owned();
+    let mut failure = match edit.install() {
+        Ok(installed) => return Ok(installed_outcome(&ws_path, &installed)),
+        Err(failure) => failure,
+    };
+    // A text that only deletes paragraphs installs once the deletions are confirmed: the same
+    // text again, the paragraphs declared, on the revision the edit began from.
+    if let EditFailure::Rejected { deleted, .. } = &failure
+        && failure.only_deletes()
+        && confirmed(&args, deleted)?
+    {
+        let ids = deleted.iter().flat_map(|p| p.block_ids.iter().cloned()).collect();
+        let said = deletion_summary(deleted);
+        let Some(mut edit) = begin(&memory, &ws_path, options(Some(base), ids))? else {
             let draft = save_draft(home, &txn_id, &rel, &text)?;
-            for violation in &violations {
-                outln!("{violation}");
+            eprintln!("your text is saved in {}; retry with --from", draft.display());
+            return Ok(ExitCode::from(EXIT_RETRYABLE));
+        };
+        edit.set(Some(&text))?;
+        txn_id = edit.txn_id().to_owned();
+        failure = match edit.install() {
+            Ok(installed) => {
+                outln!("{}", said.replacen("this edit deletes", "deleted", 1));
+                return Ok(installed_outcome(&ws_path, &installed));
             }
-            eprintln!(
-                "edit rejected; nothing was changed. Your text is saved in {}",
-                draft.display()
-            );
-            eprintln!("fix it, then: scriptorium edit {ws_path} --from {}", draft.display());
+            Err(failure) => failure,
+        };
+    }
+    match failure {
+        EditFailure::Rejected { ref violations, ref deleted } => {
+            let draft = save_draft(home, &txn_id, &rel, &text)?;
+            for violation in violations {
+                outln!("{}", shown(violation));
+            }
+            let draft = draft.display();
+            let them = if deleted.len() == 1 { "it" } else { "them" };
+            if failure.only_deletes() {
+                eprintln!(
+                    "edit refused: {}; nothing was changed. Your text is saved in {draft}",
+                    deletion_summary(deleted)
+                );
+                eprintln!(
+                    "to delete {them}: scriptorium edit {ws_path} --from {draft} --allow-delete"
+                );
+            } else {
+                eprintln!("edit rejected; nothing was changed. Your text is saved in {draft}");
+                let allow = if deleted.is_empty() {
+                    ""
+                } else {
+                    let also = deletion_summary(deleted).replacen("this edit", "it also", 1);
+                    eprintln!("{also}; --allow-delete deletes {them}");
+                    " --allow-delete"
+                };
+                eprintln!("fix it, then: scriptorium edit {ws_path} --from {draft}{allow}");
+            }
             Ok(ExitCode::from(1))
         }
-        Ok(installed) if installed.noop => {
-            outln!(
-                "{ws_path}: nothing changed (its normalized text is the installed one); \
-                 revision {} stays, no commit",
-                installed.revision.as_str()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Ok(installed) => {
-            let after = scriptorium_backend::memory::after(&installed);
-            outln!("installed {ws_path}: revision {}", installed.revision.as_str());
-            memory::print_installed(&installed, &after);
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(EditFailure::Txn(err @ (Error::Busy { .. } | Error::ConcurrentUpdate { .. }))) => {
+        EditFailure::Txn(err @ (Error::Busy { .. } | Error::ConcurrentUpdate { .. })) => {
             let draft = save_draft(home, &txn_id, &rel, &text)?;
             eprintln!("{}: {err}", err.code());
             eprintln!("your text is saved in {}; retry with --from", draft.display());
             Ok(ExitCode::from(EXIT_RETRYABLE))
         }
-        Err(EditFailure::Txn(err)) => {
+        EditFailure::Txn(err) => {
             let draft = save_draft(home, &txn_id, &rel, &text)?;
             eprintln!("your text is saved in {}", draft.display());
             Err(err.into())
         }
+    }
+}
+
+/// Begins an edit of `ws_path`; `None` (after saying why) when another writer holds the lock.
+fn begin(
+    memory: &scriptorium_backend::memory::MemoryWorkspace,
+    ws_path: &str,
+    options: EditOptions,
+) -> anyhow::Result<Option<TopicEdit>> {
+    match memory.begin_edit(ws_path, options) {
+        Ok(edit) => Ok(Some(edit)),
+        Err(err) if err.is_retryable() => {
+            eprintln!("{}: {err}", err.code());
+            Ok(None)
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// What an install prints; exit 0.
+fn installed_outcome(ws_path: &str, installed: &Installed) -> ExitCode {
+    if installed.noop {
+        outln!(
+            "{ws_path}: nothing changed (its normalized text is the installed one); \
+             revision {} stays, no commit",
+            installed.revision.as_str()
+        );
+    } else {
+        let after = scriptorium_backend::memory::after(installed);
+        outln!("installed {ws_path}: revision {}", installed.revision.as_str());
+        memory::print_installed(installed, &after);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Whether the user lets the edit delete `deleted`: `--allow-delete`, or `y` on the terminal
+/// (asked only when standard input and standard error are one, and the text did not come
+/// from standard input).
+fn confirmed(args: &Args, deleted: &[DeletedParagraph]) -> anyhow::Result<bool> {
+    if args.allow_delete {
+        return Ok(true);
+    }
+    let text_on_stdin = args.from.as_ref().is_some_and(|f| f.as_os_str() == "-");
+    if text_on_stdin || !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Ok(false);
+    }
+    let n = deleted.len();
+    eprintln!("this edit deletes {n} paragraph{}:", if n == 1 { "" } else { "s" });
+    for paragraph in deleted {
+        let ids: Vec<String> = paragraph.block_ids.iter().map(|id| format!("^{id}")).collect();
+        eprintln!("  {} “{}”", ids.join(" "), paragraph.excerpt);
+    }
+    eprint!("delete {}? [y/N] ", if n == 1 { "it" } else { "them" });
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).context("reading the answer")?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// A violation as the CLI prints it: `path:line:col: CODE message`, or `path: CODE message` for
+/// one that has no line in the text (a deleted paragraph).
+fn shown(violation: &Violation) -> String {
+    match &violation.path {
+        Some(path) if violation.line == 0 => {
+            format!("{path}: {} {}", violation.code, violation.message)
+        }
+        _ => violation.to_string(),
     }
 }

@@ -15,17 +15,25 @@
 //! transcript that is missing or a symlink, a workspace that is busy or absent, a disabled
 //! memory) exits 0 with no output and appends one line to `<home>/logs/hooks.log`, so a hook
 //! never blocks, delays with an error, or alters the user's prompt.
+//!
+//! **Never the writer's own run:** under [`WRITER_RUN_ENV`] (set on every agent the `command`
+//! writer runs) and for a payload whose `cwd` lies inside the memory workspace (where every
+//! stage is), a hook does nothing at all: no import, no recall, no write. An agent used as the
+//! writer usually has these very hooks installed, and without this guard its run would be
+//! imported as a session and its `Stop` would start another write, which runs the agent again.
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
+use scriptorium_backend::intake::{Intake, WRITER_SESSION};
 use scriptorium_backend::sessions::Sessions;
 use scriptorium_backend::{archive_unwritten, injected_core_at};
 use scriptorium_search::{Query, fence, recall_text};
 use scriptorium_session_dag::SessionId;
 use scriptorium_session_dag::import::{self, Format};
 use scriptorium_workspace_fs::{FileKind, Fs as _, RealFs};
+use scriptorium_writer::model::command::WRITER_RUN_ENV;
 use serde_json::Value;
 
 use crate::home::Home;
@@ -56,6 +64,14 @@ impl Agent {
             "claude-code" | "claude" => Some(Agent::ClaudeCode),
             "codex" => Some(Agent::Codex),
             _ => None,
+        }
+    }
+
+    /// The agent's name for a person.
+    fn title(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "Claude Code",
+            Agent::Codex => "Codex",
         }
     }
 
@@ -199,6 +215,10 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
     if bytes.len() as u64 > MAX_PAYLOAD {
         let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
     }
+    // The writer's own agent run: nothing of it is memory input (see the module docs).
+    if std::env::var_os(WRITER_RUN_ENV).is_some_and(|v| !v.is_empty()) {
+        return Ok(None);
+    }
     let agent = Agent::parse(&args.agent).ok_or_else(|| {
         Failure::new("HOOK_UNKNOWN_AGENT", format!("unknown agent {:?}", args.agent))
     })?;
@@ -211,9 +231,13 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
     }
     let config = crate::config(home).map_err(|e| Failure::new("HOOK_NO_MEMORY", e.to_string()))?;
     let payload = Payload::parse(&bytes)?;
+    let intake = Intake::new(&home.memory());
+    if payload.cwd.as_deref().is_some_and(|cwd| intake.is_inside_memory(cwd)) {
+        return Ok(None);
+    }
     match event {
         Event::SessionStart => {
-            import_transcript(home, agent, event, &payload)?;
+            import_transcript(home, &intake, agent, event, &payload)?;
             if !config.memory.core.inject {
                 return Ok(None);
             }
@@ -242,7 +266,18 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
         }
         Event::Stop | Event::SessionEnd => {
             let session = payload.session()?;
-            import_transcript(home, agent, event, &payload)?;
+            let imported = import_transcript(home, &intake, agent, event, &payload)?;
+            let session = written_session(home, args, session, &imported)?;
+            if !scriptorium_backend::memory::MemoryWorkspace::exists(&home.memory()) {
+                return Err(Failure::new(
+                    "HOOK_NO_MEMORY",
+                    format!(
+                        "session {session} is captured, but nothing is written until the memory \
+                         exists (`scriptorium setup` or `scriptorium init`); the first write \
+                         after that takes it in"
+                    ),
+                ));
+            }
             // `memory.writer.enabled = false`: turns are captured, never written automatically.
             if config.memory.writer.enabled {
                 spawn_write(home, &session, event == Event::SessionEnd)?;
@@ -251,7 +286,8 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
         }
         Event::PreCompact => {
             let session = payload.session()?;
-            import_transcript(home, agent, event, &payload)?;
+            let imported = import_transcript(home, &intake, agent, event, &payload)?;
+            let session = written_session(home, args, session, &imported)?;
             let store = open_store(home)?;
             let memory = memory::open(home, false)
                 .map_err(|e| Failure::new("HOOK_NO_MEMORY", e.to_string()))?;
@@ -266,16 +302,57 @@ fn open_store(home: &Home) -> Result<Sessions, Failure> {
     crate::session_store(home).map_err(|e| Failure::new("HOOK_STORE", format!("{e:#}")))
 }
 
-/// Imports the transcript the payload names (idempotent: a grown file adds its new turns). A
-/// payload without one imports nothing; a path that is a symlink or not a regular file is
-/// refused, and so is a missing one but at `SessionStart` (a session just started).
+/// The session a `Stop`, `SessionEnd` or `PreCompact` hook writes: the payload's, which must be
+/// in the store. When the transcript the payload named holds other sessions only (a payload
+/// whose `session_id` is not its transcript's), that is said in `hooks.log` and the
+/// transcript's session is the one written, since that is what was captured.
+fn written_session(
+    home: &Home,
+    args: &Args,
+    session: SessionId,
+    imported: &[SessionId],
+) -> Result<SessionId, Failure> {
+    if imported.is_empty() || imported.contains(&session) {
+        let store = open_store(home)?;
+        return match store.session(&session) {
+            Ok(Some(_)) => Ok(session),
+            Ok(None) => Err(Failure::new(
+                "HOOK_UNKNOWN_SESSION",
+                format!(
+                    "session {session} is not in the session store and the payload names no \
+                     transcript to import it from; nothing is written"
+                ),
+            )),
+            Err(e) => Err(Failure::new("HOOK_STORE", e.to_string())),
+        };
+    }
+    let transcript = imported[0].clone();
+    log(
+        home,
+        args,
+        &Failure::new(
+            "HOOK_SESSION_MISMATCH",
+            format!(
+                "the payload's session_id {session} is not the session of its transcript \
+                 ({transcript}); writing {transcript}"
+            ),
+        ),
+    );
+    Ok(transcript)
+}
+
+/// Imports the transcript the payload names (idempotent: a grown file adds its new turns) and
+/// returns the sessions it holds. A payload without one imports nothing; a path that is a
+/// symlink or not a regular file is refused, and so is a missing one but at `SessionStart` (a
+/// session just started).
 fn import_transcript(
     home: &Home,
+    intake: &Intake,
     agent: Agent,
     event: Event,
     payload: &Payload,
-) -> Result<(), Failure> {
-    let Some(path) = payload.transcript_path.as_deref() else { return Ok(()) };
+) -> Result<Vec<SessionId>, Failure> {
+    let Some(path) = payload.transcript_path.as_deref() else { return Ok(Vec::new()) };
     match RealFs.metadata(path) {
         Ok(meta) if meta.kind == FileKind::File => {}
         Ok(meta) if meta.kind == FileKind::Symlink => {
@@ -292,7 +369,7 @@ fn import_transcript(
         }
         // A session just started may not have written its transcript yet: nothing to import.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && event == Event::SessionStart => {
-            return Ok(());
+            return Ok(Vec::new());
         }
         Err(e) => {
             return Err(Failure::new("HOOK_TRANSCRIPT", format!("{}: {e}", path.display())));
@@ -303,11 +380,24 @@ fn import_transcript(
         return Err(Failure::new("HOOK_TRANSCRIPT", error.to_string()));
     }
     let store = open_store(home)?;
+    let mut sessions = Vec::new();
+    let mut writer_sessions = 0;
     for unit in &units {
-        import::import_unit(&*store, unit)
-            .map_err(|e| Failure::new("HOOK_IMPORT", e.to_string()))?;
+        let summary = intake.import_unit(&*store, unit).map_err(|e| match e {
+            // The store refused: the import failed. Anything else: the file is no transcript.
+            import::Error::Store { .. } => Failure::new("HOOK_IMPORT", e.to_string()),
+            _ => Failure::new("HOOK_TRANSCRIPT", e.to_string()),
+        })?;
+        writer_sessions += summary.report.skipped.get(WRITER_SESSION).copied().unwrap_or(0);
+        sessions.extend(summary.sessions.into_iter().filter(|s| s.nodes > 0).map(|s| s.session));
     }
-    Ok(())
+    if sessions.is_empty() && writer_sessions == 0 && event != Event::SessionStart {
+        return Err(Failure::new(
+            "HOOK_TRANSCRIPT",
+            format!("{} holds no conversation in {}'s format", path.display(), agent.title()),
+        ));
+    }
+    Ok(sessions)
 }
 
 /// Starts `scriptorium write --session <id>` (`--force` at a session's end) detached: its own
@@ -328,7 +418,9 @@ fn spawn_write(home: &Home, session: &SessionId, force: bool) -> Result<(), Fail
     let mut command = Command::new(exe);
     command.arg("--home").arg(home.root()).args(["write", "--session", &session.0]);
     if force {
-        command.arg("--force");
+        // A session's end also takes in sessions captured while no write could run (see
+        // `write --catch-up`).
+        command.args(["--force", "--catch-up"]);
     }
     command
         .stdin(Stdio::null())

@@ -97,6 +97,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let store = crate::session_store(home).context("cannot open the session store")?;
+    let intake = scriptorium_backend::intake::Intake::new(&home.memory());
 
     let sizes: Vec<u64> = units.iter().map(import::Unit::len_bytes).collect();
     let bar = if std::io::stderr().is_terminal() {
@@ -111,7 +112,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let mut summary = Summary::default();
     for (unit, size) in units.iter().zip(&sizes) {
         bar.set_message(unit.first_path().display().to_string());
-        match import::import_unit(&*store, unit) {
+        match intake.import_unit(&*store, unit) {
             Ok(s) => summary.merge(s),
             Err(err) => failed.push(Failure::new(&err)),
         }

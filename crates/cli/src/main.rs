@@ -237,6 +237,10 @@ fn parse() -> Result<Cli, ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // The process's one TLS provider, before any thread may build an HTTP client: reqwest is
+    // built without one (`rustls-no-provider`) and panics without a default (gix's HTTP
+    // transport for `http(s)://` sync remotes, the model clients).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = match parse() {
         Ok(cli) => cli,
         Err(code) => return code,

@@ -24,9 +24,35 @@ pub(crate) const EXIT_USAGE: u8 = 2;
 /// Writes to standard output. When the reader has gone (`scriptorium grep x | head -1`) the
 /// process ends at once with status 0 and says nothing, as other Unix tools do under `SIGPIPE`;
 /// nothing the command still had to say matters to a closed pipe.
+///
+/// On a terminal, control characters other than tab and line feed are shown escaped
+/// (`\u{1b}`): memory holds text from transcripts, notes and files edited elsewhere, and an
+/// escape sequence in it must never reach the terminal as a command (a redirected or piped
+/// output gets the bytes as stored).
 pub(crate) fn stdout(args: fmt::Arguments<'_>) {
+    use std::io::IsTerminal as _;
+    static TERMINAL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let mut out = std::io::stdout().lock();
-    let written = out.write_fmt(args).and_then(|()| out.flush());
+    let terminal = *TERMINAL.get_or_init(|| std::io::stdout().is_terminal());
+    let written = if terminal {
+        let text = args.to_string();
+        let shown: String = if text.chars().any(|c| c.is_control() && !matches!(c, '\t' | '\n')) {
+            text.chars()
+                .map(|c| {
+                    if c.is_control() && !matches!(c, '\t' | '\n') {
+                        c.escape_default().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect()
+        } else {
+            text
+        };
+        out.write_all(shown.as_bytes()).and_then(|()| out.flush())
+    } else {
+        out.write_fmt(args).and_then(|()| out.flush())
+    };
     if let Err(error) = written {
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
@@ -192,6 +218,11 @@ pub(crate) fn classify(err: &anyhow::Error) -> (WireError, u8) {
                 scriptorium_session_dag::Error::Io { source, .. } => io_failure(source, message),
                 scriptorium_session_dag::Error::Database { .. } => {
                     (WireError::new(Code::SessionDatabase, message), EXIT_RETRYABLE)
+                }
+                // Settings that cannot work (an untrusted certificate, an unreadable CA file):
+                // a configuration error, as an invalid `scriptorium.toml` is.
+                scriptorium_session_dag::Error::DatabaseTls { .. } => {
+                    (WireError::new(Code::SessionDatabaseTls, message), EXIT_USAGE)
                 }
                 _ => (WireError::new(Code::Io, message), EXIT_USAGE),
             };

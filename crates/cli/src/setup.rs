@@ -1,6 +1,7 @@
 //! `scriptorium setup <claude-code|codex> [--scope user|project] [--uninstall] [--dry-run]`:
-//! installs the hooks (see `docs/hooks.md`) and the MCP server into the agent's own
-//! configuration, and removes exactly that again.
+//! initializes the home's memory (as `scriptorium init` does) and installs the hooks (see
+//! `docs/hooks.md`) and the MCP server into the agent's own configuration, and removes exactly
+//! that again.
 //!
 //! | Agent, scope | Hooks | MCP server |
 //! |---|---|---|
@@ -10,12 +11,30 @@
 //! | Codex, project | `.codex/hooks.json` | `.codex/config.toml` |
 //!
 //! Every edit keeps the rest of the file: JSON keys in their order, TOML comments and layout
-//! (`toml_edit`). A file that does not parse is refused (`SETUP_UNPARSABLE`) and nothing is
-//! written. Before its first change a file is copied to `<file>.scriptorium-backup`. Running setup
-//! again changes nothing; the hook commands name this binary and this home, so after moving
-//! either, setup updates its own entries. What setup added beyond its own entries (the Codex
-//! feature flag) is recorded in `<home>/setup/<agent>-<scope>.json`, so `--uninstall` removes only
-//! that. `--dry-run` prints the unified diff of each file and writes nothing.
+//! (`toml_edit`). A file that does not parse, or whose `hooks`, an event's list, `mcpServers`,
+//! `[features]` or `[mcp_servers]` is not what setup must add to, is refused
+//! (`SETUP_UNPARSABLE`, naming the key) and nothing is written. Running setup again changes
+//! nothing; the hook commands name this binary and this home, so after moving either, setup
+//! updates its own entries. What setup added beyond its own entries (the Codex feature flag) is
+//! recorded in `<home>/setup/<agent>-<scope>.json`, so `--uninstall` removes only that.
+//! `--dry-run` prints the unified diff of each file (and whether the memory would be
+//! initialized) and writes nothing.
+//!
+//! # What is atomic
+//!
+//! Every edit is computed and validated before the first write. The files (the agent's two and
+//! setup's record) are then written one after the other, each replaced atomically (a temporary
+//! file beside it, fsynced, renamed over it, the directory fsynced); when one fails, the ones
+//! already written are put back as they were (the same atomic replace, or removed when setup
+//! created them), so either all are installed or none is. A crash between two files is not
+//! undone: it leaves the files written so far, which the next run completes.
+//!
+//! Before its first change an agent file is copied to `<file>.scriptorium-backup`. The backup
+//! and the temporary `<file>.scriptorium-tmp` are created exclusively (`O_EXCL`, `O_NOFOLLOW`:
+//! never through a link planted at their path) with the original's mode (0600 for a new file,
+//! as these files hold API keys and tokens), and removed when the run fails; a temporary file
+//! a crashed run left is unlinked first. Setup's own files in the home are 0600 in a 0700
+//! directory.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,6 +45,7 @@ use scriptorium_backend::wire::Code;
 use serde::{Deserialize, Serialize};
 
 use crate::home::Home;
+use crate::init;
 use crate::output::outln;
 
 /// Arguments of `scriptorium setup`.
@@ -117,40 +137,81 @@ struct Record {
     codex_trusted: Vec<String>,
 }
 
-/// One file setup edits: where, its bytes now, and its bytes after the edit (`None`: the file
+/// A file as setup found it.
+#[derive(Clone, Debug, PartialEq)]
+struct Original {
+    text: String,
+    /// Its permission bits (`mode & 0o777`).
+    mode: u32,
+}
+
+/// Whose file an edit is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    /// The agent's configuration: backed up before setup first changes it, its mode kept.
+    Agent,
+    /// Setup's record in the home: 0600 in a 0700 directory, never backed up.
+    Setup,
+}
+
+/// One file setup edits: where, as it is now, and its text after the edit (`None`: the file
 /// goes, because setup created it and uninstalling leaves it empty).
 struct Edit {
     path: PathBuf,
-    before: Option<String>,
+    before: Option<Original>,
     after: Option<String>,
+    owner: Owner,
 }
 
 impl Edit {
-    /// The edit of `path` to `after`; a file left empty that setup created (it has no backup)
-    /// is removed instead.
-    fn new(path: &Path, before: Option<String>, after: String, empty: bool) -> Edit {
+    /// The edit of the agent's `path` to `after`; a file left empty that setup created (it has
+    /// no backup) is removed instead.
+    fn new(path: &Path, before: Option<Original>, after: String, empty: bool) -> Edit {
         let after = match (&before, empty) {
             // A missing file that would be left empty is not created.
             (None, true) => None,
-            (Some(_), true) if !backup_of(path).exists() => None,
+            (Some(_), true) if !present(&backup_of(path)) => None,
             _ => Some(after),
         };
-        Edit { path: path.to_path_buf(), before, after }
+        Edit { path: path.to_path_buf(), before, after, owner: Owner::Agent }
     }
 
     fn changes(&self) -> bool {
-        self.before != self.after
+        self.before.as_ref().map(|b| &b.text) != self.after.as_ref()
+    }
+
+    /// The mode the file is written with: the original's, else 0600.
+    fn mode(&self) -> u32 {
+        match (self.owner, &self.before) {
+            (Owner::Agent, Some(original)) => original.mode,
+            _ => 0o600,
+        }
     }
 }
 
 /// Where the original of `path` is kept.
 fn backup_of(path: &Path) -> PathBuf {
-    let mut backup = path.as_os_str().to_owned();
-    backup.push(".scriptorium-backup");
-    PathBuf::from(backup)
+    beside(path, ".scriptorium-backup")
 }
 
-/// Runs the command: exit 0 (also when nothing changes), 1 when a file does not parse.
+/// The temporary file `path` is written to before it is renamed over `path`.
+fn temp_of(path: &Path) -> PathBuf {
+    beside(path, ".scriptorium-tmp")
+}
+
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Whether anything is at `path` (a symlink counts, dangling or not: it is never followed).
+fn present(path: &Path) -> bool {
+    !matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Runs the command: exit 0 (also when nothing changes), 1 when a file does not parse or has
+/// an unexpected shape.
 pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().context("the scriptorium binary's path")?;
     let base = match args.scope {
@@ -162,14 +223,14 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         args.agent.name(),
         scope_name(args.scope)
     ));
-    let mut record: Record = std::fs::read(&record_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let record_before = read(&record_path)?;
+    // A record that does not parse records nothing (it is rewritten whole).
+    let mut record: Record =
+        record_before.as_ref().and_then(|r| serde_json::from_str(&r.text).ok()).unwrap_or_default();
     let commands = Commands { exe: &exe, home: home.root(), agent: args.agent };
     // Codex's `config.toml`, where its hooks are trusted after the edits.
     let mut codex_config = None;
-    let edits = match args.agent {
+    let mut edits = match args.agent {
         AgentArg::ClaudeCode => {
             let (settings, mcp) = match args.scope {
                 Scope::User => (base.join(".claude/settings.json"), base.join(".claude.json")),
@@ -190,7 +251,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             let config = dir.join("config.toml");
             let edits = vec![
                 edit_json(&dir.join("hooks.json"), |doc| {
-                    hooks_json(doc, &commands, args.uninstall);
+                    hooks_json(doc, &commands, args.uninstall)
                 })?,
                 edit_toml(&config, &commands, args.uninstall, &mut record)?,
             ];
@@ -198,21 +259,35 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             edits
         }
     };
+    edits.push(record_edit(&record_path, record_before, &record, args.uninstall)?);
     let changed: Vec<&Edit> = edits.iter().filter(|e| e.changes()).collect();
+    let agent_files: Vec<&Edit> =
+        changed.iter().copied().filter(|e| e.owner == Owner::Agent).collect();
     if args.dry_run {
-        for edit in &changed {
+        if !args.uninstall && !init::exists(home) {
+            outln!("would initialize the memory workspace at {}", home.memory().display());
+        }
+        for edit in &agent_files {
             let name = edit.path.display().to_string();
-            let (old, new) = (edit.before.as_deref(), edit.after.as_deref());
-            let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new.unwrap_or(""));
+            let old = edit.before.as_ref().map_or("", |b| b.text.as_str());
+            let diff = similar::TextDiff::from_lines(old, edit.after.as_deref().unwrap_or(""));
             outln!("{}", diff.unified_diff().header(&name, &name));
         }
-        if changed.is_empty() {
+        if agent_files.is_empty() {
             outln!("nothing to change");
         }
         return Ok(ExitCode::SUCCESS);
     }
-    for edit in &changed {
-        write_file(edit, args.uninstall)?;
+    // The memory first: hooks installed without it would capture sessions whose every write
+    // fails.
+    if !args.uninstall {
+        let initialized = init::initialize(home)?;
+        if initialized.created {
+            outln!("initialized the memory workspace at {}", home.memory().display());
+        }
+    }
+    apply(&changed, args.uninstall)?;
+    for edit in &agent_files {
         let done = match (&edit.after, args.uninstall) {
             (None, _) => "removed",
             (Some(_), true) => "updated",
@@ -220,7 +295,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         };
         outln!("{done} {}", edit.path.display());
     }
-    if changed.is_empty() {
+    if agent_files.is_empty() {
         outln!(
             "{} is {}",
             args.agent.name(),
@@ -232,11 +307,18 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             Some(codex) => {
                 let trusted = trust_codex_hooks(&codex, &base, config, &commands)
                     .context("trusting the hooks in Codex (what was set up stays)")?;
+                let mut new = false;
                 for key in trusted {
                     outln!("trusted the Codex hook {key}");
                     if !record.codex_trusted.contains(&key) {
                         record.codex_trusted.push(key);
+                        new = true;
                     }
+                }
+                if new {
+                    let before = read(&record_path)?;
+                    let edit = record_edit(&record_path, before, &record, false)?;
+                    apply(&[&edit], false)?;
                 }
             }
             None => outln!(
@@ -245,8 +327,24 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             ),
         }
     }
-    save_record(&record_path, &record, args.uninstall)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The edit of setup's record: rewritten with what it holds now, removed by an uninstall that
+/// leaves nothing to remember.
+fn record_edit(
+    path: &Path,
+    before: Option<Original>,
+    record: &Record,
+    uninstall: bool,
+) -> anyhow::Result<Edit> {
+    let empty = !record.codex_hooks_feature && record.codex_trusted.is_empty();
+    let after = if uninstall && empty {
+        None
+    } else {
+        Some(serde_json::to_string_pretty(record).context("serializing the setup record")?)
+    };
+    Ok(Edit { path: path.to_path_buf(), before, after, owner: Owner::Setup })
 }
 
 fn scope_name(scope: Scope) -> &'static str {
@@ -311,18 +409,39 @@ fn unparsable(path: &Path, why: impl std::fmt::Display) -> anyhow::Error {
     )
 }
 
-/// Reads `path` (`None` when missing).
-fn read(path: &Path) -> anyhow::Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
-    }
+/// A file that parses but where setup cannot add its entries (`why` names the key).
+fn misshapen(path: &Path, why: &str) -> anyhow::Error {
+    crate::output::problem(
+        Code::SetupUnparsable,
+        format!("{}: {why}; nothing was changed", path.display()),
+    )
 }
 
-fn edit_json(path: &Path, change: impl FnOnce(&mut Json)) -> anyhow::Result<Edit> {
+/// Reads `path` and its mode (`None` when missing); anything but a regular file (or a link to
+/// one) is refused.
+fn read(path: &Path) -> anyhow::Result<Option<Original>> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    if !meta.is_file() {
+        return Err(unparsable(path, "not a regular file"));
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Some(Original { text, mode: meta.permissions().mode() & 0o777 }))
+}
+
+/// The edit `change` makes to the JSON object in `path`; `change` refuses a shape it cannot
+/// edit, naming the key.
+fn edit_json(
+    path: &Path,
+    change: impl FnOnce(&mut Json) -> Result<(), String>,
+) -> anyhow::Result<Edit> {
     let before = read(path)?;
-    let mut doc = match before.as_deref() {
+    let mut doc = match before.as_ref().map(|b| b.text.as_str()) {
         None => Json::object(),
         Some(text) if text.trim().is_empty() => Json::object(),
         Some(text) => serde_json::from_str::<Json>(text).map_err(|e| unparsable(path, e))?,
@@ -330,20 +449,34 @@ fn edit_json(path: &Path, change: impl FnOnce(&mut Json)) -> anyhow::Result<Edit
     if doc.as_object_mut().is_none() {
         return Err(unparsable(path, "not a JSON object"));
     }
-    change(&mut doc);
+    change(&mut doc).map_err(|why| misshapen(path, &why))?;
     let mut after = serde_json::to_string_pretty(&doc).context("serializing JSON")?;
     after.push('\n');
     Ok(Edit::new(path, before, after, doc == Json::object()))
 }
 
 /// Installs (or removes) this agent's hook entries in a `{"hooks": {Event: [groups]}}` file.
-fn hooks_json(doc: &mut Json, commands: &Commands<'_>, uninstall: bool) {
-    let Some(root) = doc.as_object_mut() else { return };
+/// Installing refuses a `hooks` that is not an object or an event's value that is not a list
+/// (it would be set up without that hook); uninstalling leaves them alone, as nothing of
+/// setup's can be in them.
+fn hooks_json(doc: &mut Json, commands: &Commands<'_>, uninstall: bool) -> Result<(), String> {
+    let Some(root) = doc.as_object_mut() else { return Ok(()) };
     if !root.contains_key("hooks") && uninstall {
-        return;
+        return Ok(());
     }
     let hooks = root.entry("hooks".to_owned()).or_insert_with(Json::object);
-    let Some(events) = hooks.as_object_mut() else { return };
+    let Some(events) = hooks.as_object_mut() else {
+        return if uninstall { Ok(()) } else { Err("hooks is not an object".into()) };
+    };
+    if !uninstall
+        && let Some(event) = commands
+            .agent
+            .events()
+            .iter()
+            .find(|event| events.get(**event).is_some_and(|v| !matches!(v, Json::Array(_))))
+    {
+        return Err(format!("hooks.{event} is not a list"));
+    }
     for event in commands.agent.events() {
         let wanted = commands.hook(event);
         let groups = events.entry((*event).to_owned()).or_insert_with(|| Json::Array(Vec::new()));
@@ -389,11 +522,13 @@ fn hooks_json(doc: &mut Json, commands: &Commands<'_>, uninstall: bool) {
     if events.is_empty() {
         root.shift_remove("hooks");
     }
+    Ok(())
 }
 
 /// Installs (or removes) `mcpServers.scriptorium` (Claude Code's `~/.claude.json`, `.mcp.json`).
-fn mcp_json(doc: &mut Json, commands: &Commands<'_>, uninstall: bool) {
-    let Some(root) = doc.as_object_mut() else { return };
+/// Installing refuses an `mcpServers` that is not an object.
+fn mcp_json(doc: &mut Json, commands: &Commands<'_>, uninstall: bool) -> Result<(), String> {
+    let Some(root) = doc.as_object_mut() else { return Ok(()) };
     if uninstall {
         if let Some(servers) = root.get_mut("mcpServers").and_then(Json::as_object_mut) {
             servers.shift_remove("scriptorium");
@@ -401,10 +536,12 @@ fn mcp_json(doc: &mut Json, commands: &Commands<'_>, uninstall: bool) {
                 root.shift_remove("mcpServers");
             }
         }
-        return;
+        return Ok(());
     }
     let servers = root.entry("mcpServers".to_owned()).or_insert_with(Json::object);
-    let Some(servers) = servers.as_object_mut() else { return };
+    let Some(servers) = servers.as_object_mut() else {
+        return Err("mcpServers is not an object".into());
+    };
     let mut server = IndexMap::new();
     server.insert("type".to_owned(), Json::String("stdio".into()));
     server.insert("command".to_owned(), Json::String(commands.exe.to_string_lossy().into_owned()));
@@ -413,10 +550,12 @@ fn mcp_json(doc: &mut Json, commands: &Commands<'_>, uninstall: bool) {
         Json::Array(commands.mcp_args().into_iter().map(Json::String).collect()),
     );
     servers.insert("scriptorium".to_owned(), Json::Object(server));
+    Ok(())
 }
 
 /// Codex's `config.toml`: `[features] hooks = true` and `[mcp_servers.scriptorium]`, comments
-/// and layout kept.
+/// and layout kept. Installing refuses a `features`, `mcp_servers`, `hooks` or `hooks.state`
+/// that is not a table (the last two are where the hooks are trusted after the edits).
 fn edit_toml(
     path: &Path,
     commands: &Commands<'_>,
@@ -424,8 +563,8 @@ fn edit_toml(
     record: &mut Record,
 ) -> anyhow::Result<Edit> {
     let before = read(path)?;
-    let mut doc: toml_edit::DocumentMut =
-        before.as_deref().unwrap_or_default().parse().map_err(|e| unparsable(path, e))?;
+    let text = before.as_ref().map_or("", |b| b.text.as_str());
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| unparsable(path, e))?;
     if uninstall {
         if let Some(servers) = doc.get_mut("mcp_servers").and_then(|s| s.as_table_like_mut()) {
             servers.remove("scriptorium");
@@ -454,21 +593,37 @@ fn edit_toml(
         }
         prune_empty(&mut doc, "hooks", "state");
     } else {
-        let features = doc.entry("features").or_insert_with(toml_edit::table);
+        let trust = doc.get("hooks");
+        if trust.is_some_and(|h| h.as_table_like().is_none()) {
+            return Err(misshapen(path, "hooks is not a table"));
+        }
+        let state = trust.and_then(|h| h.as_table_like()).and_then(|h| h.get("state"));
+        if state.is_some_and(|s| s.as_table_like().is_none()) {
+            return Err(misshapen(path, "hooks.state is not a table"));
+        }
+        let features = doc
+            .entry("features")
+            .or_insert_with(toml_edit::table)
+            .as_table_like_mut()
+            .ok_or_else(|| misshapen(path, "features is not a table"))?;
         let on = features.get("hooks").and_then(toml_edit::Item::as_bool) == Some(true);
         if !on {
-            features["hooks"] = toml_edit::value(true);
+            features.insert("hooks", toml_edit::value(true));
             record.codex_hooks_feature = true;
         }
         let servers = doc.entry("mcp_servers").or_insert_with(toml_edit::table);
         if let Some(table) = servers.as_table_mut() {
             table.set_implicit(true);
         }
+        let servers = servers
+            .as_table_like_mut()
+            .ok_or_else(|| misshapen(path, "mcp_servers is not a table"))?;
         let mut server = toml_edit::Table::new();
         server["command"] = toml_edit::value(commands.exe.to_string_lossy().into_owned());
         let args: toml_edit::Array = commands.mcp_args().into_iter().collect();
         server["args"] = toml_edit::value(args);
-        servers["scriptorium"] = toml_edit::Item::Table(server);
+        // Through `TableLike`, so an inline `mcp_servers = {…}` gets an inline entry.
+        servers.insert("scriptorium", toml_edit::Item::Table(server));
     }
     let after = doc.to_string();
     let empty = after.trim().is_empty();
@@ -547,7 +702,8 @@ fn trust_codex_hooks(
     let _ = child.wait();
     let listed = listed?;
     let mut trusted = Vec::new();
-    let text = read(config)?.unwrap_or_default();
+    let original = read(config)?;
+    let text = original.as_ref().map_or("", |o| o.text.as_str());
     let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| unparsable(config, e))?;
     let hooks = listed["data"].as_array().into_iter().flatten();
     for hook in hooks.flat_map(|entry| entry["hooks"].as_array().into_iter().flatten()) {
@@ -575,13 +731,15 @@ fn trust_codex_hooks(
         }
         let mut entry = toml_edit::Table::new();
         entry["trusted_hash"] = toml_edit::value(hash);
-        state[key] = toml_edit::Item::Table(entry);
+        state
+            .as_table_like_mut()
+            .context("hooks.state in config.toml is not a table")?
+            .insert(key, toml_edit::Item::Table(entry));
         trusted.push(key.to_owned());
     }
     if !trusted.is_empty() {
-        let edit =
-            Edit { path: config.to_path_buf(), before: Some(text), after: Some(doc.to_string()) };
-        write_file(&edit, false)?;
+        let mode = original.as_ref().map_or(0o600, |o| o.mode);
+        replace(config, &doc.to_string(), mode)?;
     }
     Ok(trusted)
 }
@@ -595,44 +753,192 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// Writes an edit atomically (temporary beside the file, then a rename), keeping the file's
-/// mode, after copying the original to `<file>.scriptorium-backup` the first time setup
-/// installs into it.
-fn write_file(edit: &Edit, uninstall: bool) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let path = &edit.path;
-    let Some(after) = &edit.after else {
-        return std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()));
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let backup = backup_of(path);
-    if let Some(original) = &edit.before
-        && !backup.exists()
-        && !uninstall
-    {
-        std::fs::write(&backup, original)
-            .with_context(|| format!("backing up {}", path.display()))?;
-    }
-    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(".scriptorium-tmp");
-    let temp = PathBuf::from(temp);
-    std::fs::write(&temp, after).with_context(|| format!("writing {}", temp.display()))?;
-    std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
-    std::fs::rename(&temp, path).with_context(|| format!("replacing {}", path.display()))
+/// What writing one edit did, so that it can be put back.
+struct Undo<'a> {
+    edit: &'a Edit,
+    /// The file was replaced or removed.
+    changed: bool,
+    /// The backup this run created.
+    backup: Option<PathBuf>,
+    /// The directories this run created, outermost first.
+    dirs: Vec<PathBuf>,
 }
 
-fn save_record(path: &Path, record: &Record, uninstall: bool) -> anyhow::Result<()> {
-    if uninstall && !record.codex_hooks_feature && record.codex_trusted.is_empty() {
-        match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-            _ => return Ok(()),
+impl Undo<'_> {
+    /// Puts the file back as it was (atomically) and removes what this run created beside it.
+    fn run(&self) -> anyhow::Result<()> {
+        let path = &self.edit.path;
+        if self.changed {
+            match &self.edit.before {
+                Some(original) => replace(path, &original.text, original.mode)?,
+                None => remove(path)?,
+            }
+        }
+        if let Some(backup) = &self.backup {
+            remove(backup)?;
+        }
+        for dir in self.dirs.iter().rev() {
+            // A directory something else has written into meanwhile stays.
+            let _ = std::fs::remove_dir(dir);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `edits` in order, all or nothing: when one fails, those written before it (and what
+/// the failed one created) are put back as they were (see the module docs).
+fn apply(edits: &[&Edit], uninstall: bool) -> anyhow::Result<()> {
+    let mut done = Vec::new();
+    for edit in edits {
+        let mut undo = Undo { edit, changed: false, backup: None, dirs: Vec::new() };
+        let result = write_edit(&mut undo, uninstall);
+        done.push(undo);
+        let Err(error) = result else { continue };
+        let mut left = Vec::new();
+        for undo in done.iter().rev() {
+            if let Err(e) = undo.run() {
+                left.push(format!("{} ({e:#})", undo.edit.path.display()));
+            }
+        }
+        return Err(if left.is_empty() {
+            error.context("setup failed and was undone: every file is as it was")
+        } else {
+            error.context(format!(
+                "setup failed and could not put back {} (an original is in its \
+                 .scriptorium-backup)",
+                left.join(", ")
+            ))
+        });
+    }
+    Ok(())
+}
+
+/// Writes one edit, recording in `undo` what it did: its missing directories (0700), the
+/// backup of an agent's file before its first change, then the file replaced or removed.
+fn write_edit(undo: &mut Undo<'_>, uninstall: bool) -> anyhow::Result<()> {
+    let edit = undo.edit;
+    let path = &edit.path;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    create_dirs(dir, &mut undo.dirs)?;
+    if edit.owner == Owner::Agent
+        && !uninstall
+        && let Some(original) = &edit.before
+    {
+        let backup = backup_of(path);
+        // Whatever is there already (an earlier backup, or anything planted) is kept and never
+        // written through.
+        if !present(&backup) {
+            create_exclusive(&backup, original.text.as_bytes(), original.mode)
+                .with_context(|| format!("backing up {}", path.display()))?;
+            undo.backup = Some(backup);
         }
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    match &edit.after {
+        None => remove(path)?,
+        Some(text) => replace_unsynced(path, text, edit.mode())?,
     }
-    std::fs::write(path, serde_json::to_vec_pretty(record)?)?;
+    undo.changed = true;
+    sync_dir(dir)
+}
+
+/// Creates the missing directories down to `dir` (mode 0700), pushing each onto `created`.
+fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let missing: Vec<&Path> =
+        dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !present(d)).collect();
+    for dir in missing.into_iter().rev() {
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => created.push(dir.to_path_buf()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
     Ok(())
+}
+
+/// Replaces `path` with `text` atomically, with `mode`: [`replace_unsynced`], then the
+/// directory fsynced.
+fn replace(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
+    replace_unsynced(path, text, mode)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Replaces `path` with `text`: written to `<path>.scriptorium-tmp` (created exclusively with
+/// `mode`, fsynced), then renamed over `path`. A crash leaves the old or the new file; a failure
+/// removes the temporary file. Whatever was at the temporary path before (a crashed run's file,
+/// a planted link) is unlinked first, never followed.
+fn replace_unsynced(path: &Path, text: &str, mode: u32) -> anyhow::Result<()> {
+    let temp = temp_of(path);
+    remove(&temp)?;
+    create_exclusive(&temp, text.as_bytes(), mode)?;
+    if let Err(e) = std::fs::rename(&temp, path) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(e).with_context(|| format!("replacing {}", path.display()));
+    }
+    Ok(())
+}
+
+/// Creates `path` with `bytes` and exactly `mode` (`mode & 0o777`), fsynced: `O_EXCL` and
+/// `O_NOFOLLOW`, so an existing file or link there is an error and never written through. A
+/// failure after the file was created removes it.
+fn create_exclusive(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let mode = mode & 0o777;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    // The umask may have narrowed `mode` at creation; the copy gets exactly the original's.
+    let written = file
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(e).with_context(|| format!("writing {}", path.display()));
+    }
+    Ok(())
+}
+
+/// Unlinks `path` (a link itself, never its target); a missing one is fine.
+fn remove(path: &Path) -> anyhow::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `fsync` of a directory: the entries renamed, created or removed in it are durable.
+fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("syncing the directory {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed rename cannot be provoked through the binary without a race (the target is
+    /// read, and refused when it is no regular file, before anything is written), so the
+    /// replace is tested directly: a directory where the file goes fails the rename.
+    #[test]
+    fn a_rename_that_fails_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let target = dir.path().join("settings.json");
+        std::fs::create_dir(&target).expect("mkdir");
+        let err = replace(&target, "{}\n", 0o600).expect_err("the rename fails");
+        assert!(format!("{err:#}").starts_with("replacing "), "{err:#}");
+        assert_eq!(scriptorium_testkit::file_names(dir.path()), ["settings.json"]);
+    }
 }

@@ -44,7 +44,17 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         }
     );
     outln!("sources     {} archive(s), {} record(s)", status.source_files, status.source_records);
-    if status.topics_edited_outside {
+    if let Some(outside) = &full.outside_edits {
+        let files = outside.files.join(", ");
+        if outside.adopted {
+            outln!("note        took in edits made outside a transaction: {files}");
+        } else {
+            outln!(
+                "note        edits made outside a transaction do not validate: {files} (run \
+                 `scriptorium check`)"
+            );
+        }
+    } else if status.topics_edited_outside {
         outln!("note        topics/ was edited outside a transaction");
     }
     match pending {

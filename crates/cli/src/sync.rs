@@ -20,8 +20,9 @@ pub(crate) struct Args {
     /// changes nothing.
     #[arg(long, conflicts_with_all = ["prefer", "remote"])]
     pub(crate) status: bool,
-    /// Resolve blocks changed differently here and on the remote by taking this side's
-    /// version (`ours`, e.g. after editing the block as you want it) or the remote's.
+    /// Resolve the conflicting blocks the last sync stopped at (those `--status` shows) by
+    /// taking this side's version (`ours`, e.g. after editing the block as you want it) or the
+    /// remote's; a conflict not shown yet stops the sync again.
     #[arg(long, value_enum, value_name = "SIDE")]
     pub(crate) prefer: Option<Side>,
     /// Print the result as JSON.

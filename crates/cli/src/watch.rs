@@ -16,7 +16,7 @@ use scriptorium_backend::runtime::{
 };
 use scriptorium_backend::{LocalBackend, models};
 use scriptorium_session_dag::SessionStore;
-use scriptorium_session_dag::import::{Format, discover, import_unit};
+use scriptorium_session_dag::import::{Format, discover};
 use tokio::sync::watch;
 
 use crate::home::Home;
@@ -183,6 +183,7 @@ async fn import_loop(
     loop {
         let store = backend.store().shared();
         let batch = imports.clone();
+        let intake = backend.intake();
         let result = tokio::task::spawn_blocking(move || {
             let mut new = 0;
             for (format, path) in &batch {
@@ -191,7 +192,7 @@ async fn import_loop(
                     tracing::warn!(%error, "import: cannot read");
                 }
                 for unit in &units {
-                    match import_unit(store.as_ref(), unit) {
+                    match intake.import_unit(store.as_ref(), unit) {
                         Ok(summary) => new += summary.new_nodes(),
                         Err(error) => tracing::warn!(%error, "import failed"),
                     }

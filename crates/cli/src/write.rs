@@ -155,6 +155,12 @@ pub(crate) struct Args {
     /// Every imported session.
     #[arg(long)]
     all: bool,
+    /// Also write, as at their end, the other sessions that still owe turns and have been idle
+    /// for `[watch] idle_secs` (what `watch` writes): a session captured while no write could
+    /// run (before the memory existed, a failed write) is taken in by the next one. The hooks'
+    /// `SessionEnd` write passes it.
+    #[arg(long, requires = "session")]
+    catch_up: bool,
     /// Write everything owed now, batch after batch (a session boundary), instead of only a
     /// batch that reached the threshold or has been idle for an hour.
     #[arg(long)]
@@ -198,13 +204,27 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         bail!("no sessions at {} (run `scriptorium import` first)", home.sessions().display());
     };
     let writer = Writer::new(memory.workspace().clone(), store.shared(), model, config);
-    let sessions = match &args.session {
+    let mut sessions = match &args.session {
         Some(id) => vec![SessionId(id.clone())],
         None => all_sessions(&*store)?,
     };
+    let mut forced = vec![args.force; sessions.len()];
+    if args.catch_up {
+        let idle_ms = i64::try_from(crate::config(home)?.watch.idle_secs.saturating_mul(1000))
+            .unwrap_or(i64::MAX);
+        let now = scriptorium_backend::memory::wall_clock();
+        let now_ms = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
+        let idle = idle_sessions(&*store, now_ms.saturating_sub(idle_ms))?;
+        for session in idle {
+            if !sessions.contains(&session) {
+                sessions.push(session);
+                forced.push(true);
+            }
+        }
+    }
     let mut outcomes: Vec<(String, Result<WriteReport, WriteFailure>)> = Vec::new();
-    for session in sessions {
-        let outcome = writer.write(&session, args.force);
+    for (session, force) in sessions.into_iter().zip(forced) {
+        let outcome = writer.write(&session, force);
         // `status` tells the last write's outcome whatever ran it.
         scriptorium_backend::runtime::status::WriterStatus::record_outcome(
             memory.workspace().root(),
@@ -254,6 +274,26 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The sessions whose last change is older than `cutoff` (milliseconds since the epoch) and
+/// that may owe turns (whether they do, the writer's pending walk says).
+fn idle_sessions(store: &dyn SessionStore, cutoff: i64) -> anyhow::Result<Vec<SessionId>> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = store.list_sessions(Page { offset, limit: 500 })?;
+        offset += page.len();
+        let short = page.len() < 500;
+        out.extend(
+            page.into_iter()
+                .filter(|s| s.updated_at.0 > 0 && s.updated_at.0 < cutoff)
+                .map(|s| s.id),
+        );
+        if short {
+            return Ok(out);
+        }
+    }
 }
 
 fn all_sessions(store: &dyn SessionStore) -> anyhow::Result<Vec<SessionId>> {

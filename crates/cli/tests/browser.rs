@@ -1,6 +1,8 @@
 //! Real-browser end-to-end test of the web page: builds a workspace with a few valid topics, a core
-//! master and timeline entries, imports a Claude Code transcript with an edited prompt (two
-//! branches) for the Sessions view, starts `scriptorium serve` on a free loopback port, and runs
+//! master, timeline entries and enough compost facts to fill the rail with search hits, imports a
+//! Claude Code transcript with an edited prompt (two branches) for the Sessions view and 60 more
+//! sessions (generic JSONL, assistant turns without a model; a Codex rollout with its developer
+//! instructions) to fill the rail, starts `scriptorium serve` on a free loopback port, and runs
 //! `tests/browser/e2e.mjs` (Playwright driving Chromium) against the link the server prints, at
 //! 1280×800 and 390×844. Screenshots go to `target/browser-artifacts/`.
 //!
@@ -203,6 +205,56 @@ fn build_workspace(home: &Path) {
         UpdateContext::owner(Surface::Web, "owner-test/browser"),
     )
     .expect("the link installs");
+
+    // Compost facts: more search hits than the rail holds, and one fact whose footnote cites a
+    // turn and three replies (the journal's shape: a day row ending in "reply reply reply").
+    let mut paragraphs = String::new();
+    let mut defs = String::new();
+    let mut sources = Vec::new();
+    for n in 1..=12 {
+        paragraphs.push_str(&format!(
+            "Compost pile {n} sits behind the shed, gets kitchen scraps and leaves, and is turned \
+             every week so it is ready by autumn.[^c{n}]\n\n"
+        ));
+        defs.push_str(&format!(
+            "[^c{n}]: Time: `2024-05-{n:02}`; Sources: [compost {n}](new-source-compost{n})\n"
+        ));
+        sources.push(json!({
+            "label": format!("new-source-compost{n}"), "role": "user",
+            "content": format!("My compost pile {n} is behind the shed."),
+            "observed_at": format!("2024-05-{n:02}T09:00:00Z"),
+        }));
+    }
+    paragraphs.push_str("Dana asked how to start a worm bin.[^w]\n\n");
+    let replies = ["turn", "reply1", "reply2", "reply3"];
+    let links: Vec<String> = replies
+        .iter()
+        .map(|r| {
+            let label = if *r == "turn" { "conversation turn" } else { "reply" };
+            format!("[{label}](new-source-worm-{r})")
+        })
+        .collect();
+    defs.push_str(&format!("[^w]: Time: `2024-06-01`; Sources: {}\n", links.join(", ")));
+    for (i, r) in replies.iter().enumerate() {
+        sources.push(json!({
+            "label": format!("new-source-worm-{r}"),
+            "role": if i == 0 { "user" } else { "assistant" },
+            "content": format!("Worm bin, part {i}."),
+            "observed_at": format!("2024-06-01T09:0{i}:00Z"),
+        }));
+    }
+    let body = json!({
+        "base_revision": ws.revision().expect("a revision").as_str(),
+        "sources": sources,
+        "changes": [{"path": "topics/garden/compost.md", "action": "write",
+                     "content": format!("# Compost\n\n{paragraphs}{defs}")}],
+        "commit_message": "browser test fixture: compost",
+    });
+    ws.update_with(
+        UpdateRequest::from_json(&body.to_string()).expect("a valid request"),
+        UpdateContext::owner(Surface::Web, "owner-test/browser"),
+    )
+    .expect("the compost facts install");
 }
 
 /// Kills the server when the trial ends, however it ends.
@@ -270,11 +322,78 @@ fn import_forked_session(dir: &Path, home: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Runs `scriptorium import <format> <file>`.
+fn import(home: &Path, format: &str, file: &Path) -> Result<(), Failed> {
+    let out = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(["import", format])
+        .arg(file)
+        .env_remove("SCRIPTORIUM_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .map_err(|e| format!("cannot run `scriptorium import`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("import failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(())
+}
+
+/// Imports 60 short sessions (generic JSONL: a question, and an answer with no speaker, so no
+/// model is known) and a Codex rollout that opens with Codex's developer instructions, all
+/// older than the garden chat.
+fn import_many_sessions(dir: &Path, home: &Path) -> Result<(), Failed> {
+    let mut lines = Vec::new();
+    for n in 0..60 {
+        let (session, at) =
+            (format!("chat-{n:02}"), format!("2023-01-{:02}T10:00:00Z", n % 28 + 1));
+        lines.push(json!({"id": "q", "parent": null, "role": "user", "session": session,
+            "created_at": at, "content": format!("Question {n}: which mulch keeps bed {n} moist through a dry July?")}));
+        lines.push(json!({"id": "a", "parent": "q", "role": "assistant", "session": session,
+            "created_at": at, "content": format!("Straw mulch, a hand deep, for bed {n}.")}));
+    }
+    let many = dir.join("many.jsonl");
+    let text: Vec<String> = lines.iter().map(ToString::to_string).collect();
+    std::fs::write(&many, text.join("\n") + "\n").map_err(|e| e.to_string())?;
+    import(home, "jsonl", &many)?;
+
+    let item = |at: &str, payload: serde_json::Value| {
+        json!({"timestamp": at, "type": "response_item", "payload": payload}).to_string()
+    };
+    let rollout = [
+        json!({"timestamp": "2023-02-01T10:00:00Z", "type": "session_meta",
+               "payload": {"id": "codex-compost", "cwd": "/srv/dana/garden"}})
+        .to_string(),
+        item(
+            "2023-02-01T10:00:01Z",
+            json!({"type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": "<permissions instructions>\nFilesystem sandboxing: read-only.\n</permissions instructions>"}]}),
+        ),
+        json!({"timestamp": "2023-02-01T10:00:02Z", "type": "turn_context",
+               "payload": {"model": "gpt-5.5", "cwd": "/srv/dana/garden"}})
+        .to_string(),
+        item(
+            "2023-02-01T10:00:03Z",
+            json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "How hot should the compost get?"}]}),
+        ),
+        item(
+            "2023-02-01T10:00:04Z",
+            json!({"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": "Between 55 and 65 degrees Celsius."}]}),
+        ),
+    ];
+    let file = dir.join("rollout-codex-compost.jsonl");
+    std::fs::write(&file, rollout.join("\n") + "\n").map_err(|e| e.to_string())?;
+    import(home, "codex", &file)
+}
+
 fn run_browser() -> Result<(), Failed> {
     let dir = tempfile::tempdir().expect("a temp dir");
     let home = dir.path().join("home");
     build_workspace(&home);
     import_forked_session(dir.path(), &home)?;
+    import_many_sessions(dir.path(), &home)?;
 
     let addr = format!("127.0.0.1:{}", free_port());
     let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))

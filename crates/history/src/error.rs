@@ -27,6 +27,9 @@ pub enum ErrorCode {
     /// The remote could not be reached or refused the exchange (fetch or push); retrying later
     /// can succeed.
     RemoteUnavailable,
+    /// The remote is not one a sync can use (no repository there, or a non-bare repository with
+    /// the branch checked out): retrying cannot help until the remote or its name is fixed.
+    RemoteInvalid,
 }
 
 impl ErrorCode {
@@ -40,6 +43,7 @@ impl ErrorCode {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::RevisionNotFound => "REVISION_NOT_FOUND",
             ErrorCode::RemoteUnavailable => "REMOTE_UNAVAILABLE",
+            ErrorCode::RemoteInvalid => "REMOTE_INVALID",
         }
     }
 }
@@ -144,6 +148,16 @@ pub enum Error {
         /// What failed (gix's error, or the git CLI's own words).
         message: String,
     },
+    /// The remote is not a repository a sync can use; the message says what to fix.
+    #[error("git {op} {url}: {message}")]
+    RemoteInvalid {
+        /// The operation (`"fetch"`, `"push"`).
+        op: &'static str,
+        /// The remote as configured.
+        url: String,
+        /// What is wrong and what to do about it.
+        message: String,
+    },
     /// A commit id prefix matches more than one commit.
     #[error("commit prefix {rev:?} is ambiguous; give more digits")]
     AmbiguousRevision {
@@ -169,13 +183,15 @@ impl Error {
             | Error::AmbiguousRevision { .. } => ErrorCode::InvalidArgument,
             Error::RevisionNotFound { .. } => ErrorCode::RevisionNotFound,
             Error::Remote { .. } => ErrorCode::RemoteUnavailable,
+            Error::RemoteInvalid { .. } => ErrorCode::RemoteInvalid,
         }
     }
 
     /// Whether retrying the same operation later can succeed without changing the request.
     /// History operations run under the caller's workspace lock, so none is retryable as such;
     /// a failed commit is repaired by the next [`catch_up`](crate::History::catch_up) instead.
-    /// A remote that could not be reached is the exception: the exchange can be tried again.
+    /// A remote that could not be reached is the exception: the exchange can be tried again
+    /// (not so a remote that is no usable repository, [`ErrorCode::RemoteInvalid`]).
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Remote { .. })
     }

@@ -45,8 +45,9 @@ pub enum Pushed {
     Updated,
     /// The remote branch already was the commit.
     UpToDate,
-    /// The remote branch has commits the pushed one lacks (another clone pushed first): fetch,
-    /// merge, and push again.
+    /// The remote branch has commits the pushed one lacks (another clone pushed first, or
+    /// its push landed while ours was being received, so the remote's compare-and-set on the
+    /// branch refused ours): fetch, merge, and push again.
     Rejected {
         /// git's words.
         reason: String,
@@ -85,11 +86,13 @@ impl History {
     /// `http(s)://`) into `refs/scriptorium/remote/<branch>` and returns its commit (hex), or
     /// `None` when the remote has no such branch (an empty remote).
     pub fn fetch(&self, url: &str, branch: &str) -> Result<Option<String>, Error> {
-        let remote_err = |e: &dyn std::fmt::Display| Error::Remote {
+        let remote_err = |e: &(dyn std::error::Error + 'static)| Error::Remote {
             op: "fetch",
             url: url.to_owned(),
-            message: e.to_string(),
+            message: causes(e),
         };
+        check_local_remote(url)?;
+        install_tls_provider();
         let repo = self.open()?;
         let wanted = format!("refs/heads/{branch}");
         let spec = format!("+{wanted}:{FETCHED_PREFIX}{branch}");
@@ -179,15 +182,113 @@ impl History {
             return Ok(if flag == Some('=') { Pushed::UpToDate } else { Pushed::Updated });
         }
         let summary = line.and_then(|l| l.split('\t').nth(2)).unwrap_or_default().to_owned();
-        if flag == Some('!')
-            && ["non-fast-forward", "fetch first", "stale info"].iter().any(|s| summary.contains(s))
-        {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if flag == Some('!') && lost_race(&summary, &stderr) {
             return Ok(Pushed::Rejected { reason: summary });
         }
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        if let Some(fix) = unusable_remote(&summary, &stderr, branch) {
+            return Err(Error::RemoteInvalid { op: "push", url: url.to_owned(), message: fix });
+        }
         let message = if summary.is_empty() { stderr.trim().to_owned() } else { summary };
         Err(remote_err(message))
     }
+}
+
+/// `error` and its causes on one line: gix's own message alone ("Transport handshake failed")
+/// does not say that the connection was refused, or that the server answered 404.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        // Some errors repeat their cause in their own message; some causes are blank wrappers.
+        if !text.trim().is_empty() && !parts.iter().any(|part| part.contains(&text)) {
+            parts.push(text);
+        }
+        next = error.source();
+    }
+    parts.join(": ")
+}
+
+/// Installs rustls's `ring` provider as the process default when none is installed yet. gix's
+/// HTTP transport builds a reqwest client (compiled with `rustls-no-provider`) for every
+/// `http(s)://` remote, plain `http://` too, and that build panics without a process default;
+/// a binary installs one at startup, this covers every other caller of [`History::fetch`].
+fn install_tls_provider() {
+    // Err only says a provider is installed already, which is all that is needed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A remote named by a path (or a `file://` URL) must hold a git repository: a path without
+/// one is a mistake in the remote's name (a typo, a repository never created), which no retry
+/// mends. Other URLs are checked by the exchange itself.
+fn check_local_remote(url: &str) -> Result<(), Error> {
+    let Ok(parsed) = gix::url::parse(url.as_bytes().as_bstr()) else { return Ok(()) };
+    if parsed.scheme != gix::url::Scheme::File {
+        return Ok(());
+    }
+    // Not UTF-8 on this platform: the exchange itself reports it.
+    let Ok(path) = gix::path::from_bstr(parsed.path.as_bstr()) else { return Ok(()) };
+    if gix::open_opts(&*path, gix::open::Options::isolated()).is_ok() {
+        return Ok(());
+    }
+    let what = if std::fs::symlink_metadata(&*path).is_ok() {
+        "is not a git repository"
+    } else {
+        "does not exist"
+    };
+    Err(Error::RemoteInvalid {
+        op: "fetch",
+        url: url.to_owned(),
+        message: format!(
+            "{} {what}: check the remote's name (`--remote`, `[sync] remote`), or create the \
+             remote with `git init --bare {}`",
+            path.display(),
+            path.display()
+        ),
+    })
+}
+
+/// Whether a refused push lost a race with another clone's push: refused as not a fast-forward
+/// (the remote had moved before ours began), or refused by the remote's compare-and-set on the
+/// branch (`failed to update ref`, `cannot lock ref …: is at … but expected …`: another push
+/// landed while ours was being received). Either way the next round fetches and merges it. A
+/// ref the remote cannot write at all (permissions) is no race.
+fn lost_race(summary: &str, stderr: &str) -> bool {
+    const REFUSALS: [&str; 6] = [
+        "non-fast-forward",
+        "fetch first",
+        "stale info",
+        "failed to update ref",
+        // Other wordings of the same compare-and-set refusal (older gits).
+        "failed to lock",
+        "incorrect old value",
+    ];
+    REFUSALS.iter().any(|s| summary.contains(s))
+        && !stderr.contains("Permission denied")
+        && !stderr.contains("Read-only file system")
+}
+
+/// What to fix when a push was refused by a remote no sync can push to (`None`: another
+/// failure, possibly passing).
+fn unusable_remote(summary: &str, stderr: &str, branch: &str) -> Option<String> {
+    if summary.contains("branch is currently checked out")
+        || stderr.contains("refusing to update checked out branch")
+    {
+        return Some(format!(
+            "the remote is a non-bare repository with `{branch}` checked out, and git refuses \
+             to push into a checked-out branch: sync through a bare repository (`git clone \
+             --bare`), or set `receive.denyCurrentBranch updateInstead` in that repository"
+        ));
+    }
+    let missing = ["does not appear to be a git repository", "Repository not found", "' not found"];
+    if summary.is_empty() && missing.iter().any(|s| stderr.contains(s)) {
+        return Some(format!(
+            "no repository at the remote ({}): check the remote's name",
+            stderr.trim()
+        ));
+    }
+    None
 }
 
 /// The git CLI run in `root`, never prompting (a push that needs credentials it does not have

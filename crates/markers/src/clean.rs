@@ -182,6 +182,14 @@ fn find_tag(text: &str, tag: &str, closing: bool) -> Option<usize> {
     None
 }
 
+/// `text` without terminal control sequences: ANSI escapes (CSI, OSC, two-byte escapes, as in
+/// rule 3) and every other control character but tab and line feed (BEL, backspace, a carriage
+/// return, C1 controls), which a terminal printing the text would obey. For text a person
+/// types into memory (an owner's note).
+pub fn strip_controls(text: &str) -> String {
+    strip_ansi(text).chars().filter(|c| !c.is_control() || matches!(c, '\t' | '\n')).collect()
+}
+
 /// `text` without ANSI escape sequences (rule 3).
 fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

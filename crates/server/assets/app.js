@@ -166,6 +166,7 @@ class ApiError extends Error {
     this.status = status;
     this.code = typeof err === 'object' ? err.code : undefined;
     this.violations = (typeof err === 'object' && err.violations) || [];
+    this.details = (typeof err === 'object' && err.details) || {};
   }
 }
 
@@ -693,7 +694,8 @@ async function writeNow(id) {
 }
 
 function turnItem(t) {
-  const who = t.speaker || t.role;
+  // An importer that knew no model once named the speaker "unknown": the role says more.
+  const who = t.speaker && t.speaker !== 'unknown' ? t.speaker : t.role;
   const meta = [who, t.kind !== 'message' ? t.kind : '', fmtTime(Date.parse(t.created_at) / 1000)].filter(Boolean).join(' · ');
   const item = el('li', { class: `turn-item ${t.role}`, 'data-node': t.id },
     el('div', { class: 'rec-meta' },
@@ -885,13 +887,29 @@ function renderEditor(body, key, content, revision, onSave) {
   });
   const wrap = el('div', { class: `editor${diag ? ' has-diag' : ''}` }, ta);
   if (diag) {
-    const items = diag.violations.length
-      ? diag.violations.map((v) => el('li', {}, el('span', { class: 'where', text: [v.code, v.line ? `line ${v.line}${v.col ? `:${v.col}` : ''}` : '', v.path].filter(Boolean).join(' · ') }), v.message || ''))
-      : [el('li', { text: diag.message })];
+    // The paragraphs the text deletes are listed once, with a button that saves again
+    // confirming them (the server deletes exactly those, in the same change).
+    const deletes = diag.deletes || [];
+    const shown = deletes.length ? diag.violations.filter((v) => !(v.code === 'BLOCK_ID_REMOVED' && !v.line)) : diag.violations;
+    const n = deletes.length;
+    const paragraphs = `${n} paragraph${n === 1 ? '' : 's'}`;
+    const items = shown.length
+      ? shown.map((v) => el('li', {}, el('span', { class: 'where', text: [v.code, v.line ? `line ${v.line}${v.col ? `:${v.col}` : ''}` : '', v.path].filter(Boolean).join(' · ') }), v.message || ''))
+      : n ? [] : [el('li', { text: diag.message })];
+    const box = n
+      ? el('div', { class: 'deletes', id: 'deletes' },
+          el('p', { text: `This text deletes ${paragraphs}:` }),
+          el('ul', {}, deletes.map((d) => el('li', {}, el('code', { text: d.block_ids.map((id) => `^${id}`).join(' ') }), ` “${d.excerpt}”`))),
+          shown.length
+            ? el('p', { text: 'Fix the problems below first.' })
+            : el('button', { type: 'button', class: 'btn danger', id: 'confirm-deletes', onclick: () => onSave(diag.ids) }, `Delete ${n === 1 ? 'it' : `these ${n}`} and save`))
+      : null;
+    const title = shown.length ? `${shown.length === 1 ? '1 problem' : `${shown.length} problems`} — not saved` : n ? `Deletes ${paragraphs} — not saved yet` : '1 problem — not saved';
     wrap.append(el('aside', { class: 'diag', id: 'diagnostics', role: 'alert', 'aria-label': 'Validation errors' },
-      el('h2', { text: diag.violations.length === 1 ? '1 problem — not saved' : `${diag.violations.length || 1} problems — not saved` }),
-      diag.violations.length ? el('p', { text: diag.message }) : null,
-      el('ol', {}, items)));
+      el('h2', { text: title }),
+      shown.length ? el('p', { text: diag.message }) : null,
+      box,
+      items.length ? el('ol', {}, items) : null));
   }
   body.append(wrap);
 }
@@ -978,20 +996,28 @@ async function saveOutcome(key, request, after) {
       state.conflict.add(key);
       state.diag.delete(key);
     } else {
-      state.diag.set(key, { message: e.message, violations: e.violations });
+      const d = e.details || {};
+      state.diag.set(key, { message: e.message, violations: e.violations || [], deletes: d.paragraphs, ids: d.delete_blocks });
       state.conflict.delete(key);
     }
   }
   render();
 }
 
-function saveTopic() {
+// `deleteBlocks`: the block IDs the user confirmed deleting (a click passes an event: none).
+function editBody(draft, deleteBlocks) {
+  const body = { content: draft.text, base_revision: draft.base };
+  if (Array.isArray(deleteBlocks)) body.delete_blocks = deleteBlocks;
+  return body;
+}
+
+function saveTopic(deleteBlocks) {
   const path = state.current;
   const draft = state.drafts.get(path);
   if (!draft) return;
   state.notice = null;
   saveOutcome(path,
-    () => api('PUT', `/api/memory/topics/${enc(path)}`, { content: draft.text, base_revision: draft.base }),
+    () => api('PUT', `/api/memory/topics/${enc(path)}`, editBody(draft, deleteBlocks)),
     async () => {
       state.mode = 'preview';
       await loadTopic(path);
@@ -1042,7 +1068,38 @@ function renderDay(body) {
     return;
   }
   if (!doc.content && !doc.html) body.append(emptyCard('◷', 'Nothing recorded for this date', 'No topic cites this date any more.'));
-  else body.append(html(el('article', { class: 'doc md', id: 'day' }), doc.html));
+  else body.append(collapseRuns(html(el('article', { class: 'doc md', id: 'day' }), doc.html)));
+}
+
+// A day row links every record its footnote cites; the journal cites every reply of a turn
+// ("reply reply reply …"). A run of citation links with one label becomes its first link,
+// counted ("reply ×12"); the record it opens leads to the others (Next turn).
+function collapseRuns(root) {
+  for (const block of root.querySelectorAll('p, li')) {
+    let run = [];
+    const flush = () => {
+      if (run.length > 1) {
+        run[0].textContent = `${run[0].textContent} ×${run.length}`;
+        run[0].title = `${run.length} records; this opens the first`;
+        for (const a of run.slice(1)) {
+          if (a.previousSibling && a.previousSibling.nodeType === 3 && !a.previousSibling.textContent.trim()) a.previousSibling.remove();
+          a.remove();
+        }
+      }
+      run = [];
+    };
+    for (const node of [...block.childNodes]) {
+      if (node.nodeType === 3 && !node.textContent.trim()) continue;
+      const cite = node.nodeName === 'A' && citation(node.getAttribute('href'));
+      if (cite && run.length && node.textContent === run[0].textContent) run.push(node);
+      else {
+        flush();
+        if (cite) run = [node];
+      }
+    }
+    flush();
+  }
+  return root;
 }
 
 function setRecentMode(mode) {
@@ -1078,9 +1135,13 @@ function renderChanges(body) {
         : el('span', { class: 'change-file', text: f }));
     }
     // The whole transaction's diff (every file it changed), fetched when asked for.
-    const shown = state.commitDiffs.get(t.commit);
-    const diffs = el('div', { class: 'change-diffs' }, ...(shown || []).map((f) => diffBlock(f.diff)));
-    const show = shown ? null : el('button', { type: 'button', class: 'btn show-diff', onclick: () => guarded(async () => {
+    // Topics and the archive first (the API's order); the derived views, rebuilt from the
+    // topics, folded away.
+    const shown = state.commitDiffs.get(t.commit) || [];
+    const derived = shown.filter((f) => !/^(topics|sources)\//.test(f.path));
+    const diffs = el('div', { class: 'change-diffs' }, ...shown.filter((f) => !derived.includes(f)).map((f) => diffBlock(f.diff)),
+      derived.length ? el('details', { class: 'derived' }, el('summary', { text: `Derived files (${derived.length}): ${derived.map((f) => f.path).join(', ')}` }), ...derived.map((f) => diffBlock(f.diff))) : null);
+    const show = state.commitDiffs.has(t.commit) ? null : el('button', { type: 'button', class: 'btn show-diff', onclick: () => guarded(async () => {
       const { data } = await api('GET', `/api/memory/commits/${encodeURIComponent(t.commit)}`);
       state.commitDiffs.set(t.commit, data.commit.files);
     }) }, 'Show diff');
@@ -1124,7 +1185,7 @@ function renderRecent(body) {
 function renderCore(body) {
   const c = state.core;
   const mode = state.coreMode;
-  const actions = [segment('Core view', [['preview', 'Prompt preview'], ['source', 'Source records']], mode, (m) => { state.coreMode = m; render(); if (m === 'source') $('editor')?.focus(); })];
+  const actions = [segment('Core view', [['preview', 'Prompt preview'], ['source', 'Core blocks (Markdown)']], mode, (m) => { state.coreMode = m; render(); if (m === 'source') $('editor')?.focus(); })];
   if (mode === 'source' && c) {
     actions.push(el('button', { type: 'button', class: 'btn primary', id: 'save', onclick: saveCore }, 'Save'));
     actions.push(el('button', { type: 'button', class: 'btn', id: 'cancel', onclick: () => { state.drafts.delete('#core'); state.diag.delete('#core'); state.conflict.delete('#core'); render(); } }, 'Revert'));
@@ -1149,21 +1210,21 @@ function renderCore(body) {
     const doc = el('section', { class: 'doc', id: 'core-preview', 'aria-label': 'Read-only prompt preview' },
       el('div', { class: 'kicker', text: 'Read-only prompt preview' }),
       el('p', { class: 'lede', text: c.injection_enabled
-        ? 'Generated from the Source records and inserted into new system prompts. Edit the Source records to change it.'
-        : 'Generated from the Source records. Injection is disabled, so it is not inserted into system prompts.' }));
+        ? 'Generated from the core blocks (topics/core.md) and inserted into new system prompts. Edit the core blocks to change it.'
+        : 'Generated from the core blocks (topics/core.md). Injection is disabled, so it is not inserted into system prompts.' }));
     if (c.rendered_html || c.rendered_content) doc.append(html(el('div', { class: 'md' }), c.rendered_html));
-    else doc.append(el('p', { class: 'lede', text: 'No core memory yet. Add source records to create it.' }));
+    else doc.append(el('p', { class: 'lede', text: 'No core memory yet. Add core blocks to create it.' }));
     body.append(doc);
   } else {
     renderEditor(body, '#core', c.content || '', c.revision, saveCore);
   }
 }
 
-function saveCore() {
+function saveCore(deleteBlocks) {
   const draft = state.drafts.get('#core');
   if (!draft) return;
   state.notice = null;
-  saveOutcome('#core', () => api('PUT', '/api/memory/core', { content: draft.text, base_revision: draft.base }), loadCore);
+  saveOutcome('#core', () => api('PUT', '/api/memory/core', editBody(draft, deleteBlocks)), loadCore);
 }
 
 function render() {

@@ -971,6 +971,161 @@ async fn topic_deletes_are_compare_and_set() {
     assert_eq!(again.status, StatusCode::NOT_FOUND);
 }
 
+/// Three paragraphs citing one source, installed at `topics/people/dana.md`; returns their
+/// block IDs in file order.
+async fn seed_garden(server: &Server) -> Vec<String> {
+    let garden = "# Garden\n\n\
+        Dana grows tomatoes on the balcony.[^e1]\n\n\
+        Dana waters them every morning before work.[^e1]\n\n\
+        Dana plans to add chili peppers next spring.[^e1]\n\n\
+        [^e1]: Time: `2024-04-02`; Sources: [garden](new-source-garden)\n";
+    let base = server.revision().await;
+    let answer = server
+        .call(
+            Method::POST,
+            "/api/memory/changes",
+            Some(json!({
+                "base_revision": base,
+                "changes": [{"path": "topics/people/dana.md", "action": "write", "content": garden}],
+                "sources": [{
+                    "label": "new-source-garden", "role": "user",
+                    "content": "I grow tomatoes on the balcony and will add chili peppers.",
+                    "observed_at": "2024-04-02T09:00:00+00:00",
+                }],
+            })),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let text =
+        std::fs::read_to_string(server.memory().join("topics/people/dana.md")).expect("dana");
+    text.lines()
+        .filter(|l| l.starts_with("Dana"))
+        .map(|l| l.rsplit(" ^").next().expect("a block id").to_owned())
+        .collect()
+}
+
+/// Regression (issue 34, item 9): a save that leaves paragraphs out was refused with
+/// `BLOCK_ID_REMOVED` at lines of the installed file and no way to delete them. Now the refusal
+/// names each paragraph, and the same text with their IDs in `delete_blocks` deletes them in
+/// one transaction; a paragraph not named is still refused.
+#[tokio::test]
+async fn a_save_that_deletes_paragraphs_names_them_and_installs_once_they_are_confirmed() {
+    let server = Server::new();
+    let ids = seed_garden(&server).await;
+    let [tomatoes, waters, chili] = ids.as_slice() else { panic!("three paragraphs: {ids:?}") };
+    let uri = "/api/memory/topics/people/dana.md";
+    let topic = server.get(uri).await;
+    let base = topic.body["revision"].as_str().expect("revision").to_owned();
+    let content = topic.body["content"].as_str().expect("content");
+    let kept: String = content
+        .lines()
+        .filter(|l| !l.contains("tomatoes") && !l.contains("chili"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+
+    let refused =
+        server.call(Method::PUT, uri, Some(json!({"content": kept, "base_revision": base}))).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    assert_eq!(assert_error_shape("a save deleting paragraphs", &refused), "BLOCK_ID_REMOVED");
+    let error = &refused.body["error"];
+    let message = error["message"].as_str().expect("a message");
+    let said = format!(
+        "this edit deletes 2 paragraphs: ^{tomatoes} “Dana grows tomatoes on the balcony.”, \
+         ^{chili} “Dana plans to add chili peppers next spring.”"
+    );
+    assert!(message.starts_with(&said), "{message}");
+    assert!(message.contains("delete_blocks"), "{message}");
+    assert_eq!(error["details"]["delete_blocks"], json!([tomatoes, chili]));
+    assert_eq!(
+        error["details"]["paragraphs"][0],
+        json!({"block_ids": [tomatoes], "excerpt": "Dana grows tomatoes on the balcony."})
+    );
+    let violations = error["violations"].as_array().expect("violations");
+    assert_eq!(violations.len(), 2, "{violations:?}");
+    for v in violations {
+        assert_eq!(v["code"], "BLOCK_ID_REMOVED");
+        assert_eq!(v["path"], "topics/people/dana.md");
+        assert_eq!(v["line"], 0, "the paragraph is not in the text sent: {v}");
+    }
+    assert_eq!(server.revision().await, base, "nothing was installed");
+
+    // Confirming one is not enough: the other is still named.
+    let half = server
+        .call(
+            Method::PUT,
+            uri,
+            Some(json!({"content": kept, "base_revision": base, "delete_blocks": [tomatoes]})),
+        )
+        .await;
+    assert_eq!(half.status, StatusCode::BAD_REQUEST, "{}", half.body);
+    assert_eq!(half.body["error"]["details"]["delete_blocks"], json!([chili]));
+    assert_eq!(server.revision().await, base, "nothing was installed");
+
+    let confirmed = server
+        .call(
+            Method::PUT,
+            uri,
+            Some(
+                json!({"content": kept, "base_revision": base, "delete_blocks": [tomatoes, chili]}),
+            ),
+        )
+        .await;
+    assert_eq!(confirmed.status, StatusCode::OK, "{}", confirmed.body);
+    let after = server.get(uri).await.body["content"].as_str().expect("content").to_owned();
+    assert!(after.contains(&format!(" ^{waters}")), "{after}");
+    assert!(!after.contains("tomatoes") && !after.contains("chili"), "{after}");
+    let history = server.get("/api/memory/history/people/dana.md").await;
+    assert_eq!(history.body["changes"].as_array().map(Vec::len), Some(2), "one transaction");
+}
+
+/// Regression (issue 34, item 9): the engine validates the normalized text, and normalization
+/// drops sections without records, so violations pointed at lines above the ones the user
+/// wrote. They point at the text sent.
+#[tokio::test]
+async fn a_refused_edit_points_at_lines_of_the_text_it_sent() {
+    let server = Server::new();
+    server.seed().await;
+    let uri = "/api/memory/topics/projects/budget.md";
+    let topic = server.get(uri).await;
+    let base = topic.body["revision"].as_str().expect("revision").to_owned();
+    let content = topic.body["content"].as_str().expect("content");
+    let sent = content
+        .replacen("\n\n", "\n\n## Ideas\n\n## Later\n\n", 1)
+        .replace("`2024-03-15`", "`2024-13-45`");
+    let line = sent.lines().position(|l| l.contains("2024-13-45")).expect("the definition") + 1;
+    let refused =
+        server.call(Method::PUT, uri, Some(json!({"content": sent, "base_revision": base}))).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.body);
+    let violation = &refused.body["error"]["violations"][0];
+    assert_eq!(violation["code"], "INVALID_TOPIC_FORMAT", "{}", refused.body);
+    assert_eq!(violation["line"], json!(line), "{}\n{sent}", refused.body);
+}
+
+/// Regression (issue 34): Recent → Changes showed `recent_events.jsonl` first. A transaction's
+/// files list the topics first, then the archive, then the derived views.
+#[tokio::test]
+async fn a_transactions_files_list_topics_first_and_derived_files_last() {
+    let server = Server::new();
+    server.seed().await;
+    let log = server.get("/api/memory/history?limit=1").await;
+    let files: Vec<String> = serde_json::from_value(log.body["commits"][0]["files"].clone())
+        .expect("the files of the newest transaction");
+    assert_eq!(files[0], "topics/projects/budget.md", "{files:?}");
+    assert!(files[1].starts_with("sources/"), "{files:?}");
+    assert!(
+        files[2..].iter().all(|f| !f.starts_with("topics/") && !f.starts_with("sources/")),
+        "{files:?}"
+    );
+    let shown = server.get("/api/memory/commits/HEAD").await;
+    let paths: Vec<&str> = shown.body["commit"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(paths, files);
+}
+
 #[tokio::test]
 async fn the_timeline_lists_dates_newest_first_and_refuses_bad_dates() {
     let server = Server::new();

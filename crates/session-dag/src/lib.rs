@@ -135,6 +135,15 @@ pub enum Error {
         /// Whether retrying the call can help (a lost connection, a serialization failure).
         retryable: bool,
     },
+    /// The database-backed store's TLS settings cannot work: the server's certificate is not
+    /// trusted (self-signed, an unknown CA, another host's name, expired…), the server does not
+    /// offer the TLS the settings require, or a CA file cannot be read. A configuration error:
+    /// retrying the same settings cannot help.
+    #[error("session database: {message}")]
+    DatabaseTls {
+        /// What failed, why, and what to change.
+        message: String,
+    },
 }
 
 /// The stable code of an [`Error`] or an [`import::Error`]: callers match on this, never on
@@ -160,6 +169,8 @@ pub enum ErrorCode {
     NotRegularFile,
     /// [`Error::Database`].
     Database,
+    /// [`Error::DatabaseTls`].
+    DatabaseTls,
     /// [`import::Error::NotJsonl`].
     NotJsonl,
     /// [`import::Error::WrongFormat`].
@@ -181,6 +192,7 @@ impl ErrorCode {
             ErrorCode::SymlinkRefused => "SYMLINK_REFUSED",
             ErrorCode::NotRegularFile => "NOT_A_REGULAR_FILE",
             ErrorCode::Database => "SESSION_DATABASE",
+            ErrorCode::DatabaseTls => "SESSION_DATABASE_TLS",
             ErrorCode::NotJsonl => "NOT_JSONL",
             ErrorCode::WrongFormat => "WRONG_FORMAT",
             ErrorCode::UnrecognisedFormat => "UNRECOGNISED_FORMAT",
@@ -207,6 +219,7 @@ impl Error {
             Error::SymlinkRefused { .. } => ErrorCode::SymlinkRefused,
             Error::NotRegularFile { .. } => ErrorCode::NotRegularFile,
             Error::Database { .. } => ErrorCode::Database,
+            Error::DatabaseTls { .. } => ErrorCode::DatabaseTls,
         }
     }
 

@@ -10,11 +10,10 @@ use std::collections::HashMap;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use std::sync::{Arc, OnceLock};
-
 use postgres::{Client, Statement};
 use scriptorium_session_dag::Error;
-use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::tls::{self, Tls};
 
 /// A database error as the store's error: the server's message (never the password), and
 /// whether retrying can help (a lost connection, a serialization failure or deadlock, a server
@@ -41,7 +40,7 @@ pub(crate) fn db_error(err: postgres::Error) -> Error {
 /// statements of this connection.
 pub(crate) struct Conn {
     config: postgres::Config,
-    tls: MakeRustlsConnect,
+    tls: Tls,
     client: Option<Client>,
     statements: HashMap<&'static str, Statement>,
 }
@@ -52,7 +51,9 @@ impl Conn {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             self.statements.clear();
             self.client = None;
-            let mut client = self.config.connect(self.tls.clone()).map_err(db_error)?;
+            let mut client = self.config.connect(self.tls.connector.clone()).map_err(|err| {
+                tls::connect_error(&err, &self.tls).unwrap_or_else(|| db_error(err))
+            })?;
             crate::migrate::apply(&mut client)?;
             // Plan every execution with its parameters and the tables' current size: a generic
             // plan made while a table was small (a fresh database being filled, before
@@ -82,26 +83,6 @@ impl Conn {
     }
 }
 
-/// The TLS connector: rustls with the ring provider and the platform's roots, built once per
-/// process (reading the roots is the costly part).
-fn tls() -> Result<MakeRustlsConnect, Error> {
-    static TLS: OnceLock<Result<MakeRustlsConnect, String>> = OnceLock::new();
-    let built = TLS.get_or_init(|| {
-        use rustls_platform_verifier::BuilderVerifierExt;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .and_then(|builder| builder.with_platform_verifier())
-            .map_err(|e| e.to_string())?
-            .with_no_client_auth();
-        Ok(MakeRustlsConnect::new(config))
-    });
-    built.clone().map_err(|e| Error::Database {
-        message: format!("cannot set up TLS: {e}"),
-        retryable: false,
-    })
-}
-
 type Job = Box<dyn FnOnce(&mut Conn) + Send>;
 
 /// The handle on the worker thread.
@@ -111,9 +92,8 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// Starts the worker for `config` (it connects on the first call).
-    pub(crate) fn start(config: postgres::Config) -> Result<Worker, Error> {
-        let tls = tls()?;
+    /// Starts the worker for `config` and `tls` (it connects on the first call).
+    pub(crate) fn start(config: postgres::Config, tls: Tls) -> Result<Worker, Error> {
         let (jobs, inbox) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("scriptorium-session-pg".into())

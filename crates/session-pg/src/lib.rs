@@ -26,14 +26,21 @@
 //!
 //! - One connection per store, used by one call at a time (a worker thread owns it; see the
 //!   `conn` module); open several stores for parallel calls.
-//! - TLS is rustls with the system's roots (`sslmode=prefer` by default: TLS when the server
-//!   offers it); unlike libpq, a TLS connection always verifies the server's certificate, so a
-//!   server with a self-signed certificate needs its CA as the roots (`SSL_CERT_FILE`) or
-//!   `sslmode=disable`. Client certificates are not supported.
+//! - TLS is rustls, no OpenSSL. `sslmode` takes libpq's values but `allow` (`prefer` by
+//!   default: TLS when the server offers it); unlike libpq, a TLS connection always verifies
+//!   the server's certificate (`verify-ca` alone skips the host name). The roots are
+//!   `sslrootcert=<PEM file>`, else `SSL_CERT_FILE`, else the system's; a self-signed server
+//!   certificate given as the root is trusted as itself. A certificate that does not verify,
+//!   or TLS settings that cannot work, are [`DatabaseTls`] errors (not retryable) with the
+//!   verifier's reason and the remedy. The host name is matched against the certificate's
+//!   subjectAltName only, never its common name. Client certificates (`sslcert`, `sslkey`) and
+//!   CRLs are not supported.
 //! - `tips` reads the IDs, parents and flags of all the session's nodes (not their content), as
 //!   the embedded store scans its index.
 //! - Give the store a database of its own: it creates `sessions`, `nodes` and
 //!   `schema_migrations` in the connection's default schema.
+//!
+//! [`DatabaseTls`]: scriptorium_session_dag::Error::DatabaseTls
 //!
 //! # Example
 //!
@@ -53,6 +60,7 @@ mod codec;
 mod conn;
 pub mod migrate;
 mod store;
+mod tls;
 
 pub use store::{Copied, PgStore};
 

@@ -1,7 +1,6 @@
 //! [`PgStore`]: the [`SessionStore`] calls as SQL (schema: `migrations/0001_sessions.sql`).
 
 use std::collections::{HashMap, HashSet};
-use std::str::FromStr;
 use std::sync::Arc;
 
 use postgres::types::ToSql;
@@ -13,6 +12,7 @@ use scriptorium_session_dag::{
 
 use crate::codec::{self, node_from_row};
 use crate::conn::{Conn, Worker, db_error};
+use crate::tls::Tls;
 
 /// The node columns, in the order [`node_from_row`] reads them (a macro for `concat!`).
 macro_rules! node_columns {
@@ -338,7 +338,10 @@ fn merge_in(
 
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user@host:port/database`, or the
-    /// `key=value` form) with the system clock, and brings its schema up to date.
+    /// `key=value` form) with the system clock, and brings its schema up to date. TLS follows
+    /// the `sslmode` and `sslrootcert` parameters (see the crate documentation); settings that
+    /// cannot work, or a server certificate that does not verify, are
+    /// [`Error::DatabaseTls`], which retrying does not help.
     ///
     /// Database effect: applies the pending migrations (one transaction; see
     /// [`crate::migrate`]).
@@ -348,18 +351,21 @@ impl PgStore {
 
     /// [`PgStore::connect`] with `clock` (the `at` of head moves and rewinds).
     pub fn connect_with_clock(url: &str, clock: Arc<dyn Clock>) -> Result<PgStore, Error> {
-        let config = postgres::Config::from_str(url).map_err(|e| Error::Database {
-            message: format!("invalid PostgreSQL connection string: {e}"),
-            retryable: false,
-        })?;
+        let (config, settings) = crate::tls::configure(url)?;
         let target = describe(&config);
-        let store = PgStore { worker: Worker::start(config)?, clock, target };
-        store.worker.run(|conn| conn.client().map(|_| ())).map_err(|err| match err {
+        let named = |err| match err {
             Error::Database { message, retryable } => {
-                Error::Database { message: format!("{}: {message}", store.target), retryable }
+                Error::Database { message: format!("{target}: {message}"), retryable }
+            }
+            Error::DatabaseTls { message } => {
+                Error::DatabaseTls { message: format!("{target}: {message}") }
             }
             other => other,
-        })?;
+        };
+        let tls = Tls::new(&settings).map_err(named)?;
+        let worker = Worker::start(config, tls).map_err(named)?;
+        worker.run(|conn| conn.client().map(|_| ())).map_err(named)?;
+        let store = PgStore { worker, clock, target };
         Ok(store)
     }
 

@@ -59,11 +59,21 @@ pub fn required() -> bool {
     std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1")
 }
 
+/// Whether a cluster speaks TLS, and with which certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tls {
+    Off,
+    /// A test CA signs the server's certificate.
+    Ca,
+    /// The server's certificate signs itself.
+    SelfSigned,
+}
+
 /// A running scratch cluster.
 #[derive(Debug)]
 pub struct Cluster {
     dir: PathBuf,
-    tls: bool,
+    tls: Tls,
     bin: PathBuf,
     port: u16,
     as_postgres: bool,
@@ -121,16 +131,23 @@ fn run(bin: &Path, as_postgres: bool, program: &str, args: &[&str]) -> Result<()
 impl Cluster {
     /// Creates and starts a cluster for the test binary `name`.
     pub fn start(name: &str) -> Result<Cluster, String> {
-        Cluster::start_with(name, false)
+        Cluster::start_with(name, Tls::Off)
     }
 
     /// [`Cluster::start`] with TLS on: a test CA (see [`Cluster::ca_file`]) signs the server's
     /// certificate for `localhost` and `127.0.0.1` (made with the `openssl` command).
     pub fn start_tls(name: &str) -> Result<Cluster, String> {
-        Cluster::start_with(name, true)
+        Cluster::start_with(name, Tls::Ca)
     }
 
-    fn start_with(name: &str, tls: bool) -> Result<Cluster, String> {
+    /// [`Cluster::start`] with TLS on and a self-signed server certificate
+    /// ([`Cluster::certificate_file`]), made as `openssl req -x509` makes one: it is a CA
+    /// certificate (`basicConstraints` `CA:TRUE`) and names only `127.0.0.1` (not `localhost`).
+    pub fn start_self_signed(name: &str) -> Result<Cluster, String> {
+        Cluster::start_with(name, Tls::SelfSigned)
+    }
+
+    fn start_with(name: &str, tls: Tls) -> Result<Cluster, String> {
         let bin = bin_dir().ok_or_else(|| {
             format!(
                 "PostgreSQL server binaries not found (set {BIN_ENV}, or install Debian's \
@@ -172,7 +189,10 @@ impl Cluster {
             "initdb",
             &["-D", &data_arg, "-A", "trust", "-U", "scriptorium", "-E", "UTF8", "--no-sync"],
         )?;
-        let tls_options = if tls { make_certificates(&dir, as_postgres)? } else { String::new() };
+        let tls_options = match tls {
+            Tls::Off => String::new(),
+            Tls::Ca | Tls::SelfSigned => make_certificates(&dir, as_postgres, tls)?,
+        };
         let log = dir.join("server.log").to_string_lossy().into_owned();
         let mut last = String::new();
         for _ in 0..5 {
@@ -229,7 +249,13 @@ impl Cluster {
     /// The PEM file of the CA that signed the server's certificate (a [`Cluster::start_tls`]
     /// cluster only).
     pub fn ca_file(&self) -> Option<PathBuf> {
-        self.tls.then(|| self.dir.join("tls").join("ca.pem"))
+        (self.tls == Tls::Ca).then(|| self.dir.join("tls").join("ca.pem"))
+    }
+
+    /// The PEM file of the server's certificate (a cluster with TLS only); for a
+    /// [`Cluster::start_self_signed`] cluster it is its own trust anchor.
+    pub fn certificate_file(&self) -> Option<PathBuf> {
+        (self.tls != Tls::Off).then(|| self.dir.join("tls").join("server.pem"))
     }
 
     /// The port the server listens on (127.0.0.1).
@@ -265,9 +291,10 @@ impl Drop for Cluster {
     }
 }
 
-/// Makes `<dir>/tls/`: a CA, and a server key and certificate it signs for `localhost` and
-/// `127.0.0.1`; returns the server options that turn TLS on with them.
-fn make_certificates(dir: &Path, as_postgres: bool) -> Result<String, String> {
+/// Makes `<dir>/tls/`: for [`Tls::Ca`] a CA, and a server key and certificate it signs for
+/// `localhost` and `127.0.0.1`; for [`Tls::SelfSigned`] a server key and a self-signed CA
+/// certificate for `127.0.0.1` only. Returns the server options that turn TLS on with them.
+fn make_certificates(dir: &Path, as_postgres: bool, kind: Tls) -> Result<String, String> {
     let tls = dir.join("tls");
     std::fs::create_dir_all(&tls).map_err(|e| format!("{}: {e}", tls.display()))?;
     let extensions = tls.join("server.ext");
@@ -278,7 +305,15 @@ fn make_certificates(dir: &Path, as_postgres: bool) -> Result<String, String> {
     )
     .map_err(|e| e.to_string())?;
     let path = |name: &str| tls.join(name).to_string_lossy().into_owned();
-    let steps: [Vec<String>; 3] = [
+    let self_signed: Vec<String> =
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost"]
+            .map(String::from)
+            .into_iter()
+            .chain(["-addext".into(), "subjectAltName=IP:127.0.0.1".into()])
+            .chain(["-addext".into(), "basicConstraints=critical,CA:TRUE".into()])
+            .chain(["-keyout".into(), path("server.key"), "-out".into(), path("server.pem")])
+            .collect();
+    let signed_by_ca: [Vec<String>; 3] = [
         ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj"]
             .map(String::from)
             .into_iter()
@@ -298,6 +333,10 @@ fn make_certificates(dir: &Path, as_postgres: bool) -> Result<String, String> {
             .chain(["-extfile".into(), extensions.to_string_lossy().into_owned()])
             .collect(),
     ];
+    let steps = match kind {
+        Tls::SelfSigned => vec![self_signed],
+        Tls::Off | Tls::Ca => Vec::from(signed_by_ca),
+    };
     for args in steps {
         let out = Command::new("openssl")
             .args(&args)
@@ -331,15 +370,20 @@ fn make_certificates(dir: &Path, as_postgres: bool) -> Result<String, String> {
 /// (its trials are then ignored); an error when they are required but missing, or when the
 /// server does not start.
 pub fn cluster(name: &str) -> Result<Option<Arc<Cluster>>, String> {
-    cluster_with(name, false)
+    cluster_with(name, Tls::Off)
 }
 
 /// [`cluster`] with TLS on ([`Cluster::start_tls`]).
 pub fn tls_cluster(name: &str) -> Result<Option<Arc<Cluster>>, String> {
-    cluster_with(name, true)
+    cluster_with(name, Tls::Ca)
 }
 
-fn cluster_with(name: &str, tls: bool) -> Result<Option<Arc<Cluster>>, String> {
+/// [`cluster`] with TLS on and a self-signed certificate ([`Cluster::start_self_signed`]).
+pub fn self_signed_cluster(name: &str) -> Result<Option<Arc<Cluster>>, String> {
+    cluster_with(name, Tls::SelfSigned)
+}
+
+fn cluster_with(name: &str, tls: Tls) -> Result<Option<Arc<Cluster>>, String> {
     if bin_dir().is_none() && !required() {
         eprintln!(
             "note: PostgreSQL server binaries not found ({BIN_ENV}); the PostgreSQL trials are \

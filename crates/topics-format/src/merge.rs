@@ -7,7 +7,9 @@
 //! chunk changed alike on both sides is taken once; a chunk changed differently on both sides,
 //! or deleted on one side and changed on the other, is a [`BlockConflict`]. The merged file
 //! keeps our order and places each chunk only the other side has right after the chunk that
-//! precedes it there. Archives are append-only and content-addressed: two versions of one
+//! precedes it there. A paragraph the merge keeps keeps the footnote definitions it cites, even
+//! where the other side removed them (with a block that was their only citer), whichever side a
+//! conflict was resolved for. Archives are append-only and content-addressed: two versions of one
 //! archive merge by union of their frames (ours, then theirs' frames ours lacks).
 //!
 //! Pure: no IO. The merged texts still go through normalization and validation (a transaction)
@@ -18,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::source::frame::append_frames_to;
 use crate::source::{is_v2_source_path, scan};
-use crate::topic::{Document, LineKind};
+use crate::topic::{Document, LineKind, citations};
 
 /// Which side wins a conflict, when the person resolving it has chosen one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +189,30 @@ pub fn merge_topic(
         merged.insert(key.as_str(), value);
     }
 
+    // A kept paragraph keeps the definitions it cites. The side that removed a block removed
+    // the definitions only that block cited; without this, a conflict resolved for the other
+    // side's edit (or a paragraph one side added citing a definition the other side pruned)
+    // would merge into an undefined footnote.
+    let cited: HashSet<String> = merged
+        .iter()
+        .filter(|(key, _)| key.starts_with("b:") || key.starts_with("p:"))
+        .filter_map(|(_, body)| *body)
+        .flat_map(|body| citations(body).into_iter().map(|id| format!("d:[^{}", &body[id])))
+        .collect();
+    let mut from_base = HashSet::new();
+    for key in &cited {
+        if let Some(slot) = merged.get_mut(key.as_str())
+            && slot.is_none()
+        {
+            *slot = o.get(key).or_else(|| t.get(key));
+            if slot.is_none() {
+                // Gone on both sides: the definition the merge base had.
+                *slot = b.get(key);
+                from_base.insert(key.as_str());
+            }
+        }
+    }
+
     // Our order, then each chunk only theirs has right after its predecessor there.
     let mut order: Vec<&Chunk> = ours_chunks
         .iter()
@@ -213,6 +239,7 @@ pub fn merge_topic(
             anchor = Some(key);
         }
     }
+    order.extend(base_chunks.iter().filter(|c| from_base.contains(c.key.as_str())));
     if order.is_empty() && (ours.is_none() || theirs.is_none()) {
         return TopicMerge { text: None, conflicts };
     }
@@ -362,6 +389,61 @@ mod tests {
         assert!(merge.conflicts.is_empty());
         let text = merge.text.unwrap();
         assert!(!text.contains("^bbbbbbbb") && text.contains("green tea"), "{text}");
+    }
+
+    /// Bob's block is the only one citing `[^e-2]`, so the side that deletes the block deletes
+    /// that definition with it.
+    const OWN: &str = "# Facts\n\nAlice likes tea.[^e-1] ^aaaaaaaa\n\n[^e-1]: Time: 2026-01-01; Sources: [s](x)\n\nBob likes coffee.[^e-2] ^bbbbbbbb\n\n[^e-2]: Time: 2026-01-01; Sources: [t](y)\n";
+
+    /// Every `[^ID]` cited by a paragraph of `text` has exactly one definition line.
+    fn every_citation_defined_once(text: &str) {
+        let doc = Document::parse(text);
+        for paragraph in doc.paragraphs() {
+            let body = doc.paragraph_text(paragraph);
+            for id in citations(&body) {
+                let definition = format!("\n[^{}]: ", &body[id]);
+                assert_eq!(text.matches(&definition).count(), 1, "{definition:?} in:\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_block_kept_against_its_deletion_keeps_the_definitions_it_cites() {
+        let deleted = OWN.replace(
+            "Bob likes coffee.[^e-2] ^bbbbbbbb\n\n[^e-2]: Time: 2026-01-01; Sources: [t](y)\n",
+            "",
+        );
+        let edited = OWN.replace("Bob likes coffee", "Bob likes black coffee");
+        for (ours, theirs, prefer) in
+            [(&edited, &deleted, Prefer::Ours), (&deleted, &edited, Prefer::Theirs)]
+        {
+            let merge = merge_topic(Some(OWN), Some(ours), Some(theirs), Some(prefer));
+            assert_eq!(merge.conflicts.len(), 1, "{prefer:?}: {:?}", merge.conflicts);
+            let text = merge.text.unwrap();
+            assert!(text.contains("Bob likes black coffee.[^e-2] ^bbbbbbbb\n"), "{text}");
+            every_citation_defined_once(&text);
+            let at = |s: &str| text.find(s).unwrap();
+            assert!(at("^bbbbbbbb") < at("[^e-2]: Time"), "{text}");
+        }
+        // The side that deleted the block wins: its definition goes with it.
+        let merge = merge_topic(Some(OWN), Some(&edited), Some(&deleted), Some(Prefer::Theirs));
+        let text = merge.text.unwrap();
+        assert!(!text.contains("[^e-2]"), "{text}");
+    }
+
+    #[test]
+    fn a_paragraph_added_citing_a_definition_the_other_side_pruned_keeps_it() {
+        let deleted = OWN.replace(
+            "Bob likes coffee.[^e-2] ^bbbbbbbb\n\n[^e-2]: Time: 2026-01-01; Sources: [t](y)\n",
+            "",
+        );
+        let added =
+            OWN.replace("^aaaaaaaa\n", "^aaaaaaaa\n\nCarol likes coffee too.[^e-2] ^cccccccc\n");
+        let merge = merge_topic(Some(OWN), Some(&added), Some(&deleted), None);
+        assert!(merge.conflicts.is_empty(), "{:?}", merge.conflicts);
+        let text = merge.text.unwrap();
+        assert!(text.contains("Carol likes coffee too.") && !text.contains("Bob"), "{text}");
+        every_citation_defined_once(&text);
     }
 
     #[test]

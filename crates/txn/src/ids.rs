@@ -28,6 +28,12 @@ impl Revision {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The counter part (`<counter>-<hex>`): it grows with every install and archive append,
+    /// whatever else changed (`None` for a string that is not a revision).
+    pub fn counter(&self) -> Option<u64> {
+        self.0.split_once('-')?.0.parse().ok()
+    }
 }
 
 impl fmt::Display for Revision {

@@ -189,6 +189,7 @@ mod live;
 mod lock;
 mod observer;
 mod prepare;
+mod rebase;
 mod recover;
 mod sources;
 mod stage;
@@ -212,6 +213,7 @@ pub use observer::{
     ArchiveEvent, ChangedFile, InstallEvent, InstallObserver, InstallingEvent, Observation,
     ObserverFailure,
 };
+pub use rebase::{Rebase, StagedChange};
 pub use sources::LiveSources;
 pub use stage::{MAX_NAME_BYTES, MAX_PATH_BYTES, Rejected, Staged, writable_path};
 pub use state::{Batch, Counters, CreationOrder, InstalledBatch};

@@ -62,7 +62,7 @@ impl Staged {
     }
 
     /// The paths (relative to `topics/`) whose staged state may differ from the baseline.
-    fn dirty_paths(&self, violations: &mut Vec<Violation>) -> Result<BTreeSet<String>> {
+    pub(crate) fn dirty_paths(&self, violations: &mut Vec<Violation>) -> Result<BTreeSet<String>> {
         let fs = self.stage.ws.fs();
         let begin = &self.begin;
         let mut dirty = self.dirty.clone();

@@ -453,7 +453,14 @@ pub fn writable_path(path: &str) -> Result<String> {
             format!("only topics/**/*.md is writable: {path}"),
         ));
     }
-    // What no filesystem can hold is a bad request, not an IO failure (ENAMETOOLONG).
+    // What no filesystem can hold is a bad request, not an IO failure (NUL, ENAMETOOLONG);
+    // nor is a name no terminal or editor shows as written.
+    if path.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            ErrorCode::InvalidArgument,
+            format!("a path cannot hold a control character (NUL, a line break…): {path:?}"),
+        ));
+    }
     if let Some(long) = parts.iter().find(|part| part.len() > MAX_NAME_BYTES) {
         return Err(Error::invalid(
             ErrorCode::InvalidArgument,

@@ -28,7 +28,11 @@ use scriptorium_topics_format::source::ArchiveRecord;
 use scriptorium_topics_format::source::id::bounded_handle_part;
 use scriptorium_topics_format::tokens;
 use scriptorium_txn::validate::Required;
-use scriptorium_txn::{Batch, BeginOptions, Counters, Installed, LockTimeout, Staged, Workspace};
+use scriptorium_txn::validate::Violation;
+use scriptorium_txn::{
+    Batch, BeginOptions, Counters, ErrorCode, Installed, LockTimeout, Rebase, Staged, StagedChange,
+    Workspace,
+};
 use serde::Serialize;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -97,6 +101,9 @@ pub struct BatchReport {
     pub revision: String,
     /// Whether the repair turn was needed.
     pub repaired: bool,
+    /// How many times the model's changes were carried onto a newer revision, because another
+    /// transaction (a note, an edit, another session's write) installed while they were made.
+    pub rebases: u32,
     /// The batch had been installed by an earlier, interrupted write, or written by another
     /// clone of this memory (its records are cited already), and was only marked now (no
     /// model ran; `changed_files` and `block_ids` are empty).
@@ -299,7 +306,7 @@ impl Writer {
                 allowed_new_sources: Some(allowed),
                 lock_timeout: LockTimeout::new(self.config.lock_timeout),
                 required: Required::StillPresent,
-                message: "memory: incremental transaction".to_owned(),
+                message: self.commit_subject(session, batch.len()),
                 batch: Some(Batch::new(&source_ids)),
                 ..BeginOptions::default()
             })
@@ -331,6 +338,7 @@ impl Writer {
                     .as_str()
                     .to_owned(),
                 repaired: false,
+                rebases: 0,
                 recovered: true,
                 txn_id: self.ws.installed_txn_id().map_err(WriteFailure::from)?,
                 organized: Vec::new(),
@@ -362,8 +370,8 @@ impl Writer {
         counters.local_batches += 1;
         counters.local_tokens += batch_tokens as u64;
         counters.write_commits_since_global += 1;
-        let (installed, repaired) = match self.run_and_install(staged, task, counters) {
-            Ok(Ran::Installed(installed, repaired)) => (*installed, repaired),
+        let (installed, repaired, rebases) = match self.run_and_install(staged, task, counters) {
+            Ok(Ran::Installed { installed, repaired, rebases }) => (*installed, repaired, rebases),
             Ok(Ran::NoChange(what)) => return Ok(Pass::NoChange(what)),
             // Another write of this session installed the batch meanwhile (the install
             // refused it under the lock, or found the workspace moved by that install): mark it
@@ -396,6 +404,7 @@ impl Writer {
             block_ids: installed.block_ids.values().map(|id| id.as_str().to_owned()).collect(),
             revision: installed.revision.as_str().to_owned(),
             repaired,
+            rebases,
             recovered: false,
             txn_id: installed.txn_id.as_str().to_owned(),
             organized,
@@ -440,10 +449,32 @@ impl Writer {
             block_ids: Vec::new(),
             revision: revision.as_str().to_owned(),
             repaired: false,
+            rebases: 0,
             recovered: true,
             txn_id: found.txn_id.clone(),
             organized,
         }))
+    }
+
+    /// The commit subject of a batch: `memory: write 12 turns of "<session title>"` (the
+    /// session's ID when it has no title), on one line.
+    fn commit_subject(&self, session: &SessionId, turns: usize) -> String {
+        let title = self
+            .store
+            .as_deref()
+            .and_then(|store| store.session(session).ok().flatten())
+            .and_then(|s| s.title)
+            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|t| !t.is_empty());
+        let named = match title {
+            Some(title) if title.chars().count() > 60 => {
+                format!("\"{}…\"", title.chars().take(59).collect::<String>())
+            }
+            Some(title) => format!("\"{title}\""),
+            None => format!("session {session}"),
+        };
+        let plural = if turns == 1 { "" } else { "s" };
+        format!("memory: write {turns} turn{plural} of {named}")
     }
 
     /// Due when the batch reaches the threshold, or when it is non-empty and
@@ -461,60 +492,140 @@ impl Writer {
 
     /// Runs the model on the stage, validates, repairs once, installs with `counters`.
     /// [`Ran::NoChange`]: the model changed no topic file (nothing installed).
+    ///
+    /// Another install while the model works (a note, a person's edit, another session's
+    /// write) costs no repair turn and is no failure: the model's changes are carried onto the
+    /// new revision ([`Workspace::begin_rebased`]) and validated there, as often as installs
+    /// keep coming, up to [`MAX_REBASES`]; only the same block changed differently on both
+    /// sides ends the write, retryably, with the turns still pending.
     fn run_and_install(
         &self,
         staged: Staged,
         task: Task,
         counters: Counters,
     ) -> Result<Ran, WriteFailure> {
+        let opts = staged.options().clone();
         let mut staged = staged;
         let mut current = task;
         let mut repaired = false;
+        let mut rebases = 0;
         loop {
             let summary = self.run_model(&mut staged, &current)?;
-            staged.set_counters(counters.clone());
-            match staged.validate() {
-                Ok(validated) => {
-                    let changed_topics =
-                        validated.changed_files().iter().any(|p| p.starts_with("topics/"));
-                    let organize =
-                        matches!(current.kind, TaskKind::Organize | TaskKind::OrganizeRepair);
-                    if !changed_topics && !organize {
-                        return Ok(Ran::NoChange(summary));
-                    }
-                    // An organize pass that changed no topic installs nothing (its counters
-                    // are saved, the revision stays, no commit).
-                    let installed = validated.install().map_err(WriteFailure::from)?;
-                    return Ok(Ran::Installed(Box::new(installed), repaired));
+            let organize = matches!(current.kind, TaskKind::Organize | TaskKind::OrganizeRepair);
+            let violations = match self.settle(staged, &opts, &counters, organize, &mut rebases)? {
+                Settled::Installed(installed) => {
+                    return Ok(Ran::Installed { installed, repaired, rebases });
                 }
-                Err(rejected) => {
-                    let (back, violations) = rejected.into_parts();
-                    let error =
-                        violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
-                    if repaired {
-                        return Err(WriteFailure::permanent(
-                            FailureCode::CommitRejected,
-                            format!("repair edits were rejected too: {error}"),
-                        ));
-                    }
-                    staged = back;
-                    staged.reset().map_err(WriteFailure::from)?;
-                    let pairs: Vec<(&str, &str)> =
-                        violations.iter().map(|v| (v.code.as_str(), v.message.as_str())).collect();
-                    let hint = prompt::repair_hint(&pairs);
-                    current = Task {
-                        kind: match current.kind {
-                            TaskKind::Organize | TaskKind::OrganizeRepair => {
-                                TaskKind::OrganizeRepair
-                            }
-                            _ => TaskKind::WriteRepair,
-                        },
-                        prompt: prompt::repair_task(&error, hint.as_deref(), &current.prompt),
-                        ..current
-                    };
-                    repaired = true;
-                }
+                Settled::NoChange => return Ok(Ran::NoChange(summary)),
+                Settled::Rejected(violations) => violations,
+            };
+            let error = violations.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
+            if repaired {
+                return Err(WriteFailure::permanent(
+                    FailureCode::CommitRejected,
+                    format!("repair edits were rejected too: {error}"),
+                ));
             }
+            // The repair starts from the memory as it is now, not from the tree of the first
+            // `begin` (another install may have landed since).
+            staged = self.ws.begin(opts.clone()).map_err(WriteFailure::from)?;
+            let pairs: Vec<(&str, &str)> =
+                violations.iter().map(|v| (v.code.as_str(), v.message.as_str())).collect();
+            let hint = prompt::repair_hint(&pairs);
+            current = Task {
+                kind: match current.kind {
+                    TaskKind::Organize | TaskKind::OrganizeRepair => TaskKind::OrganizeRepair,
+                    _ => TaskKind::WriteRepair,
+                },
+                prompt: prompt::repair_task(&error, hint.as_deref(), &current.prompt),
+                ..current
+            };
+            repaired = true;
+        }
+    }
+
+    /// Validates and installs what the model left in `staged`, carrying it onto the current
+    /// revision first whenever another transaction installed since its `begin` (see
+    /// [`Writer::run_and_install`]).
+    fn settle(
+        &self,
+        mut staged: Staged,
+        opts: &BeginOptions,
+        counters: &Counters,
+        organize: bool,
+        rebases: &mut u32,
+    ) -> Result<Settled, WriteFailure> {
+        loop {
+            let changes = staged.changes().map_err(WriteFailure::from)?;
+            // Another install or archive append since `begin` (an edit made outside any
+            // transaction moves no counter; the install's compare-and-set catches that one).
+            let moved = self.ws.installed_revision().map_err(WriteFailure::from)?.counter()
+                != staged.base_revision().counter();
+            if moved {
+                staged = self.rebase(opts, &changes, rebases)?;
+            }
+            staged.set_counters(counters.clone());
+            let validated = match staged.validate() {
+                Ok(validated) => validated,
+                // An archive append that landed after the check above (a note's source):
+                // carry the changes over once more rather than blame the model.
+                Err(rejected)
+                    if rejected
+                        .violations()
+                        .iter()
+                        .all(|v| v.code == ErrorCode::SourcesChanged) =>
+                {
+                    staged = self.rebase(opts, &changes, rebases)?;
+                    continue;
+                }
+                Err(rejected) => return Ok(Settled::Rejected(rejected.into_parts().1)),
+            };
+            let changed_topics = validated.changed_files().iter().any(|p| p.starts_with("topics/"));
+            if !changed_topics && !organize {
+                return Ok(Settled::NoChange);
+            }
+            // An organize pass that changed no topic installs nothing (its counters are
+            // saved, the revision stays, no commit).
+            match validated.install() {
+                Ok(installed) => return Ok(Settled::Installed(Box::new(installed))),
+                Err(error) if error.code() == ErrorCode::ConcurrentUpdate => {
+                    staged = self.rebase(opts, &changes, rebases)?;
+                }
+                Err(error) => return Err(WriteFailure::from(error)),
+            }
+        }
+    }
+
+    /// A transaction at the current revision holding `changes` (see
+    /// [`Workspace::begin_rebased`]).
+    fn rebase(
+        &self,
+        opts: &BeginOptions,
+        changes: &[StagedChange],
+        rebases: &mut u32,
+    ) -> Result<Staged, WriteFailure> {
+        *rebases += 1;
+        if *rebases > MAX_REBASES {
+            return Err(WriteFailure {
+                reason: format!(
+                    "the memory moved {MAX_REBASES} times while this write was being installed; \
+                     the turns stay pending for the next write"
+                ),
+                retryable: true,
+                code: FailureCode::ConcurrentUpdate,
+            });
+        }
+        match self.ws.begin_rebased(opts.clone(), changes).map_err(WriteFailure::from)? {
+            Rebase::Staged(staged) => Ok(*staged),
+            Rebase::Conflict(paths) => Err(WriteFailure {
+                reason: format!(
+                    "while the model wrote, another transaction changed the same paragraphs of \
+                     {}; nothing was installed and the turns stay pending for the next write",
+                    paths.join(", ")
+                ),
+                retryable: true,
+                code: FailureCode::ConcurrentUpdate,
+            }),
         }
     }
 
@@ -627,7 +738,7 @@ impl Writer {
             max_turns: self.config.max_turns,
         };
         match self.run_and_install(staged, task, counters) {
-            Ok(Ran::Installed(installed, _)) => OrganizeReport {
+            Ok(Ran::Installed { installed, .. }) => OrganizeReport {
                 status: "ok".into(),
                 topics: topics.len(),
                 changed_files: topic_files(&installed),
@@ -685,12 +796,26 @@ fn run_summary(report: &RunReport, log: &[crate::tools::ToolLog]) -> String {
     )
 }
 
+/// How many times one write carries its changes onto a newer revision before it gives up
+/// (retryably): each time, another transaction installed while it was being validated.
+const MAX_REBASES: u32 = 16;
+
 /// The outcome of running the model and installing what it did.
 enum Ran {
-    /// Installed (and whether a repair turn was needed).
-    Installed(Box<Installed>, bool),
+    /// Installed, whether a repair turn was needed, and how many times the changes were
+    /// carried onto a newer revision.
+    Installed { installed: Box<Installed>, repaired: bool, rebases: u32 },
     /// The model changed no topic file; what it did (see [`run_summary`]).
     NoChange(String),
+}
+
+/// The outcome of validating and installing one model run.
+enum Settled {
+    Installed(Box<Installed>),
+    /// The model changed no topic file.
+    NoChange,
+    /// Validation refused the model's changes.
+    Rejected(Vec<Violation>),
 }
 
 fn failed(topics: usize, error: WriteFailure) -> OrganizeReport {

@@ -3,7 +3,10 @@
 // Environment: BASE_URL (the link printed by `scriptorium serve`, with `#token=…`), ARTIFACTS
 // (a directory for screenshots), optionally CHROMIUM (default /usr/bin/chromium).
 // The workspace behind BASE_URL must hold at least one topic whose paragraphs cite footnotes,
-// a timeline entry and a core master, and its home one imported session with two branches. Exits non-zero with a message on the first failure.
+// a timeline entry and a core master, more compost facts than the rail holds, Dana's topic
+// (people/dana.md), and its home one imported session with two branches, 60 more sessions
+// (chat-00…chat-59, answers without a model) and a Codex rollout (codex-compost). Exits
+// non-zero with a message on the first failure.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -50,7 +53,12 @@ async function noOverflow(page) {
 
 async function step(page, name, fn) {
   stepName = name;
-  await fn();
+  try {
+    await fn();
+  } catch (e) {
+    await shot(page, `${name}-FAILED`).catch(() => {});
+    throw e;
+  }
   await noOverflow(page);
   await shot(page, name);
 }
@@ -113,6 +121,37 @@ async function linkWalk(page, what, ready) {
   return seen;
 }
 
+// Every row of a rail list longer than the rail is drawn whole (issue 34: rows of such a list
+// were sized to their minimum, titles 0 px high, snippets clipped): scrolled into view, each
+// row's title has height and shows all its text, its path is not cut, its snippet shows its
+// first two lines (the clamp) or all of them, and the title is what the page shows there.
+async function railRowsRender(page, list, what) {
+  const bad = await page.evaluate((sel) => {
+    const box = document.querySelector(sel);
+    if (!box) return [`${sel} is missing`];
+    const out = [];
+    if (box.scrollHeight <= box.clientHeight) out.push(`the list is not longer than the rail (${box.scrollHeight} <= ${box.clientHeight}): the test needs more rows`);
+    for (const [i, row] of [...box.querySelectorAll('.row')].entries()) {
+      row.scrollIntoView({ block: 'nearest' });
+      const title = row.querySelector('.row-main');
+      const r = title.getBoundingClientRect();
+      const b = box.getBoundingClientRect();
+      if (r.height <= 0) out.push(`row ${i}: its title is ${r.height} px high`);
+      if (title.scrollHeight > title.clientHeight + 1) out.push(`row ${i}: its title is clipped (${title.scrollHeight} > ${title.clientHeight})`);
+      if (r.top < b.top - 1 || r.bottom > b.bottom + 1) out.push(`row ${i}: its title is outside the list after scrolling to it`);
+      const hit = document.elementFromPoint(r.left + Math.min(r.width / 2, 20), r.top + r.height / 2);
+      if (!hit || !row.contains(hit)) out.push(`row ${i}: something else is drawn over its title`);
+      for (const path of row.querySelectorAll('.hit-path')) if (path.scrollHeight > path.clientHeight + 1 || path.getBoundingClientRect().height <= 0) out.push(`row ${i}: its path is clipped`);
+      for (const text of row.querySelectorAll('.hit-text')) {
+        const lines = 2 * parseFloat(getComputedStyle(text).lineHeight);
+        if (text.clientHeight + 1 < Math.min(text.scrollHeight, lines)) out.push(`row ${i}: its snippet shows ${text.clientHeight} of ${text.scrollHeight} px`);
+      }
+    }
+    return out;
+  }, list);
+  check(bad.length === 0, `${what}: ${bad.slice(0, 5).join('; ')}${bad.length > 5 ? ` (+${bad.length - 5} more)` : ''}`);
+}
+
 async function assertDetailOnly(page) {
   if (!narrow()) return;
   await visible(page, '#main');
@@ -163,6 +202,19 @@ async function run(browser, w, h) {
   await step(page, '03a-timeline-links', async () => {
     await linkWalk(page, 'a timeline day', '#day');
   });
+  await step(page, '03c-timeline-replies', async () => {
+    // The worm-bin fact cites a turn and three replies: one "reply" link, counted.
+    await page.evaluate(() => { location.hash = '#/day/2024-06-01'; });
+    await visible(page, '#day', 'the day of the worm bin');
+    const row = page.locator('#day p', { hasText: 'worm bin' }).first();
+    const labels = await row.locator('a[href*="#source-"]').allTextContents();
+    check(JSON.stringify(labels) === JSON.stringify(['conversation turn', 'reply ×3']), `the row's citations read ${JSON.stringify(labels)}`);
+    await row.locator('a', { hasText: 'reply ×3' }).click();
+    await visible(page, '#record', 'the first reply');
+    check((await page.locator('#record .record-text').first().textContent()).includes('Worm bin, part 1'), 'the counted link does not open the first reply');
+    await page.goBack();
+    await visible(page, '#day', 'the day after Back');
+  });
 
   await step(page, '03b-timeline-citation', async () => {
     const link = page.locator('#day a[href*="#source-"]').first();
@@ -188,9 +240,17 @@ async function run(browser, w, h) {
     check(/Txn-Id t-/.test(await page.locator('#changes .change-meta').first().textContent()), 'a transaction is not named');
     await noOverflow(page);
     await shot(page, '05b-changes-list');
-    // A transaction's whole diff, its added lines coloured.
+    // A transaction's whole diff, its added lines coloured: the topic first, the derived views
+    // folded away.
+    const files = await page.locator('#changes .change').first().locator('.change-files > *').allTextContents();
+    check(!/^(recent_events\.jsonl|relations\.json|timeline\/)/.test(files[0] || ''), `the files start with a derived one: ${files.join(' ')}`);
     await page.locator('#changes .show-diff').first().click();
     await visible(page, '#changes .diff .dl.add', 'the diff of a transaction');
+    const first = await page.locator('#changes .change').first().locator('.change-diffs > .diff').first().locator('.dl').first().textContent();
+    check(/^--- a\/topics\//.test(first), `the first diff shown is not a topic's: ${first}`);
+    const derived = page.locator('#changes .change').first().locator('details.derived');
+    check((await derived.count()) === 1 && !(await derived.evaluate((d) => d.open)), 'the derived files are not folded away');
+    check(!(await derived.locator('.diff').first().isVisible()), 'a derived diff is shown unfolded');
     await noOverflow(page);
     await shot(page, '05c-changes-diff');
     await page.locator('#changes .change-files .link').first().click();
@@ -206,6 +266,9 @@ async function run(browser, w, h) {
     check((await page.locator('#core-preview textarea').count()) === 0, 'the prompt preview is editable');
   });
   await step(page, '07-core-source', async () => {
+    const label = await page.locator('.segment button[data-mode="source"]').textContent();
+    check(label === 'Core blocks (Markdown)', `the core editor is labelled "${label}"`);
+    check(!(await page.locator('#main').textContent()).includes('Source records'), 'the core page still says "Source records"');
     await page.click('.segment button[data-mode="source"]');
     await visible(page, '#editor', 'the source records editor');
     check((await page.locator('#editor').inputValue()).length > 0, 'the source records are empty');
@@ -224,6 +287,9 @@ async function run(browser, w, h) {
     const row = page.locator('.row.topic').first();
     topicPath = await row.getAttribute('data-path');
     await row.click();
+    // The topic Recent → Changes opened may be this one, still showing its history.
+    const preview = page.locator('.segment button[data-mode="preview"][aria-pressed="false"]');
+    if (await preview.count()) await preview.click();
     await visible(page, '#preview', 'the topic preview');
     await assertDetailOnly(page);
     const head = await page.locator('#head').boundingBox();
@@ -361,6 +427,40 @@ async function run(browser, w, h) {
     check((await page.locator('#preview').textContent()).includes(marker), 'cancel did not restore the saved version');
   });
 
+  await step(page, '12b-restore-deletes', async () => {
+    // Restoring a version with fewer paragraphs deletes the newer ones: the save names them,
+    // and the confirmation deletes exactly those (issue 34).
+    await page.evaluate(() => { location.hash = `#/topic/${encodeURIComponent('people/dana.md')}`; });
+    await visible(page, '#preview', "Dana's topic");
+    await page.click('.segment button[data-mode="edit"]');
+    await visible(page, '#editor', "Dana's editor");
+    const source = await page.locator('#editor').inputValue();
+    const cite = /\[\^(e-[0-9a-f]+)\]/.exec(source);
+    check(cite, "Dana's topic cites no evidence");
+    const added = `Dana bakes rye bread, noted at ${w} px.`;
+    const lines = source.split('\n');
+    lines.splice(lines.findIndex((l) => /^\[\^e-/.test(l)), 0, `${added}[^${cite[1]}]`, '');
+    await page.locator('#editor').fill(lines.join('\n'));
+    await page.click('#save');
+    await page.waitForFunction((a) => document.getElementById('preview')?.textContent.includes(a), added, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the added paragraph was not saved'); });
+    await page.click('.segment button[data-mode="history"]');
+    await visible(page, '#history .change', "Dana's history");
+    await page.locator('#history .change').nth(1).locator('.restore').click();
+    await visible(page, '#editor', 'the version before the paragraph');
+    await page.click('#save');
+    await visible(page, '#deletes', 'the paragraphs restoring it deletes');
+    const listed = await page.locator('#deletes li').allTextContents();
+    check(listed.length === 1 && listed[0].includes(added) && /^\^[0-9a-z]+ /.test(listed[0]), `the deleted paragraphs read ${JSON.stringify(listed)}`);
+    check(await page.locator('#preview').count() === 0, 'the refused restore left the editor');
+    await shot(page, '12b-deletes');
+    await page.click('#confirm-deletes');
+    await visible(page, '#preview', 'the restored version');
+    await page.waitForFunction((a) => !document.getElementById('preview')?.textContent.includes(a), added, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the confirmed restore kept the paragraph'); });
+    check((await page.locator('#preview').textContent()).includes('vegetable garden'), 'the restore deleted more than it said');
+  });
+
   if (narrow()) {
     await step(page, '13-topic-back', async () => {
       await back(page);
@@ -383,6 +483,16 @@ async function run(browser, w, h) {
     })));
     check(rows.some((r) => /^topics\/.+\.md$/.test(r.path)), `no search hit names its file: ${JSON.stringify(rows)}`);
     check(!rows.some((r) => r.clipped), `a search hit's title or path is clipped: ${JSON.stringify(rows)}`);
+    await page.fill('#search', '');
+    await visible(page, '.row.topic', 'the topic list after clearing the search');
+  });
+
+  await step(page, '14a-many-hits', async () => {
+    // More hits than the rail holds: every one is drawn whole.
+    await page.fill('#search', 'compost pile shed');
+    await page.waitForFunction(() => document.querySelectorAll('#search-results .row.hit').length >= 8, null, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the compost search does not fill the rail'); });
+    await railRowsRender(page, '#search-results', 'the search results');
     await page.fill('#search', '');
     await visible(page, '.row.topic', 'the topic list after clearing the search');
   });
@@ -472,6 +582,29 @@ async function run(browser, w, h) {
     await page.goBack();
     await visible(page, '#search-results', 'the search results after Back');
     await page.fill('#search', '');
+  });
+
+  await step(page, '16e-many-sessions', async () => {
+    await section(page, 'sessions');
+    await visible(page, '#session-list .row.session', 'the sessions');
+    const n = await page.locator('#session-list .row.session').count();
+    check(n >= 40, `only ${n} sessions are listed`);
+    await railRowsRender(page, '#session-list', 'the sessions list');
+  });
+  await step(page, '16f-speakers', async () => {
+    // An answer whose model nobody recorded is the assistant's, never "unknown"; Codex's
+    // developer instructions are no turn; a Codex answer names its model.
+    await page.evaluate(() => { location.hash = '#/session/chat-07'; });
+    await visible(page, '#session-thread .turn-item.assistant', 'an answer without a model');
+    const meta = await page.locator('#session-thread .turn-item.assistant .rec-meta').first().textContent();
+    check(/^assistant\b/.test(meta) && !/unknown/.test(meta), `the answer is labelled "${meta}"`);
+    await page.evaluate(() => { location.hash = '#/session/codex-compost'; });
+    await page.waitForFunction(() => document.getElementById('session-thread')?.textContent.includes('How hot'), null, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the Codex session does not open'); });
+    const turns = await page.locator('#session-thread .turn-item').allTextContents();
+    check(!turns.some((t) => t.includes('permissions instructions')), `Codex's instructions are a turn: ${JSON.stringify(turns)}`);
+    const metas = await page.locator('#session-thread .turn-item.assistant .rec-meta').allTextContents();
+    check(metas.length === 1 && metas[0].startsWith('gpt-5.5'), `the Codex answer is labelled ${JSON.stringify(metas)}`);
   });
 
   check(problems.length === 0, problems.join('\n'));

@@ -470,3 +470,289 @@ fn the_command_writer_runs_the_real_claude_code_which_edits_the_stage_and_is_rep
             .expect("status");
     assert_eq!(status["pending_turns"], 0, "{status}");
 }
+
+/// Every process that names `marker` (a Scriptorium home's path) in its command line or its
+/// environment: the detached writes the hooks start (`--home <home>`) and the writer's agent runs
+/// (`SCRIPTORIUM_WRITER_RUN=<home>/memory/…`) with everything they start.
+fn processes_naming(marker: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            ["cmdline", "environ"].iter().any(|file| {
+                std::fs::read(format!("/proc/{pid}/{file}"))
+                    .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(marker))
+            })
+        })
+        .collect()
+}
+
+/// Ends every process a test caused in a home (see [`processes_naming`]) when dropped, so a
+/// failing test leaves no runaway behind.
+struct Reaper {
+    marker: String,
+}
+
+impl Reaper {
+    fn new(home: &Path) -> Reaper {
+        Reaper { marker: home.to_string_lossy().into_owned() }
+    }
+
+    /// Waits until every such process has ended by itself; one still running after `limit`
+    /// (far above a normal run) fails the test. Returns how many were seen running at the start.
+    fn settle(&self, limit: Duration) -> usize {
+        let start = Instant::now();
+        let first = processes_naming(&self.marker).len();
+        loop {
+            let running = processes_naming(&self.marker);
+            if running.is_empty() {
+                return first;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "processes of the test still running: {running:?} (a runaway?)"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for pid in processes_naming(&self.marker) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+}
+
+/// Every string in `value`, joined: the text a request carries, unescaped.
+fn strings_of(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(items) => items.iter().for_each(|v| strings_of(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings_of(v, out)),
+        _ => {}
+    }
+}
+
+/// The working directory Claude Code tells its model (`Primary working directory: …`).
+fn claude_cwd(text: &str) -> Option<&str> {
+    text.split("Primary working directory: ").nth(1)?.lines().next().map(str::trim)
+}
+
+/// The user's Claude Code and the memory writer's, both through one mock: a write task (its
+/// prompt says `Task: write memory`) is answered with a `Write` of a topic citing the task's
+/// first turn (`"ref":"…"`) into the agent's working directory (the stage); a tool result with
+/// "Done."; anything else with [`ANSWER`].
+fn user_and_writer_answer(path: &str, body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return answer(path, body);
+    }
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let model = request["model"].as_str().unwrap_or("claude-mock");
+    let mut text = String::new();
+    strings_of(&request, &mut text);
+    if !text.contains("Task: write memory") {
+        return answer(path, body);
+    }
+    let answered = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"));
+    let reference =
+        text.split("\"ref\":\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default();
+    let (Some(cwd), false, false) = (claude_cwd(&text), answered, reference.is_empty()) else {
+        return ("text/event-stream", message_stream(model, &Block::Text("Done.".to_owned())));
+    };
+    let content = format!(
+        "# Dana\n\nDana asked what she is planning for the garden.[^e1]\n\n\
+         [^e1]: Time: `2026-12-01`; Sources: [question]({reference})\n"
+    );
+    let input = json!({ "file_path": format!("{cwd}/topics/people/dana.md"), "content": content });
+    ("text/event-stream", message_stream(model, &Block::Tool("Write", input)))
+}
+
+#[test]
+fn claude_code_as_the_writer_with_the_hooks_installed_writes_once_and_never_feeds_itself() {
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
+    let home = home_with_note();
+    add_core(home.path());
+    let reaper = Reaper::new(home.path());
+    // Claude Code is the writer, next to the hooks setup installed: the configuration that ran
+    // away (each writer run's hooks imported it and started another write).
+    let config = format!(
+        "[model]\nkind = \"command\"\ncommand = [{}, \"-p\", \"--permission-mode\", \
+         \"acceptEdits\"]\ntimeout_secs = 240\n",
+        Value::from(claude.to_string_lossy())
+    );
+    std::fs::write(home.path().join("scriptorium.toml"), config).expect("the configuration");
+    let user = tempfile::tempdir().expect("a user home");
+    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["setup", "claude-code"])
+        .env("HOME", user.path())
+        .output()
+        .expect("setup runs");
+    assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
+
+    // The user's session; its SessionEnd hook starts the write, which runs the writer.
+    let model = MockModel::start_with(user_and_writer_answer);
+    let project = user.path().join("garden-project");
+    std::fs::create_dir(&project).expect("a project directory");
+    let mut command = Command::new(&claude);
+    command.args(["-p", "What is Dana planning for the garden?"]).current_dir(&project);
+    claude_env(&mut command, user.path(), &model);
+    let out = run_bounded(command, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every write the hooks started, and the writer's agent runs, end by themselves.
+    reaper.settle(Duration::from_secs(600));
+
+    // One session in the store: the user's, never the writer's.
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    let titles: Vec<String> = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| s["title"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(titles.len(), 1, "only the user's session: {listed}");
+    assert!(titles[0].contains("What is Dana planning"), "{listed}");
+    // The writer ran once: one stage was given a write task.
+    let stages: std::collections::BTreeSet<String> = model
+        .bodies()
+        .iter()
+        .filter_map(|(_, body)| {
+            let request: Value = serde_json::from_str(body).ok()?;
+            let mut text = String::new();
+            strings_of(&request, &mut text);
+            let cwd = claude_cwd(&text)?.to_owned();
+            text.contains("Task: write memory").then_some(cwd)
+        })
+        .collect();
+    assert_eq!(stages.len(), 1, "one writer run, no nested one: {stages:?}");
+    // No recall or core was injected into the writer's requests (both come fenced, with the
+    // fence's system note), while the user's session got both.
+    let fenced = |body: &str| body.contains("recalled memory context, NOT new");
+    let bodies = model.bodies();
+    let (writer, user): (Vec<_>, Vec<_>) =
+        bodies.iter().partition(|(_, b)| b.contains("Task: write memory"));
+    assert!(writer.iter().all(|(_, b)| !fenced(b)), "the writer got no memory context");
+    assert!(user.iter().any(|(_, b)| fenced(b) && b.contains(CORE_FACT)), "the user's session did");
+    // It wrote the user's session into the topics, cited, and nothing is owed.
+    let dana = std::fs::read_to_string(home.path().join("memory/topics/people/dana.md"))
+        .expect("the topic the writer wrote");
+    assert!(dana.contains("Dana asked what she is planning for the garden."), "{dana}");
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    assert_eq!(status["pending_turns"], 0, "{status}");
+    let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
+    assert!(log.is_empty(), "no hook failed: {log}");
+    // Nothing of the writer's run was archived: the only archive is the user's session's.
+    let search = scriptorium(home.path(), &["search", "You maintain the long-term memory"]);
+    assert!(
+        !String::from_utf8_lossy(&search.stdout).contains("long-term memory"),
+        "the writer's task is not in memory"
+    );
+}
+
+/// The working directory Codex tells its model (`<cwd>…</cwd>` of its environment context).
+fn codex_cwd(text: &str) -> Option<&str> {
+    text.split("<cwd>").nth(1)?.split("</cwd>").next().map(str::trim)
+}
+
+#[test]
+fn codex_as_the_writer_with_the_hooks_installed_never_feeds_itself() {
+    let Some(codex) = agent_cli("SCRIPTORIUM_CODEX", "codex") else { return };
+    let home = home_with_note();
+    let reaper = Reaper::new(home.path());
+    let model = MockModel::start();
+    let user = tempfile::tempdir().expect("a user home");
+    std::fs::create_dir(user.path().join(".codex")).expect("mkdir");
+    let provider = format!(
+        "model = \"gpt-mock\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\n\
+         name = \"mock\"\nbase_url = \"{}/v1\"\nwire_api = \"responses\"\nenv_key = \"MOCK_API_KEY\"\n",
+        model.url
+    );
+    std::fs::write(user.path().join(".codex/config.toml"), provider).expect("the Codex config");
+    let codex_env = |command: &mut Command| {
+        command
+            .env("HOME", user.path())
+            .env("MOCK_API_KEY", "test-key")
+            .env_remove("CODEX_HOME")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("SCRIPTORIUM_HOME");
+    };
+    // The user's session, before the hooks are installed (so that no hook writes it), imported
+    // by hand.
+    let project = user.path().join("garden-project");
+    std::fs::create_dir(&project).expect("a project directory");
+    let mut command = Command::new(&codex);
+    command
+        .args(["exec", "--skip-git-repo-check", "What is Dana planning for the garden?"])
+        .current_dir(&project);
+    codex_env(&mut command);
+    let out = run_bounded(command, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let sessions = user.path().join(".codex/sessions");
+    let out = scriptorium(home.path(), &["import", "codex", sessions.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["setup", "codex", "--codex"])
+        .arg(&codex)
+        .env("HOME", user.path())
+        .env_remove("CODEX_HOME")
+        .output()
+        .expect("setup runs");
+    assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
+
+    // Codex as the writer, its hooks trusted and enabled: it answers without editing (the
+    // mock), so the write makes no progress; what matters is what its run fires.
+    let mut write = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    write
+        .arg("--home")
+        .arg(home.path())
+        .args(["write", "--all", "--force", "--model", "command", "--command"])
+        .arg(&codex)
+        .args(["--command-arg", "exec", "--command-arg", "--skip-git-repo-check"])
+        .args(["--timeout", "240", "--json"]);
+    codex_env(&mut write);
+    let out = run_bounded(write, Duration::from_secs(600));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("WRITER_NO_PROGRESS"), "the writer ran and edited nothing: {report}");
+    reaper.settle(Duration::from_secs(600));
+
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(1), "the user's only: {listed}");
+    let bodies = model.bodies();
+    let stages: std::collections::BTreeSet<&str> = bodies
+        .iter()
+        .filter(|(_, body)| body.contains("Task: write memory"))
+        .filter_map(|(_, body)| codex_cwd(body))
+        .collect();
+    assert_eq!(stages.len(), 1, "one writer run, no nested one: {stages:?}");
+    let writer_requests =
+        bodies.iter().filter(|(_, body)| body.contains("Task: write memory")).count();
+    assert!(writer_requests > 0, "the writer reached the model");
+    assert!(
+        bodies
+            .iter()
+            .filter(|(_, b)| b.contains("Task: write memory"))
+            .all(|(_, b)| !b.contains("recalled memory context, NOT new")),
+        "no memory context in the writer's requests"
+    );
+    let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
+    assert!(log.is_empty(), "no hook failed: {log}");
+}

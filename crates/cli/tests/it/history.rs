@@ -61,3 +61,29 @@ fn log_pages_and_show_finds_a_commit_by_txn_id_or_prefix() {
     assert_eq!(json(&escaping)["error"]["code"], "INVALID_ARGUMENT");
     assert_eq!(git(&memory, &["rev-parse", "HEAD"]), before);
 }
+
+#[test]
+fn commit_subjects_say_what_the_transaction_did() {
+    let home = home_with_note();
+    let memory = home.path().join("memory");
+    crate::support::append_session(home.path(), &["I water the garden at dawn.", "Noted."]);
+    let out = scriptorium(home.path(), &["write", "--session", "s", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let subject = git(&memory, &["log", "-1", "--format=%s"]);
+    assert_eq!(subject.trim(), "memory: write 2 turns of session s", "{subject}");
+    // A change request without a message: the files it changed, not "Update memory".
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    let base = status["revision"].as_str().expect("a revision");
+    let file = home.path().join("changes.json");
+    let text = std::fs::read_to_string(memory.join("topics/garden.md")).expect("the topic");
+    let changes = serde_json::json!([{"path": "topics/garden.md", "action": "write",
+        "content": text.replace("# Garden", "# Garden plans")}]);
+    std::fs::write(&file, changes.to_string()).expect("the request");
+    let out = scriptorium(
+        home.path(),
+        &["update", "--base", base, "--changes", file.to_str().expect("utf-8")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let subject = git(&memory, &["log", "-1", "--format=%s"]);
+    assert_eq!(subject.trim(), "memory: update topics/garden.md", "{subject}");
+}

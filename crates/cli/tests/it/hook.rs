@@ -16,10 +16,17 @@ use crate::support::{
 
 /// Runs the hook with `payload` on stdin.
 fn hook(home: &Path, agent: &str, event: &str, payload: &[u8]) -> Output {
+    hook_in(home, agent, event, payload, &[])
+}
+
+/// Runs the hook with `payload` on stdin and `env` added to its environment.
+fn hook_in(home: &Path, agent: &str, event: &str, payload: &[u8], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
         .arg("--home")
         .arg(home)
         .args(["hook", agent, event])
+        .env_remove("SCRIPTORIUM_WRITER_RUN")
+        .envs(env.iter().copied())
         .env_remove("SCRIPTORIUM_HOME")
         .env_remove("XDG_DATA_HOME")
         .stdin(Stdio::piped())
@@ -135,6 +142,10 @@ fn bad_payloads_and_arguments_fail_open_with_one_log_line_each() {
     fs::write(&transcript, "{}\n").expect("write");
     let link = home.path().join("link.jsonl");
     std::os::unix::fs::symlink(&transcript, &link).expect("symlink");
+    let text = home.path().join("notes.txt");
+    fs::write(&text, "not a transcript\n").expect("write");
+    let other = home.path().join("other.jsonl");
+    fs::write(&other, "{\"a\": 1}\n").expect("write");
     let stop = |path: &Path| {
         json!({"session_id": "s-1", "transcript_path": path, "hook_event_name": "Stop"})
             .to_string()
@@ -148,6 +159,8 @@ fn bad_payloads_and_arguments_fail_open_with_one_log_line_each() {
         ("claude-code", "Stop", stop(&home.path().join("missing.jsonl")), "HOOK_TRANSCRIPT"),
         ("claude-code", "Stop", stop(&link), "HOOK_TRANSCRIPT"),
         ("claude-code", "Stop", stop(home.path()), "HOOK_TRANSCRIPT"),
+        ("claude-code", "Stop", stop(&text), "HOOK_TRANSCRIPT"),
+        ("claude-code", "Stop", stop(&other), "HOOK_TRANSCRIPT"),
         ("claude-code", "NoSuchEvent", prompt("x"), "HOOK_UNKNOWN_EVENT"),
         ("gemini", "UserPromptSubmit", prompt("x"), "HOOK_UNKNOWN_AGENT"),
     ];
@@ -319,4 +332,183 @@ fn with_the_writer_disabled_stop_captures_the_turn_and_starts_no_write() {
     assert!(String::from_utf8_lossy(&sessions.stdout).contains(session), "captured");
     // The hook returned after deciding; a write it started would have created its log first.
     assert!(!home.path().join("logs/hook-writes.log").exists(), "no write was started");
+}
+
+/// The sessions in the home's store.
+fn session_ids(home: &Path) -> Vec<String> {
+    let out = scriptorium(home, &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("json");
+    listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A copy of the real Claude Code transcript `turn-2.jsonl` in `dir` whose session worked in
+/// `cwd` (`None`: as recorded). `None` without the test data.
+fn transcript_in(dir: &Path, cwd: Option<&Path>) -> Option<std::path::PathBuf> {
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return None;
+    };
+    let text = fs::read_to_string(data.join("codemie-code/claude/incremental-simple/turn-2.jsonl"))
+        .expect("the transcript");
+    let text = match cwd {
+        Some(cwd) => text.replace(
+            "\"cwd\":\"/Users/User/repo/codemie-ai/codemie-code\"",
+            &format!("\"cwd\":{}", Value::from(cwd.to_string_lossy())),
+        ),
+        None => text,
+    };
+    let path = dir.join("3fb74381.jsonl");
+    fs::write(&path, text).expect("the transcript copy");
+    Some(path)
+}
+
+const TRANSCRIPT_SESSION: &str = "3fb74381-1bf4-475e-8c6f-442d872b1bcf";
+
+#[test]
+fn the_writers_own_agent_run_fires_no_hook() {
+    let home = home_with_note();
+    let Some(transcript) = transcript_in(home.path(), None) else { return };
+    let writer = [("SCRIPTORIUM_WRITER_RUN", "/home/memory/.scriptorium/txn/t-1")];
+    // No recall is injected into the writer's prompt, no core into its session.
+    let asked = hook_in(home.path(), "claude-code", "UserPromptSubmit", &prompt("Dana?"), &writer);
+    assert_eq!(context(&asked, "UserPromptSubmit"), None);
+    assert!(
+        context(
+            &hook(home.path(), "claude-code", "UserPromptSubmit", &prompt("Dana?")),
+            "UserPromptSubmit"
+        )
+        .is_some(),
+        "the same prompt outside a writer run is recalled"
+    );
+    add_core(home.path());
+    let start = json!({ "session_id": TRANSCRIPT_SESSION, "transcript_path": transcript,
+        "hook_event_name": "SessionStart", "source": "startup" })
+    .to_string();
+    let started = hook_in(home.path(), "codex", "SessionStart", start.as_bytes(), &writer);
+    assert_eq!(context(&started, "SessionStart"), None);
+    // Its Stop and SessionEnd import nothing and start no write.
+    for event in ["Stop", "SessionEnd", "PreCompact"] {
+        let payload = json!({ "session_id": TRANSCRIPT_SESSION, "transcript_path": transcript,
+            "cwd": "/srv/dana/project", "hook_event_name": event })
+        .to_string();
+        let out = hook_in(home.path(), "claude-code", event, payload.as_bytes(), &writer);
+        assert_eq!(context(&out, event), None);
+    }
+    assert_eq!(session_ids(home.path()), Vec::<String>::new(), "nothing was imported");
+    assert!(!home.path().join("logs/hook-writes.log").exists(), "no write was started");
+    assert!(log_lines(home.path()).is_empty(), "standing down is no failure");
+}
+
+#[test]
+fn a_session_working_inside_the_memory_is_never_memory_input() {
+    let home = home_with_note();
+    let stage = home.path().join("memory/.scriptorium/txn/t-0123456789abcdef");
+    let Some(transcript) = transcript_in(home.path(), Some(&stage)) else { return };
+    // A hook of such a session (its payload's cwd is the stage) does nothing …
+    let payload = json!({ "session_id": TRANSCRIPT_SESSION, "transcript_path": transcript,
+        "cwd": stage, "hook_event_name": "SessionEnd" })
+    .to_string();
+    let out = hook(home.path(), "claude-code", "SessionEnd", payload.as_bytes());
+    assert_eq!(context(&out, "SessionEnd"), None);
+    assert!(!home.path().join("logs/hook-writes.log").exists(), "no write was started");
+    // … and an import of its transcript (by hand, or `watch` over the agent's folder) leaves it
+    // out, saying why.
+    let out = scriptorium(
+        home.path(),
+        &["import", "claude-code", transcript.to_str().expect("utf-8"), "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let skipped = report["skipped"].to_string();
+    assert!(skipped.contains("session of the memory writer"), "{report}");
+    assert_eq!(session_ids(home.path()), Vec::<String>::new(), "{report}");
+    assert!(log_lines(home.path()).is_empty(), "{:?}", log_lines(home.path()));
+}
+
+#[test]
+fn a_stop_whose_session_id_is_not_its_transcripts_is_said_in_the_hook_log() {
+    let home = home_with_note();
+    fs::write(home.path().join("scriptorium.toml"), "[memory.writer]\nenabled = false\n")
+        .expect("the config");
+    let Some(transcript) = transcript_in(home.path(), None) else { return };
+    let payload = json!({ "session_id": "not-the-transcripts", "transcript_path": transcript,
+        "hook_event_name": "Stop" })
+    .to_string();
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "Stop", payload.as_bytes()), "Stop"),
+        None
+    );
+    let lines = log_lines(home.path());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("HOOK_SESSION_MISMATCH"), "{}", lines[0]);
+    assert!(lines[0].contains(TRANSCRIPT_SESSION), "{}", lines[0]);
+    assert_eq!(session_ids(home.path()), [TRANSCRIPT_SESSION]);
+    // A session the store does not hold and no transcript to import it from: said, no write.
+    let payload = json!({ "session_id": "never-imported", "hook_event_name": "Stop" }).to_string();
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "Stop", payload.as_bytes()), "Stop"),
+        None
+    );
+    let lines = log_lines(home.path());
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[1].contains("HOOK_UNKNOWN_SESSION"), "{}", lines[1]);
+}
+
+#[test]
+fn a_session_captured_before_the_memory_existed_is_written_by_the_next_session_end() {
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return;
+    };
+    // Hooks installed, no memory yet: the session is captured, and the hook log says that
+    // nothing is written until the memory exists.
+    let home = tempfile::tempdir().expect("a home");
+    let early = home.path().join("early.jsonl");
+    fs::copy(data.join("codemie-code/claude/session-624a4a58.jsonl"), &early).expect("copy");
+    let stop = json!({ "session_id": "624a4a58-b34c-462d-a70d-13421c8125a8",
+        "transcript_path": early, "hook_event_name": "SessionEnd" })
+    .to_string();
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "SessionEnd", stop.as_bytes()), "SessionEnd"),
+        None
+    );
+    let lines = log_lines(home.path());
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("HOOK_NO_MEMORY") && lines[0].contains("captured"), "{}", lines[0]);
+    assert!(!home.path().join("logs/hook-writes.log").exists(), "no write was started");
+    let out = scriptorium(home.path(), &["init"]);
+    assert_eq!(out.status.code(), Some(0));
+    // The next session's end writes its own session and the one captured before.
+    let Some(transcript) = transcript_in(home.path(), None) else { return };
+    let end = json!({ "session_id": TRANSCRIPT_SESSION, "transcript_path": transcript,
+        "hook_event_name": "SessionEnd" })
+    .to_string();
+    assert_eq!(
+        context(&hook(home.path(), "claude-code", "SessionEnd", end.as_bytes()), "SessionEnd"),
+        None
+    );
+    // The write runs detached; wait for its outcome (bounded only against a broken build).
+    let mut pending = Value::Null;
+    for _ in 0..1200 {
+        let status = scriptorium(home.path(), &["status", "--json"]);
+        let status: Value = serde_json::from_slice(&status.stdout).expect("json");
+        pending = status["pending_turns"].clone();
+        if pending == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        pending,
+        0,
+        "both sessions written: {:?}",
+        fs::read_to_string(home.path().join("logs/hook-writes.log"))
+    );
+    let found = scriptorium(home.path(), &["grep", "show tools"]);
+    assert!(String::from_utf8_lossy(&found.stdout).contains("journal"), "the new session");
 }

@@ -2,7 +2,9 @@
 
 mod agents;
 mod check;
+mod concurrency;
 mod demo;
+mod edit;
 mod history;
 mod hook;
 mod import;
@@ -10,6 +12,7 @@ mod memory;
 mod model;
 mod note;
 mod outside;
+mod pg_tls;
 mod read;
 mod recall;
 mod sessions;

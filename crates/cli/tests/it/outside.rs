@@ -135,29 +135,55 @@ fn a_copied_workspace_has_the_same_revision_and_no_outside_change() {
 #[test]
 fn a_change_that_takes_in_an_outside_edit_says_so() {
     let home = home_with_note();
+    crate::support::add_topic(home.path(), "herbs.md", "Dana dries the sage in the attic.");
+    let memory = home.path().join("memory");
+    // Two files edited outside: one valid, one that no longer validates (an uncited line).
+    let herbs = memory.join("topics/herbs.md");
+    let renamed = fs::read_to_string(&herbs).expect("read").replace("# Topic", "# Herbs");
+    fs::write(&herbs, &renamed).expect("write");
+    let garden = memory.join("topics/garden.md");
+    let fixed = fs::read_to_string(&garden).expect("read").replace("vegetable", "herb");
+    fs::write(&garden, format!("{fixed}\nAn uncited line.\n")).expect("write");
+    // The status cannot take them in (they do not validate together) and says so; its
+    // revision is the live one, which the next update is compared against.
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!(status["outside_edits"]["adopted"], false, "{status}");
+    let base = status["revision"].as_str().expect("revision").to_owned();
+    // A change request that repairs the invalid file installs it, and its install records the
+    // other outside edit too: the result says which file it took in.
+    let changes =
+        serde_json::json!([{"path": "topics/garden.md", "action": "write", "content": fixed}]);
+    let file = home.path().join("changes.json");
+    fs::write(&file, changes.to_string()).expect("write the request");
+    let args = ["update", "--base", &base, "--changes", file.to_str().expect("utf-8"), "--json"];
+    let result = json(&scriptorium(home.path(), &args));
+    // Both were edited outside; the request rewrote one of them.
+    assert_eq!(result["adopted"], serde_json::json!(["topics/garden.md", "topics/herbs.md"]));
+    assert_eq!(result["noop"], false, "{result}");
+    let shown = git(&memory, &["show", "--stat", "--format=", "HEAD"]);
+    assert!(shown.contains("topics/garden.md") && shown.contains("topics/herbs.md"), "{shown}");
+}
+
+#[test]
+fn status_takes_in_a_valid_outside_edit_before_it_reports_the_revision() {
+    let home = home_with_note();
     let memory = home.path().join("memory");
     let garden = memory.join("topics/garden.md");
     let edited = fs::read_to_string(&garden).expect("read").replace("vegetable", "herb");
     fs::write(&garden, &edited).expect("write");
-    // A change request that writes what the file already says changes nothing itself, but its
-    // install records the outside edit: the result says which file it took in.
-    let base = json(&scriptorium(home.path(), &["status", "--json"]))["revision"].clone();
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!(status["outside_edits"]["adopted"], true, "{status}");
+    assert_eq!(status["outside_edits"]["files"], serde_json::json!(["topics/garden.md"]));
+    assert_eq!(status["topics_edited_outside"], false, "{status}");
+    let shown = git(&memory, &["show", "--stat", "--format=", "HEAD"]);
+    assert!(shown.contains("topics/garden.md"), "{shown}");
+    // A change request that writes what the file already says is now a no-op.
     let changes =
         serde_json::json!([{"path": "topics/garden.md", "action": "write", "content": edited}]);
     let file = home.path().join("changes.json");
     fs::write(&file, changes.to_string()).expect("write the request");
-    let base = base.as_str().expect("revision");
+    let base = status["revision"].as_str().expect("revision");
     let args = ["update", "--base", base, "--changes", file.to_str().expect("utf-8"), "--json"];
     let result = json(&scriptorium(home.path(), &args));
-    // The request changed no topic itself; the views the adopted edit moved are listed, since
-    // the commit changed them.
-    assert_eq!(
-        result["changed_files"],
-        serde_json::json!(["recent_events.jsonl", "timeline/2024/04/02.md"]),
-        "{result}"
-    );
-    assert_eq!(result["adopted"], serde_json::json!(["topics/garden.md"]), "{result}");
-    assert_eq!(result["noop"], false, "{result}");
-    let shown = git(&memory, &["show", "--stat", "--format=", "HEAD"]);
-    assert!(shown.contains("topics/garden.md"), "{shown}");
+    assert_eq!(result["noop"], true, "{result}");
 }

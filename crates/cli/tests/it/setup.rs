@@ -146,3 +146,267 @@ fn a_file_that_does_not_parse_is_refused_and_nothing_changes() {
     assert_eq!(fs::read_to_string(&settings).expect("read"), "{ not json");
     assert!(!user.path().join(".claude.json").exists(), "no file of the setup was written");
 }
+
+/// The permission bits of `path` itself (a symlink is not followed).
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::symlink_metadata(path).expect("the file").permissions().mode() & 0o7777
+}
+
+/// Every file and directory under `dir`, as sorted relative paths.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in fs::read_dir(&next).expect("list") {
+            let path = entry.expect("entry").path();
+            if fs::symlink_metadata(&path).expect("stat").is_dir() {
+                pending.push(path.clone());
+            }
+            let relative = path.strip_prefix(dir).expect("under dir");
+            found.push(relative.display().to_string());
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Writes `text` to `path` (creating its directory) with `mode`.
+fn write_with_mode(path: &Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    fs::write(path, text).expect("write");
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+#[test]
+fn backups_and_rewritten_files_keep_the_mode_of_a_private_original() {
+    let home = tempfile::tempdir().expect("a home");
+    let user = tempfile::tempdir().expect("a user home");
+    let settings = user.path().join(".claude/settings.json");
+    let mcp = user.path().join(".claude.json");
+    let config = user.path().join(".codex/config.toml");
+    write_with_mode(&settings, "{\"env\": {\"ANTHROPIC_API_KEY\": \"sk-secret\"}}\n", 0o600);
+    write_with_mode(&mcp, "{\"numStartups\": 3}\n", 0o640);
+    write_with_mode(&config, "experimental_bearer_token = \"secret\"\n", 0o600);
+
+    ok(&setup(home.path(), user.path(), &["claude-code"]));
+    ok(&setup(home.path(), user.path(), &["codex"]));
+
+    let backup = |path: &Path| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".scriptorium-backup");
+        std::path::PathBuf::from(name)
+    };
+    for (path, want) in [(&settings, 0o600), (&mcp, 0o640), (&config, 0o600)] {
+        assert_eq!(mode(path), want, "{}", path.display());
+        assert_eq!(mode(&backup(path)), want, "the backup of {}", path.display());
+    }
+    assert_eq!(mode(&user.path().join(".codex/hooks.json")), 0o600, "a file setup creates");
+    assert!(fs::read_to_string(backup(&config)).expect("backup").contains("secret"));
+}
+
+#[test]
+fn symlinks_planted_at_the_temporary_and_backup_paths_are_never_followed() {
+    let home = tempfile::tempdir().expect("a home");
+    let user = tempfile::tempdir().expect("a user home");
+    let elsewhere = tempfile::tempdir().expect("another directory");
+    let victim = elsewhere.path().join("victim");
+    fs::write(&victim, "victim\n").expect("the victim");
+    let settings = user.path().join(".claude/settings.json");
+    write_with_mode(&settings, SETTINGS, 0o600);
+    let mcp = user.path().join(".claude.json");
+    write_with_mode(&mcp, "{\"numStartups\": 3}\n", 0o600);
+    // A link at the settings' temporary path to an existing file, and a dangling one at the
+    // MCP file's backup path (writing through it would create its target).
+    let temp = user.path().join(".claude/settings.json.scriptorium-tmp");
+    std::os::unix::fs::symlink(&victim, &temp).expect("symlink");
+    let planted = elsewhere.path().join("planted");
+    std::os::unix::fs::symlink(&planted, user.path().join(".claude.json.scriptorium-backup"))
+        .expect("symlink");
+
+    ok(&setup(home.path(), user.path(), &["claude-code"]));
+
+    assert_eq!(fs::read_to_string(&victim).expect("read"), "victim\n", "not written through");
+    assert!(!planted.exists(), "nothing written through the dangling link");
+    assert!(fs::symlink_metadata(&settings).expect("stat").file_type().is_file());
+    assert_eq!(commands(&json(&settings), "Stop").len(), 2);
+    assert!(fs::symlink_metadata(&temp).is_err(), "the stale link at the temporary path is gone");
+    assert_eq!(mode(&settings), 0o600);
+
+    // A regular file left at a temporary path by a crash does not stop a later run.
+    fs::write(user.path().join(".claude.json.scriptorium-tmp"), "stale").expect("stale");
+    ok(&setup(home.path(), user.path(), &["claude-code", "--uninstall"]));
+    assert!(!user.path().join(".claude.json.scriptorium-tmp").exists());
+    assert_eq!(json(&mcp), serde_json::json!({"numStartups": 3}));
+}
+
+#[test]
+fn a_write_that_fails_leaves_no_temporary_file_and_no_backup() {
+    // A file size limit (the signal it raises ignored) fails the write of the temporary file
+    // deterministically, even for root: the settings are larger than 512 bytes once the hooks
+    // are in, their backup is not.
+    let root = tempfile::tempdir().expect("a directory");
+    let home = root.path().join("home");
+    let init = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(&home)
+        .arg("init")
+        .env_remove("SCRIPTORIUM_HOME")
+        .output()
+        .expect("init runs");
+    ok(&init);
+    let user = tempfile::tempdir().expect("a user home");
+    let settings = user.path().join(".claude/settings.json");
+    write_with_mode(&settings, "{\"model\": \"opus\"}\n", 0o600);
+
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; ulimit -f 1; exec "$@""#)
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(&home)
+        .args(["setup", "claude-code"])
+        .env("HOME", user.path())
+        .env_remove("SCRIPTORIUM_HOME")
+        .output()
+        .expect("setup runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("settings.json.scriptorium-tmp"), "the temporary write failed: {err}");
+    assert_eq!(fs::read_to_string(&settings).expect("read"), "{\"model\": \"opus\"}\n");
+    assert_eq!(
+        scriptorium_testkit::file_names(&user.path().join(".claude")),
+        ["settings.json"],
+        "no temporary file and no backup left"
+    );
+    assert!(!user.path().join(".claude.json").exists());
+}
+
+#[test]
+fn setup_on_a_fresh_machine_initializes_a_private_memory_home() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir().expect("a directory");
+    let home = root.path().join("scriptorium");
+    let user = tempfile::tempdir().expect("a user home");
+
+    let said = ok(&setup(&home, user.path(), &["claude-code"]));
+    let memory = home.join("memory");
+    assert!(
+        said.contains(&format!("initialized the memory workspace at {}", memory.display())),
+        "{said}"
+    );
+    let status = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(&home)
+        .args(["status", "--json"])
+        .env_remove("SCRIPTORIUM_HOME")
+        .output()
+        .expect("status runs");
+    let doc: Value = serde_json::from_str(&ok(&status)).expect("JSON");
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert_eq!(mode(&home), 0o700, "the home is private");
+    assert_eq!(mode(&home.join("setup")), 0o700);
+    let records = scriptorium_testkit::file_names(&home.join("setup"));
+    assert_eq!(records, ["claude-code-user.json"]);
+    for name in records {
+        let meta = fs::metadata(home.join("setup").join(&name)).expect("stat");
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o600, "{name}");
+    }
+    let again = ok(&setup(&home, user.path(), &["claude-code"]));
+    assert!(!again.contains("initialized"), "an existing memory is only opened: {again}");
+}
+
+#[test]
+fn a_dry_run_on_a_fresh_machine_says_it_would_initialize_and_creates_nothing() {
+    let root = tempfile::tempdir().expect("a directory");
+    let home = root.path().join("scriptorium");
+    let user = tempfile::tempdir().expect("a user home");
+    let said = ok(&setup(&home, user.path(), &["claude-code", "--dry-run"]));
+    let memory = home.join("memory");
+    assert!(
+        said.contains(&format!("would initialize the memory workspace at {}", memory.display())),
+        "{said}"
+    );
+    assert!(!home.exists(), "a dry run creates no home");
+    assert!(scriptorium_testkit::file_names(user.path()).is_empty(), "nor any agent file");
+}
+
+#[test]
+fn hooks_or_servers_of_an_unexpected_shape_are_refused_naming_the_key() {
+    let cases: [(&str, &str, &str, &str); 5] = [
+        ("claude-code", ".claude/settings.json", "{\"hooks\": []}\n", "hooks is not an object"),
+        (
+            "claude-code",
+            ".claude/settings.json",
+            "{\"hooks\": {\"Stop\": {\"type\": \"command\"}}}\n",
+            "hooks.Stop is not a list",
+        ),
+        ("claude-code", ".claude.json", "{\"mcpServers\": [1]}\n", "mcpServers is not an object"),
+        ("codex", ".codex/config.toml", "mcp_servers = \"x\"\n", "mcp_servers is not a table"),
+        ("codex", ".codex/config.toml", "features = true\n", "features is not a table"),
+    ];
+    for (agent, file, text, why) in cases {
+        let root = tempfile::tempdir().expect("a directory");
+        let home = root.path().join("scriptorium");
+        let user = tempfile::tempdir().expect("a user home");
+        let path = user.path().join(file);
+        write_with_mode(&path, text, 0o600);
+        let out = setup(&home, user.path(), &[agent]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{agent} {text}: {err}");
+        assert!(err.contains("SETUP_UNPARSABLE") && err.contains(why), "{why}: {err}");
+        assert_eq!(fs::read_to_string(&path).expect("read"), text, "{why}: unchanged");
+        let mut want: Vec<String> = Path::new(file)
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .map(|a| a.display().to_string())
+            .collect();
+        want.sort();
+        assert_eq!(tree(user.path()), want, "{why}: nothing else written");
+        assert!(!home.exists(), "{why}: no home created");
+    }
+}
+
+#[test]
+fn a_failure_on_the_second_file_leaves_the_first_as_it_was() {
+    // A directory at the second file's temporary path fails its write after the first file
+    // was written: the first is restored, and its backup goes with the failed run.
+    let home = tempfile::tempdir().expect("a home");
+    let user = tempfile::tempdir().expect("a user home");
+    let settings = user.path().join(".claude/settings.json");
+    write_with_mode(&settings, SETTINGS, 0o600);
+    let mcp = user.path().join(".claude.json");
+    write_with_mode(&mcp, "{\"numStartups\": 3}\n", 0o600);
+    fs::create_dir(user.path().join(".claude.json.scriptorium-tmp")).expect("mkdir");
+    let out = setup(home.path(), user.path(), &["claude-code"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(fs::read_to_string(&settings).expect("read"), SETTINGS, "byte for byte");
+    assert_eq!(mode(&settings), 0o600);
+    assert_eq!(fs::read_to_string(&mcp).expect("read"), "{\"numStartups\": 3}\n");
+    assert_eq!(scriptorium_testkit::file_names(&user.path().join(".claude")), ["settings.json"]);
+    assert!(!home.path().join("setup/claude-code-user.json").exists(), "no record either");
+
+    // Codex: `hooks.json`, which setup creates, is removed again when `config.toml` fails.
+    let config = user.path().join(".codex/config.toml");
+    write_with_mode(&config, CONFIG, 0o600);
+    fs::create_dir(user.path().join(".codex/config.toml.scriptorium-tmp")).expect("mkdir");
+    let out = setup(home.path(), user.path(), &["codex"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(fs::read_to_string(&config).expect("read"), CONFIG, "byte for byte");
+    assert_eq!(
+        scriptorium_testkit::file_names(&user.path().join(".codex")),
+        ["config.toml", "config.toml.scriptorium-tmp"],
+        "no hooks.json, no backup"
+    );
+
+    // The MCP file's path is a directory: refused before anything is written.
+    fs::remove_dir(user.path().join(".claude.json.scriptorium-tmp")).expect("rmdir");
+    fs::remove_file(&mcp).expect("rm");
+    fs::create_dir(&mcp).expect("mkdir");
+    let out = setup(home.path(), user.path(), &["claude-code"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(fs::read_to_string(&settings).expect("read"), SETTINGS, "byte for byte");
+    assert_eq!(scriptorium_testkit::file_names(&user.path().join(".claude")), ["settings.json"]);
+}

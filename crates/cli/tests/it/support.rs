@@ -118,6 +118,11 @@ pub(crate) fn scriptorium(home: &Path, args: &[&str]) -> Output {
 /// Appends session `s` to `home`'s embedded store: `texts` as alternating user (Dana) and
 /// assistant turns, a minute apart from 2024-03-15 09:00 UTC.
 pub(crate) fn append_session(home: &Path, texts: &[&str]) {
+    append_named_session(home, "s", texts);
+}
+
+/// [`append_session`] for the session `session`.
+pub(crate) fn append_named_session(home: &Path, session: &str, texts: &[&str]) {
     use scriptorium_session_dag::{
         EmbeddedStore, Node, NodeId, NodeKind, Role, SessionId, SessionStore, Speaker, Timestamp,
     };
@@ -137,7 +142,7 @@ pub(crate) fn append_session(home: &Path, texts: &[&str]) {
             metadata: std::collections::BTreeMap::new(),
             rewound: false,
         };
-        store.append(&SessionId("s".into()), node).expect("append");
+        store.append(&SessionId(session.into()), node).expect("append");
         parent = Some(id);
     }
 }

@@ -48,7 +48,15 @@ fn update(home: &Path, args: &[&str], stdin: &str) -> std::process::Output {
 #[test]
 fn whole_file_changes_install_and_report_the_result() {
     let home = home_with_sources();
-    let base = revision(home.path());
+    // The archive the home was given by hand is an outside edit: the status takes it in.
+    let status = scriptorium(home.path(), &["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
+    assert_eq!(
+        status["outside_edits"]["files"],
+        serde_json::json!(["sources/openprogram/_v2/garden-2024.md"]),
+        "{status}"
+    );
+    let base = status["revision"].as_str().expect("revision").to_owned();
     let changes =
         serde_json::json!([{ "path": "topics/garden.md", "action": "write", "content": NOTE }]);
     let sources = &sources_file(home.path());
@@ -75,18 +83,13 @@ fn whole_file_changes_install_and_report_the_result() {
     assert!(frames.contains(&format!("<!-- source-id:{source} -->")), "{frames}");
     assert!(frames.contains("<!-- speaker-id:owner%2Flocal -->"), "{frames}");
     // What changed is what a user sees: the commit's files exactly (the topic, the archive and
-    // the derived views it rewrote, with the archive copied in beforehand, which the install
-    // adopted), never internal state.
+    // the derived views it rewrote), never internal state.
     let list = |key: &str| -> std::collections::BTreeSet<String> {
         let values = result[key].as_array().expect("list").iter();
         values.filter_map(serde_json::Value::as_str).map(str::to_owned).collect()
     };
     let changed = list("changed_files");
-    assert_eq!(
-        list("adopted"),
-        ["sources/openprogram/_v2/garden-2024.md".to_owned()].into(),
-        "{result}"
-    );
+    assert!(list("adopted").is_empty(), "the status took the archive in: {result}");
     let show = std::process::Command::new("git")
         .args(["-C", &home.path().join("memory").to_string_lossy()])
         .args(["show", "--name-only", "--format=", "HEAD"])
@@ -230,4 +233,21 @@ fn a_change_cannot_borrow_evidence_it_did_not_bring() {
             .any(|v| v["code"] == "SOURCE_NOT_IN_TRANSACTION" && v["path"] == "topics/garden.md")
     );
     assert_eq!(revision(home.path()), base);
+}
+
+#[test]
+fn a_path_with_a_control_character_is_a_bad_request_that_names_no_stage() {
+    let home = home_with_sources();
+    let base = revision(home.path());
+    for path in ["topics/a\u{0}b.md", "topics/a\nb.md"] {
+        let content = crate::support::NOTE;
+        let changes = serde_json::json!([{ "path": path, "action": "write", "content": content }]);
+        let args = ["--base", &base, "--changes", "-", "--json"];
+        let out = update(home.path(), &args, &changes.to_string());
+        assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(result["error"]["code"], "INVALID_ARGUMENT", "{result}");
+        assert!(!result.to_string().contains(".scriptorium"), "no internal path: {result}");
+    }
+    assert_eq!(revision(home.path()), base, "nothing changed");
 }

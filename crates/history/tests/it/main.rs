@@ -8,3 +8,4 @@ mod review;
 mod scan;
 mod stale_locks;
 mod support;
+mod sync;

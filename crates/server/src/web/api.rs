@@ -1,6 +1,7 @@
 //! The `/api/memory/*` handlers. Each one parses its request, runs its file and transaction
 //! work on the blocking pool ([`AppState::blocking`]) and answers JSON.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -473,7 +474,8 @@ struct HistoryQuery {
 }
 
 /// The workspace's transactions, newest first (`?limit=`, 20 by default): `{"commits":
-/// [{"commit", "time", "summary", "txn_id", "files"}…]}`, `files` being what each changed.
+/// [{"commit", "time", "summary", "txn_id", "files"}…]}`, `files` being what each changed,
+/// topics first and derived files last ([`file_rank`]).
 async fn workspace_history(
     State(state): State<AppState>,
     Query(query): Query<HistoryQuery>,
@@ -483,11 +485,27 @@ async fn workspace_history(
     state
         .blocking(move |_, backend| {
             let history = backend.memory().history_or_why().map_err(git_unavailable)?;
-            let commits =
+            let mut commits =
                 workspace_changes(history, limit).map_err(|e| ApiError::internal(e.to_string()))?;
+            for commit in &mut commits {
+                commit.files.sort_by_key(|path| file_rank(path));
+            }
             Ok(Json(json!({ "commits": commits })))
         })
         .await
+}
+
+/// Where a transaction's file is listed: what was written first (the topics), then the archive
+/// it cited, then the derived files (views rebuilt from the topics), each group in tree order
+/// (the sort is stable).
+fn file_rank(path: &str) -> u8 {
+    if path.starts_with("topics/") {
+        0
+    } else if path.starts_with("sources/") {
+        1
+    } else {
+        2
+    }
 }
 
 /// 503 `GIT_UNAVAILABLE`.
@@ -526,7 +544,8 @@ struct CommitQuery {
 
 /// One transaction's commit (`{rev}`: an id, a unique prefix of 4+ hex digits, `HEAD` or a
 /// `Txn-Id`) with the diff of each file it changed (`?path=` keeps those at or below a
-/// workspace-relative path): `{"commit": CommitDiff}`. 404 `NOT_FOUND` for an unknown
+/// workspace-relative path), topics first and derived files last ([`file_rank`]):
+/// `{"commit": CommitDiff}`. 404 `NOT_FOUND` for an unknown
 /// revision, 400 for an ambiguous prefix, 403 for a path that escapes the workspace.
 async fn commit_diff(
     State(state): State<AppState>,
@@ -542,14 +561,15 @@ async fn commit_diff(
     state
         .blocking(move |_, backend| {
             let history = backend.memory().history_or_why().map_err(git_unavailable)?;
-            let shown = scriptorium_backend::inspect::commit_diff(history, &rev, path.as_deref())
-                .map_err(|e| match Code::from(e.code()) {
+            let shown = scriptorium_backend::inspect::commit_diff(history, &rev, path.as_deref());
+            let mut shown = shown.map_err(|e| match Code::from(e.code()) {
                 Code::NotFound => {
                     ApiError::new(StatusCode::NOT_FOUND, Code::NotFound, e.to_string())
                 }
                 Code::InvalidArgument => ApiError::invalid(e.to_string()),
                 _ => ApiError::internal(e.to_string()),
             })?;
+            shown.files.sort_by_key(|file| file_rank(&file.path));
             Ok(Json(json!({ "commit": shown })))
         })
         .await
@@ -560,6 +580,10 @@ async fn commit_diff(
 struct EditBody {
     content: String,
     base_revision: String,
+    /// The block IDs the edit deletes on purpose: a save that deletes paragraphs is refused
+    /// (`BLOCK_ID_REMOVED`, the paragraphs in `details`) until it names them here.
+    #[serde(default)]
+    delete_blocks: BTreeSet<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -577,7 +601,7 @@ async fn put_topic(
     state
         .blocking(move |_, backend| {
             let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
-            edit(backend, &ws_path, Some(&body.content), &body.base_revision)
+            edit(backend, &ws_path, Some(&body.content), &body.base_revision, body.delete_blocks)
         })
         .await
 }
@@ -590,19 +614,21 @@ async fn delete_topic(
     state
         .blocking(move |_, backend| {
             let ws_path = topic_path(backend.memory().workspace().root(), &param)?;
-            edit(backend, &ws_path, None, &query.base_revision)
+            edit(backend, &ws_path, None, &query.base_revision, BTreeSet::new())
         })
         .await
 }
 
 /// One compare-and-set edit of `ws_path`: write `content`, or delete the file when `None`.
-/// A write must keep every block ID; a delete may drop the file's own (inbound links still
-/// refuse it).
+/// A write must keep every block ID but those of `delete_blocks` (a refusal lists the
+/// paragraphs it would delete, see `EditFailure::wire`); a delete may drop the file's own
+/// (inbound links still refuse it).
 fn edit(
     backend: &LocalBackend,
     ws_path: &str,
     content: Option<&str>,
     base_revision: &str,
+    delete_blocks: BTreeSet<String>,
 ) -> ApiResult {
     if base_revision.trim().is_empty() {
         return Err(ApiError::invalid("base_revision is required"));
@@ -612,6 +638,7 @@ fn edit(
         base_revision: Some(Revision::new(base_revision.trim())),
         lock_wait: LOCK_WAIT,
         keep_blocks: content.is_some(),
+        delete_blocks,
         message: format!("memory: {} {ws_path}", if content.is_some() { "edit" } else { "delete" }),
     };
     let mut edit = memory.begin_edit(ws_path, options).map_err(txn)?;
@@ -627,10 +654,15 @@ fn edit(
         _ => edit.set(content).map_err(txn)?,
     }
     let installed = edit.install().map_err(|failure| match failure {
-        EditFailure::Rejected(violations) => {
-            let mut err = ApiError::from_txn(&TxnError::Rejected { violations });
-            err.status = StatusCode::BAD_REQUEST;
-            err
+        EditFailure::Rejected { .. } => {
+            let mut error = failure.wire();
+            if failure.only_deletes() {
+                error.message.push_str(
+                    "; nothing was changed: to delete them, send the same text again with \
+                     their IDs in delete_blocks",
+                );
+            }
+            ApiError { status: StatusCode::BAD_REQUEST, error }
         }
         EditFailure::Txn(error) => txn(error),
     })?;
@@ -865,7 +897,7 @@ async fn put_core(State(state): State<AppState>, body: Result<Bytes, BytesReject
             if no_symlinks(root, CORE_PATH).is_none() {
                 return Err(ApiError::forbidden(CORE_PATH, "symlinks are not followed"));
             }
-            edit(backend, CORE_PATH, Some(&body.content), &body.base_revision)
+            edit(backend, CORE_PATH, Some(&body.content), &body.base_revision, body.delete_blocks)
         })
         .await
 }

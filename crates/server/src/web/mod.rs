@@ -17,7 +17,7 @@
 //! | `POST /api/memory/changes` | the change API (`{base_revision, memory_changes \| changes \| patch, sources?, commit_message?}`) → `{ok: true, revision, source_ids, block_ids, evidence_ids, changed_files, memory_committed, git_committed, git_commit}` |
 //! | `GET /api/memory/topics` | `[{path, title, type, size, mtime}]`, `path` relative to `topics/`, without `core.md` |
 //! | `GET /api/memory/topics/{path}` | `{path, workspace_path, content, revision, html}` |
-//! | `PUT /api/memory/topics/{path}` | `{content, base_revision}` → `{ok: true, revision, changed_files, git_committed}` |
+//! | `PUT /api/memory/topics/{path}` | `{content, base_revision, delete_blocks?}` → `{ok: true, revision, changed_files, git_committed}`; a text that leaves paragraphs out is refused, 400 `BLOCK_ID_REMOVED` naming each (`details.paragraphs: [{block_ids, excerpt}]`, `details.delete_blocks`), until the same text comes with those IDs in `delete_blocks`: then they are deleted in the same transaction; violations are at lines of the `content` sent |
 //! | `DELETE /api/memory/topics/{path}?base_revision=…` | same answer |
 //! | `GET /api/memory/timeline` | `[{date, size, mtime}]`, newest first |
 //! | `GET /api/memory/timeline/{date}` | `{date, content, html}` (`content` is `""` when there is no file) |
@@ -26,12 +26,12 @@
 //! | `PUT /api/memory/core` | `{content, base_revision}` → like `PUT` a topic, on `topics/core.md` |
 //! | `GET /api/memory/search?q&top_k&prefix` | `{hits: [{path, anchor, kind, score, content}], outside_edits?}` (`outside_edits`: edits made outside a transaction that this search took in or found invalid, `{adopted, files, revision, git_commit}` or `{adopted: false, files, violations, reason}`) |
 //! | `GET /api/memory/sources/{path}?anchor&offset&limit` | an archive under `sources/` (paged: `{path, text, truncated, offset, total_lines, next_offset?}`, and its records as `turns: [{anchor, text}]` with `more_turns` past 500), or with `anchor=source-…` one record of it: the same with `record: {source_id, anchor, position, records, previous?, next?: {anchor, snippet}, cited_by: [{path, block_id, snippet}]}`; 404 `MEMORY_NOT_FOUND` for an anchor it does not hold |
-//! | `GET /api/memory/history?limit` | `{commits: [{commit, time, summary, txn_id, files}]}`, the workspace's transactions newest first |
+//! | `GET /api/memory/history?limit` | `{commits: [{commit, time, summary, txn_id, files}]}`, the workspace's transactions newest first, each one's `files` the topics first, then `sources/`, then the derived views |
 //! | `GET /api/memory/history/{path}?limit` | `{path, changes: [{commit, time, summary, txn_id, change, diff, text}]}`, the commits that changed a topic |
 //! | `GET /api/memory/sessions?limit&offset` | `{sessions: [{id, title, project, updated_at, updated_at_ms, head, nodes, branches, pending, last_write}], writer}`: the imported sessions newest first (50 by default, at most 500), `pending` the records of every branch not yet written into this memory, each counted once, `last_write` how the session's last write ended (`{at, outcome[, turns][, reason_code, retryable]}`, when kept); `writer` the last write outcome |
 //! | `GET /api/memory/sessions/{id}` | `{thread: {session, branches: [{tip, head, fork, pending, hidden, turns: [{id, role, kind, speaker, created_at, text, cut, record, written, link, children}]}]}}`: the head branch whole, each other branch from the turn it leaves it (`fork`); `link` the archived record of a written turn; 404 `SESSION_NOT_FOUND` |
 //! | `POST /api/memory/sessions/{id}/write` | writes the session now with the configured model: `{ok: true, session, batches: [{turns, changed_files, revision, recovered}], pending}` (no batches: nothing was owed); 502 `WRITE_FAILED` (503 when a retry can succeed) with `details.reason_code`; 409 `WRITER_PRECONDITION_FAILED` when the writer is off; the outcome is recorded in the writer status |
-//! | `GET /api/memory/commits/{rev}?path` | `{commit: {commit, time, summary, txn_id, files: [{path, change, diff}]}}`: `rev` is an id, a unique prefix (4+ hex digits), `HEAD` or a `Txn-Id`; `path` keeps the files at or below it; 404 `NOT_FOUND` for an unknown revision |
+//! | `GET /api/memory/commits/{rev}?path` | `{commit: {commit, time, summary, txn_id, files: [{path, change, diff}]}}` (files in the order of `history`): `rev` is an id, a unique prefix (4+ hex digits), `HEAD` or a `Txn-Id`; `path` keeps the files at or below it; 404 `NOT_FOUND` for an unknown revision |
 //!
 //! The `{path}` of the topic routes is relative to `topics/` (`people/dave.md`), as in the
 //! topic list; `mtime` values are seconds since the epoch (float). Status codes: 400 a bad

@@ -203,6 +203,13 @@ pub(super) fn parse(input: &Input<'_>) -> Result<Parsed, Error> {
                         Some(model_speaker(&model_name())),
                         text,
                     ),
+                    // Codex's own instructions to the model (`<permissions instructions>`,
+                    // collaboration modes), like `session_meta`'s base instructions: nobody
+                    // said them in the conversation, so they are no turn of it.
+                    Some(role @ ("developer" | "system")) => {
+                        report.skip(format!("response_item:message ({role})"));
+                        continue;
+                    }
                     _ => Piece::new(
                         Role::System,
                         NodeKind::Message,

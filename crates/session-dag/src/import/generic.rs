@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::util::{
-    FileMeta, Piece, content_text, file_stem, finish, model_speaker, owner_speaker, parse_rfc3339,
-    push_pieces, read_lines,
+    FileMeta, Piece, content_text, file_stem, finish, owner_speaker, parse_rfc3339, push_pieces,
+    read_lines,
 };
 use super::{BadLine, Error, Input, Parsed, Report};
 use crate::{Node, NodeId, NodeKind, Role, SessionId, Speaker, Timestamp};
@@ -113,11 +113,9 @@ pub(super) fn parse(input: &Input<'_>) -> Result<Parsed, Error> {
                 continue;
             }
         }
-        let speaker = line.speaker.or_else(|| match role {
-            Role::User => Some(owner_speaker()),
-            Role::Assistant => Some(model_speaker("unknown")),
-            Role::System | Role::Tool => None,
-        });
+        // An assistant turn without a speaker has no model to name: it is labelled by its role
+        // ("assistant"), never by an invented `model/unknown`.
+        let speaker = line.speaker.or_else(|| (role == Role::User).then(owner_speaker));
         let session = line.session.as_deref().unwrap_or(&default_session).to_owned();
         let draft = drafts.entry(session.clone()).or_insert_with(|| {
             order.push(session);

@@ -91,7 +91,9 @@
 //! → [`Role::User`] message, except runtime-injected context (text starting with
 //! `<environment_context>`, `<user_instructions>`, `<permissions instructions>` or
 //! `# AGENTS.md instructions`), which is [`NodeKind::Runtime`]; `assistant` → assistant message;
-//! `developer`/`system` → [`Role::System`] message. `function_call`, `custom_tool_call`,
+//! `developer`/`system` (Codex's instructions to the model, such as `<permissions
+//! instructions>`) are skipped and counted, like the base instructions of `session_meta`; any
+//! other role → [`Role::System`] message. `function_call`, `custom_tool_call`,
 //! `web_search_call` → tool calls; `function_call_output`, `custom_tool_call_output` → tool
 //! results (joined to their call by `call_id` in metadata `tool_call_id`). `compacted` →
 //! [`NodeKind::CompactionSummary`]. `event_msg` `user_message` is the user's input as the CLI
@@ -133,7 +135,8 @@
 //!   `created_at` (RFC 3339 string or integer milliseconds since the epoch; default: the previous
 //!   line's).
 //! - Optional: `speaker` (trusted: the file comes from the operator; default: owner for `user`,
-//!   `model/unknown` for `assistant`, none otherwise), `session` (default: the file stem),
+//!   none otherwise: an assistant turn whose model is not given is labelled by its role),
+//!   `session` (default: the file stem),
 //!   `kind` (`message`, `tool_call`, `tool_result`, `runtime`, `compaction_summary`; default
 //!   `message`), `metadata` (string values).
 //! - Sessions are keyed by `session`; the head of each is its last node in the file.

@@ -391,7 +391,8 @@ fn linear_formats(data: &Path) -> Res {
             Format::Codex,
             "codemie-code/codex/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
             "019e1625-789d-76c0-80ab-3724b5ddb799",
-            224,
+            // Its developer message (`<permissions instructions>`) is no turn (issue 34).
+            223,
         ),
         (
             Format::Codex,
@@ -403,7 +404,7 @@ fn linear_formats(data: &Path) -> Res {
             Format::Codex,
             "agent-history/real_sessions/codex/session-01.jsonl",
             "019e9625-802f-7e91-840a-cfe88d14117a",
-            4,
+            3,
         ),
         (
             Format::Pi,

@@ -464,12 +464,10 @@ fn codex_rollout_is_linear() {
     let parsed = parse(Format::Codex, &bytes);
     let s = one(&parsed);
     assert_eq!(s.id.as_str(), "cx1");
+    // The developer message (Codex's instructions to the model) is no turn (issue 34).
     assert_eq!(
         ids(s),
-        [
-            "line-2", "line-4", "line-5", "line-8", "line-10", "line-11", "line-12", "line-13",
-            "line-14"
-        ]
+        ["line-4", "line-5", "line-8", "line-10", "line-11", "line-12", "line-13", "line-14"]
     );
     for pair in s.nodes.windows(2) {
         assert_eq!(pair[1].parent.as_ref(), Some(&pair[0].id));
@@ -478,7 +476,6 @@ fn codex_rollout_is_linear() {
     assert_eq!(
         kinds,
         [
-            (Role::System, NodeKind::Message),
             (Role::User, NodeKind::Runtime),
             (Role::User, NodeKind::Message),
             (Role::Assistant, NodeKind::ToolCall),
@@ -489,13 +486,14 @@ fn codex_rollout_is_linear() {
             (Role::System, NodeKind::CompactionSummary),
         ]
     );
-    assert_eq!(node(s, "line-2").metadata["forked_from"], "cx0");
+    assert_eq!(node(s, "line-4").metadata["forked_from"], "cx0");
     assert_eq!(node(s, "line-10").metadata["tool_name"], "exec");
     assert_eq!(node(s, "line-10").content, "a b");
     assert_eq!(node(s, "line-12").content, "{\"output\":\"ok\"}");
     assert_eq!(node(s, "line-13").speaker.as_ref().map(|sp| sp.id.as_str()), Some("model/gpt-9"));
     assert_eq!(s.head.as_ref().map(NodeId::as_str), Some("line-14"));
     for reason in [
+        "response_item:message (developer)",
         "turn_context",
         "event_msg:user_message (duplicate)",
         "response_item:reasoning",
@@ -626,6 +624,12 @@ fn generic_jsonl_schema() {
     assert_eq!(m2.speaker.as_ref().map(|sp| sp.display.as_str()), Some("X"));
     assert_eq!(m2.metadata["k"], "v");
     assert_eq!(node(s, "m1").speaker.as_ref().map(|sp| sp.id.as_str()), Some("owner/local"));
+    // Regression (issue 34): an assistant turn without a speaker was `model/unknown`, shown as
+    // "unknown (model/unknown)"; it has none and is labelled by its role.
+    let plain = jsonl(&[json!({"id":"a","parent":null,"role":"assistant","content":"hi"})]);
+    let plain =
+        import::parse(Format::Jsonl, &[Input::new(Path::new("p.jsonl"), &plain)]).expect("parses");
+    assert_eq!(plain.sessions[0].nodes[0].speaker, None);
     assert_eq!((node(s, "t1").role, node(s, "t1").kind), (Role::Tool, NodeKind::ToolResult));
     let o1 = node(&parsed.sessions[1], "o1");
     assert_eq!((parsed.sessions[1].id.as_str(), o1.parent.as_ref()), ("s2", None));

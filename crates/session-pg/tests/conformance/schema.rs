@@ -152,11 +152,15 @@ fn connection_errors(cluster: &Cluster) -> Result<(), Failed> {
     let err = PgStore::connect("postgres://x@127.0.0.1:notaport/db").expect_err("bad URL");
     assert_eq!(err.code(), ErrorCode::Database);
     assert!(!err.is_retryable());
-    // This cluster has no TLS: a connection that requires it is refused, saying why.
-    let plain = format!("{}?sslmode=require", cluster.url("postgres"));
-    let err = PgStore::connect(&plain).expect_err("TLS required, server without it");
-    assert_eq!(err.code(), ErrorCode::Database);
-    assert!(err.to_string().contains("TLS"), "{err}");
+    // This cluster has no TLS: a connection that requires it is refused, saying why, and for
+    // good (the server's configuration or the URL must change).
+    for mode in ["require", "verify-full"] {
+        let plain = format!("{}?sslmode={mode}", cluster.url("postgres"));
+        let err = PgStore::connect(&plain).expect_err("TLS required, server without it");
+        assert_eq!(err.code(), ErrorCode::DatabaseTls, "{err}");
+        assert!(!err.is_retryable());
+        assert!(err.to_string().contains("does not offer TLS"), "{err}");
+    }
     let missing = cluster.url("no_such_database");
     let err = PgStore::connect(&missing).expect_err("no such database");
     assert!(err.to_string().contains("no_such_database"), "{err}");

@@ -8,6 +8,13 @@
 //! at the stage. What it writes outside `topics/**/*.md` of the stage is refused at validation;
 //! what it might write outside the stage is its own (and its sandbox's) business — say so to
 //! users who configure one.
+//!
+//! Key decision: the agent's run is never memory input. Its environment carries
+//! [`WRITER_RUN_ENV`] (naming the stage), which every `scriptorium hook` honours by doing
+//! nothing, so an agent that has Scriptorium's hooks installed (the usual case: the user's own
+//! Claude Code or Codex) neither imports its writer session, nor gets recall injected, nor starts
+//! a nested write from its `Stop`/`SessionEnd` hooks; and the importers skip any session whose
+//! working directory lies inside the memory workspace, where every stage is.
 
 use std::io::{Read, Write};
 use std::process::{Command as Process, Stdio};
@@ -16,6 +23,10 @@ use std::time::{Duration, Instant};
 use crate::agent::{Model, RunReport, Task};
 use crate::model::{ErrorReason, ModelError};
 use crate::tools::Tools;
+
+/// The environment variable set on every external agent the writer runs (its value is the
+/// stage directory): a `scriptorium hook` that sees it does nothing.
+pub const WRITER_RUN_ENV: &str = "SCRIPTORIUM_WRITER_RUN";
 
 /// How to run the agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,6 +67,7 @@ impl Model for Command {
         let mut child = Process::new(&self.config.program)
             .args(&self.config.args)
             .current_dir(&dir)
+            .env(WRITER_RUN_ENV, &dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

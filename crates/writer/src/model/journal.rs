@@ -7,8 +7,11 @@
 //! the topics as they are ("already well organized").
 //!
 //! Filing: `topics/projects/<slug>/journal/YYYY/MM-DD.md` for a session with a project (see
-//! `docs/format.md#projects`), else `topics/journal/YYYY/MM-DD.md`; `…/undated.md` without a
-//! time. A day's file rolls over to `MM-DD-2.md`, `MM-DD-3.md`, … before it would pass
+//! `docs/format.md#projects`), titled with the project (`# garden-app journal 2024-03-15`, the
+//! project directory's name when it is plain words, else its slug), else
+//! `topics/journal/YYYY/MM-DD.md` (`# Journal 2024-03-15`); `…/undated.md` without a time. A
+//! file that exists keeps its title (entries go under it), so journals written before project
+//! titles stay as they are. A day's file rolls over to `MM-DD-2.md`, `MM-DD-3.md`, … before it would pass
 //! [`FILE_BUDGET`] bytes, half the engine's per-file limit, so a busy day never makes a write
 //! fail on size.
 //!
@@ -88,10 +91,15 @@ fn entries(turns: &[TaskTurn]) -> Vec<Entry<'_>> {
     out
 }
 
-/// Where this run files entries: the journal directory and the bytes of each file so far.
+/// Where this run files entries: the journal directory, its title, and the bytes and title of
+/// each file so far.
 struct Filing {
     dir: String,
+    /// `Journal`, or `<project> journal`.
+    title: String,
     sizes: HashMap<String, usize>,
+    /// The first `# ` heading of each existing file.
+    headings: HashMap<String, String>,
 }
 
 impl Filing {
@@ -102,14 +110,27 @@ impl Filing {
             }
             None => "topics/journal".to_owned(),
         };
+        let title = match project {
+            Some(project) => format!("{} journal", project_name(project)),
+            None => "Journal".to_owned(),
+        };
         let prefix = format!("{}/", dir.strip_prefix("topics/").unwrap_or(&dir));
-        let sizes = tools
-            .staged()
-            .baseline_files()
-            .filter(|f| f.path.starts_with(&prefix))
-            .map(|f| (format!("topics/{}", f.path), f.text.len()))
+        let files: Vec<_> =
+            tools.staged().baseline_files().filter(|f| f.path.starts_with(&prefix)).collect();
+        let sizes = files.iter().map(|f| (format!("topics/{}", f.path), f.text.len())).collect();
+        let headings = files
+            .iter()
+            .filter_map(|f| {
+                let heading = f.text.lines().find_map(|l| l.strip_prefix("# "))?;
+                Some((format!("topics/{}", f.path), heading.trim().to_owned()))
+            })
             .collect();
-        Filing { dir, sizes }
+        Filing { dir, title, sizes, headings }
+    }
+
+    /// The heading entries of `path` go under: the file's own when it has one, else `title`.
+    fn heading(&self, path: &str, title: String) -> String {
+        self.headings.get(path).cloned().unwrap_or(title)
     }
 
     /// The file of `day` (`YYYY/MM-DD`, or `undated`) with room for `bytes` more: the first
@@ -145,14 +166,16 @@ fn create_op(entry: &Entry<'_>, filing: &mut Filing) -> serde_json::Value {
     let bytes = content.len()
         + 64
         + [turn].iter().chain(&entry.replies).map(|t| t.source_ref.len() + 160).sum::<usize>();
-    let (path, heading, time) = match day {
+    let (heading, path, time) = match day {
         Some((y, m, d)) => {
             let (path, part) = filing.file_for(&format!("{y}/{m}-{d}"), bytes);
-            (path, format!("Journal {y}-{m}-{d}{part}"), Some(format!("{y}-{m}-{d}")))
+            let title = format!("{} {y}-{m}-{d}{part}", filing.title);
+            (filing.heading(&path, title), path, Some(format!("{y}-{m}-{d}")))
         }
         None => {
             let (path, part) = filing.file_for("undated", bytes);
-            (path, format!("Journal (undated){part}"), None)
+            let title = format!("{} (undated){part}", filing.title);
+            (filing.heading(&path, title), path, None)
         }
     };
     json!({
@@ -162,6 +185,16 @@ fn create_op(entry: &Entry<'_>, filing: &mut Filing) -> serde_json::Value {
         "sources": sources,
         "destination": {"topic_path": path, "headings": [heading], "position": "end"},
     })
+}
+
+/// How a journal title names `project` (a path): its directory's name when that is plain words
+/// (letters, digits, spaces, `-`, `_`, `.`), else its slug, so the title is never Markdown.
+fn project_name(project: &str) -> String {
+    let name =
+        project.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next().unwrap_or("").trim();
+    let plain = name.chars().any(char::is_alphanumeric)
+        && name.chars().all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.'));
+    if plain { name.to_owned() } else { scriptorium_topics_format::project::slug(project) }
 }
 
 /// `(YYYY, MM, DD)` of an RFC 3339 time.

@@ -154,9 +154,35 @@ fn journal_files_per_project_and_rolls_a_busy_day_over() {
     assert_eq!(files, [second, first], "sorted");
     let (a, b) = (fx.live(first).expect("part 1"), fx.live(second).expect("part 2"));
     assert!(a.len() <= 256_000 && b.len() <= 256_000, "{} and {} bytes", a.len(), b.len());
-    assert!(a.starts_with("# Journal 2024-03-15\n") && b.starts_with("# Journal 2024-03-15 (2)\n"));
+    assert!(a.starts_with("# Garden App journal 2024-03-15\n"), "{a}");
+    assert!(b.starts_with("# Garden App journal 2024-03-15 (2)\n"), "{b}");
     assert!(a.contains("Owner said: Turn 0: ") && b.contains("Owner said: Turn 399: "));
     assert!(fx.pending_ids("s1", None).is_empty());
+}
+
+/// Regression (issue 34): every project's journal was titled `Journal <day>`, so the page
+/// listed them alike. A project journal names its project; a day's file titled before that
+/// keeps its title (entries go under it, the file stays one section).
+#[test]
+fn journal_titles_project_journals_and_keeps_an_existing_title() {
+    let fx = Fixture::new();
+    let session = SessionId("s1".into());
+    fx.turns("s1", None, &["u1", "a1"], &["We chose raised beds.", "Good choice."]);
+    fx.store.set_project(&session, Some("/srv/code/Garden App".into())).expect("project");
+    let writer = fx.writer(Arc::new(Journal), eager());
+    writer.write(&session, true).expect("written");
+    let path = "topics/projects/garden-app/journal/2024/03-15.md";
+    let text = fx.live(path).expect("journal");
+    assert!(text.starts_with("# Garden App journal 2024-03-15\n"), "{text}");
+
+    let old = text.replacen("# Garden App journal", "# Journal", 1);
+    std::fs::write(fx.root().join(path), old).expect("a journal titled the old way");
+    fx.turns("s1", Some("a1"), &["u2"], &["We will add a compost bin."]);
+    writer.write(&session, true).expect("written");
+    let text = fx.live(path).expect("journal");
+    assert!(text.starts_with("# Journal 2024-03-15\n"), "{text}");
+    assert_eq!(text.matches("# ").count(), 1, "one heading: {text}");
+    assert!(text.contains("Owner said: We will add a compost bin."), "{text}");
 }
 
 /// Identifiers no transcript should have but some do: a 5 000-character session ID and a 1 MB
