@@ -54,6 +54,12 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("web/get_topic_with_html_10k_blocks", Budget::MaxNanos(5.0 * MS)),
     ("search/open_and_first_search", Budget::MaxNanos(50.0 * MS)),
     ("search/incremental_update_one_paragraph", Budget::MaxNanos(20.0 * MS)),
+    // Redaction may add at most 20 % to an import at 50 MB/s; a hook pays construction once.
+    // `redact/first_prompt_in_a_fresh_process` (construction plus the regexes a prompt needs)
+    // is reported without a budget.
+    ("redact/transcripts_20mb", Budget::MinMegabytesPerSec(250.0)),
+    ("redact/builtin_construction", Budget::MaxNanos(5.0 * MS)),
+    ("redact/prompt_2kb_no_secret", Budget::MaxNanos(20.0 * US)),
 ];
 
 /// One measured benchmark.

@@ -101,6 +101,7 @@ const SNAPSHOT_PACKAGES: &[&str] = &[
     "scriptorium-views",
     "scriptorium-writer",
     "scriptorium-server",
+    "scriptorium-redact",
 ];
 
 /// `cargo xtask snapshots [--accept]`: runs the snapshot suites; with `--accept`, writes every

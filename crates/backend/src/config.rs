@@ -99,6 +99,9 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// `[sync]`: the git remote the memory workspace syncs through.
     pub sync: SyncConfig,
+    /// `[privacy]`: the owner's own patterns to redact and values to keep (the built-in rules
+    /// always run; see `scriptorium_redact`).
+    pub privacy: scriptorium_redact::PrivacyConfig,
 }
 
 /// `[sync]`.
@@ -312,6 +315,13 @@ impl Config {
         Ok(config)
     }
 
+    /// The redactor of every door: the built-in rules with `[privacy]`'s patterns and
+    /// allowlist (an invalid regex there is `privacy` naming the entry).
+    pub fn redactor(&self) -> Result<scriptorium_redact::Redactor, ConfigError> {
+        scriptorium_redact::Redactor::new(&self.privacy)
+            .map_err(|error| ConfigError::Invalid { key: "privacy", message: error.to_string() })
+    }
+
     /// Parses TOML text (no environment, not validated).
     pub fn parse(text: &str) -> Result<Config, ConfigError> {
         toml::from_str(text).map_err(|e| ConfigError::Parse {
@@ -356,6 +366,7 @@ impl Config {
 
     /// Checks the values the types do not.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.redactor()?;
         let writer = &self.memory.writer;
         if ![8_000, 16_000, 32_000].contains(&writer.trigger_tokens) {
             return Err(ConfigError::Invalid {

@@ -49,6 +49,8 @@ pub struct TopicEdit {
     /// The memory root (the archive a rejected text is normalized against, to place its
     /// violations).
     root: PathBuf,
+    /// The workspace's redactor.
+    redactor: scriptorium_redact::Redactor,
 }
 
 /// Why a [`TopicEdit`] did not install.
@@ -311,12 +313,29 @@ impl TopicEdit {
         }
     }
 
-    /// Validates and installs. A text that normalizes to the installed one installs nothing
-    /// (`Installed::noop`). A refused text is [`EditFailure::Rejected`], placed in the text as
-    /// submitted, with the paragraphs it deletes undeclared.
-    pub fn install(self) -> Result<Installed, EditFailure> {
+    /// Redacts the staged text with the workspace's redactor (secrets become
+    /// `[REDACTED:<rule>]`, `<private>` spans go), whatever wrote it (`set`, or an editor on
+    /// [`TopicEdit::file_on_disk`]), and returns what it redacted. [`TopicEdit::install`]
+    /// calls it too; a face calls it first to say what it redacted.
+    pub fn redact(&mut self) -> Result<scriptorium_redact::Counts, Error> {
+        let Some(text) = self.current()? else { return Ok(Default::default()) };
+        let redaction = self.redactor.redact(&text);
+        if redaction.counts.is_empty() {
+            return Ok(redaction.counts);
+        }
+        self.staged.write_file(&self.path, &redaction.text)?;
+        crate::privacy::record(&self.root, &redaction.counts);
+        Ok(redaction.counts)
+    }
+
+    /// Validates and installs (after [`TopicEdit::redact`]). A text that normalizes to the
+    /// installed one installs nothing (`Installed::noop`). A refused text is
+    /// [`EditFailure::Rejected`], placed in the text as submitted, with the paragraphs it
+    /// deletes undeclared.
+    pub fn install(mut self) -> Result<Installed, EditFailure> {
+        self.redact()?;
         let submitted = self.current()?;
-        let TopicEdit { staged, path, root } = self;
+        let TopicEdit { staged, path, root, .. } = self;
         match staged.validate() {
             Ok(validated) => Ok(validated.install()?),
             Err(rejected) => {
@@ -367,17 +386,34 @@ impl MemoryWorkspace {
             staged: self.workspace().begin(begin)?,
             path: path.to_owned(),
             root: self.workspace().root().to_path_buf(),
+            redactor: self.redactor().clone(),
         })
     }
 
     /// Applies a change request (whole files, a patch or record operations) as one
     /// compare-and-set transaction.
+    ///
+    /// Every text the request brings in (declared sources, record contents, written files, a
+    /// patch's added lines) passes the workspace's redactor first
+    /// ([`MemoryWorkspace::redactor`]): nothing it catches is archived, staged or installed.
     pub fn update(
         &self,
-        request: UpdateRequest,
+        mut request: UpdateRequest,
         context: UpdateContext,
-    ) -> Result<UpdateOutcome, Error> {
-        self.workspace().update_with(request, context)
+    ) -> Result<Updated, Error> {
+        let redactor = self.redactor();
+        let mut redacted = scriptorium_redact::Counts::default();
+        request.map_texts(&mut |text| {
+            let redaction = redactor.redact(text);
+            if redaction.counts.is_empty() {
+                return None;
+            }
+            redacted.add(&redaction.counts);
+            Some(redaction.text.into_owned())
+        });
+        let outcome = self.workspace().update_with(request, context)?;
+        crate::privacy::record(self.workspace().root(), &redacted);
+        Ok(Updated { outcome, redacted })
     }
 
     /// Rebuilds every derived view and the search index from the canonical files. A legacy
@@ -503,10 +539,19 @@ impl Note {
     /// footnote or a block ID of its own), a topic that is no path in `topics/`, and a time
     /// that is no date are refused with `INVALID_ARGUMENT`, in the words of a note, not of the
     /// change request it becomes.
-    pub fn checked(&self) -> Result<Note, Error> {
+    ///
+    /// Then `redactor` redacts the text (secrets, `<private>` spans), and the counts come back
+    /// with the note.
+    pub fn checked(
+        &self,
+        redactor: &scriptorium_redact::Redactor,
+    ) -> Result<(Note, scriptorium_redact::Counts), Error> {
         let invalid =
             |message: String| Error::Invalid { code: ErrorCode::InvalidArgument, message };
         let text = scriptorium_markers::clean::strip_controls(&self.text);
+        let redaction = redactor.redact(&text);
+        let counts = redaction.counts;
+        let text = redaction.text.into_owned();
         let paragraph = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if paragraph.is_empty() {
             return Err(invalid("the note is empty".to_owned()));
@@ -541,7 +586,7 @@ impl Note {
                 "the time {time:?} is not YYYY, YYYY-MM, YYYY-MM-DD or undated"
             )));
         }
-        Ok(Note { text, core: self.core, topic, time: self.time.clone() })
+        Ok((Note { text, core: self.core, topic, time: self.time.clone() }, counts))
     }
 
     /// The workspace-relative topic file the note goes to.
@@ -585,14 +630,19 @@ impl MemoryWorkspace {
         // the note does it itself. It is idempotent (a note the topic already holds is
         // `AlreadyNoted`), and every lost round means another transaction installed, so each
         // round makes progress for someone; the bound only ends a pathological storm.
-        let note = &note.checked()?;
+        let (note, redacted) = note.checked(self.redactor())?;
+        crate::privacy::record(self.workspace().root(), &redacted);
         let mut rounds = 0;
         loop {
-            match self.note_once(note, context.clone(), now) {
+            match self.note_once(&note, context.clone(), now) {
                 Err(error)
                     if error.code() == ErrorCode::ConcurrentUpdate && rounds < NOTE_ROUNDS =>
                 {
                     rounds += 1;
+                }
+                Ok(NoteOutcome::Noted(mut updated)) => {
+                    updated.redacted.add(&redacted);
+                    return Ok(NoteOutcome::Noted(updated));
                 }
                 other => return other,
             }
@@ -653,6 +703,32 @@ impl MemoryWorkspace {
     }
 }
 
+/// What [`MemoryWorkspace::update`] did: the engine's outcome and what the door redacted.
+#[derive(Debug)]
+pub struct Updated {
+    /// The install.
+    pub outcome: UpdateOutcome,
+    /// What was redacted from the request's texts (rule → how many; never a value).
+    pub redacted: scriptorium_redact::Counts,
+}
+
+impl std::ops::Deref for Updated {
+    type Target = UpdateOutcome;
+
+    fn deref(&self) -> &UpdateOutcome {
+        &self.outcome
+    }
+}
+
+impl Updated {
+    /// The answer of every face ([`ChangeResult`] with `redactions`).
+    pub fn result(&self) -> ChangeResult {
+        let mut result = change_result(&self.outcome);
+        result.redactions = self.redacted.0.clone();
+        result
+    }
+}
+
 /// How many times [`MemoryWorkspace::note`] starts over after another transaction installed
 /// between its read and its install.
 const NOTE_ROUNDS: u32 = 64;
@@ -661,7 +737,7 @@ const NOTE_ROUNDS: u32 = 64;
 #[derive(Debug)]
 pub enum NoteOutcome {
     /// Archived and installed.
-    Noted(Box<UpdateOutcome>),
+    Noted(Box<Updated>),
     /// The topic already holds the note: nothing changed.
     AlreadyNoted {
         /// The topic file.
@@ -678,7 +754,7 @@ impl NoteOutcome {
     /// holds, `noop` and `already_noted` with the block (keyed `<topic>#0`), nothing changed.
     pub fn result(&self) -> ChangeResult {
         match self {
-            NoteOutcome::Noted(outcome) => change_result(outcome),
+            NoteOutcome::Noted(updated) => updated.result(),
             NoteOutcome::AlreadyNoted { topic_path, block_id, revision } => ChangeResult {
                 ok: true,
                 noop: true,
@@ -693,6 +769,7 @@ impl NoteOutcome {
                 git_commit: None,
                 already_noted: Some(true),
                 topic_path: Some(topic_path.clone()),
+                redactions: Default::default(),
             },
         }
     }

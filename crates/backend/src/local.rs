@@ -93,6 +93,9 @@ impl LocalBackend {
         let mut memory = MemoryWorkspace::open(home.join("memory"), true)?;
         // Per-turn recall looks for outside edits at most once a second (a stat of each file).
         memory.set_outside_check_interval(std::time::Duration::from_secs(1));
+        if let Ok(redactor) = config.redactor() {
+            memory.set_redactor(redactor);
+        }
         let store = Sessions::open(home, &config)?;
         let writer_config = WriterConfig {
             threshold_tokens: config.memory.writer.trigger_tokens,
@@ -125,7 +128,8 @@ impl LocalBackend {
 
     /// The door through which transcripts enter this home's session store.
     pub fn intake(&self) -> crate::intake::Intake {
-        crate::intake::Intake::new(self.inner.memory.workspace().root())
+        let redactor = self.inner.memory.redactor().clone();
+        crate::intake::Intake::new(self.inner.memory.workspace().root(), redactor)
     }
 
     /// The writer.
@@ -220,8 +224,17 @@ impl LocalBackend {
         WriterStatus::record_outcome(self.inner.memory.workspace().root(), session, outcome);
     }
 
-    /// Adds the nodes of `messages` the store does not hold yet (in order); the last one added
-    /// becomes the session's head.
+    /// `messages` as they may be stored: redacted by the workspace's redactor (the door of an
+    /// agent runtime's turns), the counts added to the totals.
+    fn redacted(&self, messages: &[Node]) -> Vec<Node> {
+        let mut messages = messages.to_vec();
+        let counts = crate::privacy::redact_nodes(self.inner.memory.redactor(), &mut messages);
+        crate::privacy::record(self.inner.memory.workspace().root(), &counts);
+        messages
+    }
+
+    /// Adds the nodes of `messages` (already redacted) the store does not hold yet (in order);
+    /// the last one added becomes the session's head.
     fn add_messages(&self, session: &SessionId, messages: &[Node]) -> Result<(), WriteFailure> {
         let store = &*self.inner.store;
         let mut new = Vec::new();
@@ -240,6 +253,7 @@ impl LocalBackend {
 
     /// The blocking body of `extract_before_discard`.
     fn extract_blocking(&self, session: &SessionId, messages: &[Node]) -> String {
+        let messages = &self.redacted(messages)[..];
         if let Err(failure) = self.add_messages(session, messages) {
             tracing::warn!(%failure, "extract_before_discard could not store the messages");
             return String::new();
@@ -353,6 +367,7 @@ impl MemoryBackend for LocalBackend {
         let session = session.clone();
         let messages = messages.to_vec();
         tokio::task::spawn_blocking(move || {
+            let messages = this.redacted(&messages);
             let outcome = this
                 .add_messages(&session, &messages)
                 .and_then(|()| this.inner.writer.write(&session, force));

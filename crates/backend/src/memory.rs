@@ -395,7 +395,11 @@ impl Derived {
                 txn_id: event.installed.txn_id.as_str(),
                 message: &message,
                 // A failed views rebuild may have left files the list does not name: scan all.
-                changed: after.views_error.is_none().then_some(changed.as_slice()),
+                // A forget's commit also holds the ledger (`forgotten.jsonl`, outside the
+                // trees a transaction installs): its tree is taken from every file.
+                changed: (after.views_error.is_none()
+                    && !event.installed.message.contains(crate::forget::TRAILER))
+                .then_some(changed.as_slice()),
                 time: now(),
                 merge: merge.as_ref().map(|m| m.theirs.as_str()),
             };
@@ -566,6 +570,9 @@ pub struct MemoryWorkspace {
     /// `relations.json`'s backlinks as last read, keyed by the file's stat (the views replace
     /// it by a rename, so a new file has a new inode): a topic page reads them once per install.
     backlinks_cache: Mutex<Option<(RelationsKey, Arc<Backlinks>)>>,
+    /// The doors' redactor (the home's `[privacy]`, set by whoever opened the workspace with
+    /// the configuration; the built-in rules otherwise).
+    redactor: OnceLock<scriptorium_redact::Redactor>,
 }
 
 /// What identifies one `relations.json` (inode, modification time, length).
@@ -799,6 +806,7 @@ impl MemoryWorkspace {
             outside_check: Mutex::new(None),
             outside_interval: Duration::ZERO,
             backlinks_cache: Mutex::new(None),
+            redactor: OnceLock::new(),
         })
     }
 
@@ -894,11 +902,24 @@ impl MemoryWorkspace {
                     | scriptorium_txn::Error::ConcurrentUpdate { .. }
             )
         };
-        let staged = match ws.begin(opts) {
+        let mut staged = match ws.begin(opts) {
             Ok(staged) => staged,
             Err(error) if busy(&error) => return Ok((Adoption::Busy, live)),
             Err(error) => return Err(error),
         };
+        // An editor is a door too: what the edited files hold that memory never keeps (a
+        // pasted key, a `<private>` span) is redacted before the install commits it.
+        let mut redacted = scriptorium_redact::Counts::default();
+        for path in files.iter().filter(|p| p.starts_with("topics/") && p.ends_with(".md")) {
+            if let Some(text) = staged.read_file(path)? {
+                let redaction = self.redactor().redact(&text);
+                if !redaction.counts.is_empty() {
+                    redacted.add(&redaction.counts);
+                    staged.write_file(path, &redaction.text)?;
+                }
+            }
+        }
+        crate::privacy::record(ws.root(), &redacted);
         match staged.validate() {
             Ok(validated) => match validated.install() {
                 Ok(installed) => Ok((
@@ -947,6 +968,17 @@ impl MemoryWorkspace {
     /// any earlier one that never installed); `None` withdraws it.
     pub(crate) fn set_pending_merge(&self, merge: Option<PendingMerge>) {
         *self.derived.merge.lock().unwrap_or_else(PoisonError::into_inner) = merge;
+    }
+
+    /// Sets the redactor of the doors this workspace owns (notes, change requests, edits),
+    /// usually `Config::redactor`; the first one set stays.
+    pub fn set_redactor(&self, redactor: scriptorium_redact::Redactor) {
+        let _ = self.redactor.set(redactor);
+    }
+
+    /// The redactor of the doors this workspace owns (see [`MemoryWorkspace::set_redactor`]).
+    pub fn redactor(&self) -> &scriptorium_redact::Redactor {
+        self.redactor.get_or_init(scriptorium_redact::Redactor::builtin)
     }
 
     /// The transaction engine's workspace (with the observer registered).

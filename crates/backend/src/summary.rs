@@ -132,6 +132,8 @@ pub struct MemoryStatus {
     /// first (or found invalid), as a search reports them; absent when there were none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outside_edits: Option<OutsideEdits>,
+    /// What the doors redacted before storing anything, by rule (never a value).
+    pub redactions: crate::privacy::RedactionTotals,
 }
 
 /// Edits made outside any transaction, as a status found them (see
@@ -253,6 +255,7 @@ pub fn memory_status(
         pending_turns,
         writer: WriterState::of(&WriterStatus::load(root)),
         outside_edits: OutsideEdits::of(&adoption),
+        redactions: crate::privacy::totals(root),
         workspace,
     })
 }
@@ -344,6 +347,10 @@ pub struct ChangeResult {
     /// `memory_note` only: the topic file that holds the note.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic_path: Option<String>,
+    /// What the door redacted from the request's texts before anything stored them, by rule
+    /// (never a value); absent when nothing was.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub redactions: BTreeMap<String, usize>,
 }
 
 /// What a user sees an install changed: its topic files and archives with the derived views the
@@ -393,13 +400,8 @@ pub fn change_result(outcome: &scriptorium_txn::UpdateOutcome) -> ChangeResult {
         git_commit,
         already_noted: None,
         topic_path: None,
+        redactions: BTreeMap::new(),
     }
-}
-
-/// [`change_result`] as JSON (`{ok, noop, revision, source_ids, block_ids, evidence_ids,
-/// changed_files, adopted, memory_committed, git_committed, git_commit}`).
-pub fn update_result(outcome: &scriptorium_txn::UpdateOutcome) -> serde_json::Value {
-    serde_json::to_value(change_result(outcome)).unwrap_or(serde_json::Value::Null)
 }
 
 /// The status's `pending_turns`: the eligible records (the branches of every live tip, across

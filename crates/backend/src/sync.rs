@@ -50,10 +50,14 @@ pub const MAX_ROUNDS: u32 = 8;
 const STATE_FILE: &str = "sync/state.json";
 
 /// What one sync is asked to do.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct SyncRequest {
     /// The git remote (a path or a URL).
     pub remote: String,
+    /// The session store, for a forget another clone made (found in the remote's ledger): its
+    /// nodes lose their content here too. `None`: the store is left alone (the importers still
+    /// skip what the ledger names).
+    pub store: Option<std::sync::Arc<dyn scriptorium_session_dag::SessionStore + Send + Sync>>,
     /// How the conflicts the last stopped sync kept (those `scriptorium sync --status` shows)
     /// are resolved; any other conflict stops the round, and so does every conflict when
     /// `None`.
@@ -218,7 +222,18 @@ impl MemoryWorkspace {
         for round in 1..=MAX_ROUNDS {
             // Edits made outside a transaction are taken in first, so ours is what is installed.
             self.adopt_outside_edits().map_err(|e| txn_error(&e))?;
-            let theirs = history.fetch(&request.remote, &branch).map_err(|e| git_error(&e))?;
+            let fetched = history.fetch(&request.remote, &branch).map_err(|e| git_error(&e))?;
+            // Forgets first: the remote's that this clone has not applied, then what this
+            // clone forgot and the remote's commits still hold (they are rewritten here and
+            // the remote's branch replaced, with a lease on what was fetched).
+            let (theirs, replacing) = match fetched {
+                Some(fetched) => {
+                    let (theirs, replacing) =
+                        self.reconcile_forgets(history, &branch, &fetched, request)?;
+                    (Some(theirs), replacing)
+                }
+                None => (None, None),
+            };
             let ours = history
                 .head_commit()
                 .map_err(|e| git_error(&e))?
@@ -251,11 +266,32 @@ impl MemoryWorkspace {
                 .head_commit()
                 .map_err(|e| git_error(&e))?
                 .ok_or_else(|| WireError::new(Code::GitCorrupt, "the history has no commit"))?;
-            let pushed = if theirs.as_deref() == Some(head.as_str()) {
+            let pushed = if theirs.as_deref() == Some(head.as_str()) && replacing.is_none() {
                 true
             } else {
-                match history.push(&request.remote, &head, &branch).map_err(|e| git_error(&e))? {
-                    Pushed::Updated | Pushed::UpToDate => true,
+                let push = match &replacing {
+                    Some(expected) => {
+                        history.push_replacing(&request.remote, &head, &branch, expected)
+                    }
+                    None => history.push(&request.remote, &head, &branch),
+                };
+                match push.map_err(|e| git_error(&e))? {
+                    Pushed::Updated | Pushed::UpToDate => {
+                        if replacing.is_some() {
+                            // The old history is gone from the remote's branch: from its
+                            // objects too when it is on this machine, and from ours (the
+                            // fetch brought it back).
+                            self.workspace()
+                                .with_write_lock(LockTimeout::DEFAULT, || history.prune())
+                                .map_err(|e| txn_error(&e))?
+                                .map_err(|e| git_error(&e))?;
+                            if let Some(dir) = local_remote_dir(&root, &request.remote) {
+                                scriptorium_history::prune_repository(&dir)
+                                    .map_err(|e| git_error(&e))?;
+                            }
+                        }
+                        true
+                    }
                     Pushed::Rejected { reason } => {
                         tracing::info!(%reason, round, "the remote moved meanwhile; syncing again");
                         continue;
@@ -290,6 +326,61 @@ impl MemoryWorkspace {
                  pushing); nothing is lost: sync again"
             ),
         ))
+    }
+
+    /// Brings this clone and the fetched commit `fetched` to the same forgets (see
+    /// `docs/sync.md#forgetting`): applies every forget of the remote's ledger this clone has
+    /// not made ([`crate::forget::apply_entry`]), then, when this clone's ledger holds forgets
+    /// the remote's does not (the remote's branch still has the old history), rewrites the
+    /// fetched commits through them. Returns the commit to merge (the fetched one, or its
+    /// rewrite) and, when the remote's branch must be replaced, the commit it holds now (the
+    /// push's lease).
+    fn reconcile_forgets(
+        &self,
+        history: &History,
+        branch: &str,
+        fetched: &str,
+        request: &SyncRequest,
+    ) -> Result<(String, Option<String>), WireError> {
+        let root = self.workspace().root().to_path_buf();
+        let theirs_ledger: Vec<crate::forget::LedgerEntry> = history
+            .file_at(fetched, crate::forget::LEDGER)
+            .map_err(|e| git_error(&e))?
+            .map(|bytes| {
+                String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .filter_map(|line| serde_json::from_str(line).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ours_ledger = crate::forget::read_ledger(&root);
+        let ours_ids: std::collections::HashSet<&str> =
+            ours_ledger.iter().map(|e| e.id.as_str()).collect();
+        let store =
+            request.store.as_deref().map(|s| s as &dyn scriptorium_session_dag::SessionStore);
+        for entry in theirs_ledger.iter().filter(|e| !ours_ids.contains(e.id.as_str())) {
+            crate::forget::apply_entry(self, store, entry.clone()).map_err(|e| e.wire())?;
+        }
+        let theirs_ids: std::collections::HashSet<&str> =
+            theirs_ledger.iter().map(|e| e.id.as_str()).collect();
+        let missing: Vec<crate::forget::LedgerEntry> = crate::forget::read_ledger(&root)
+            .into_iter()
+            .filter(|e| !theirs_ids.contains(e.id.as_str()))
+            .collect();
+        if missing.is_empty() {
+            return Ok((fetched.to_owned(), None));
+        }
+        let scrub = crate::forget::scrub_for(&missing).map_err(|e| e.wire())?;
+        let known: std::collections::BTreeMap<String, String> =
+            missing.iter().flat_map(|e| e.rewrite.iter().cloned()).collect();
+        self.workspace()
+            .with_write_lock(LockTimeout::DEFAULT, || history.rewrite(&scrub, &known))
+            .map_err(|e| txn_error(&e))?
+            .map_err(|e| git_error(&e))?;
+        let tracking = format!("{}{branch}", scriptorium_history::FETCHED_PREFIX);
+        let refs = history.refs().map_err(|e| git_error(&e))?;
+        let theirs = refs.get(&tracking).cloned().unwrap_or_else(|| fetched.to_owned());
+        Ok((theirs, Some(fetched.to_owned())))
     }
 
     /// Merges the remote commit `theirs` into this clone (`base`: the merge base, `None` for
@@ -582,6 +673,20 @@ fn rfc3339() -> String {
         .unwrap_or_default()
 }
 
+/// The repository directory of a remote that is a local path or a `file://` URL (a relative
+/// path is taken from the home, the memory's parent, as `[sync] remote` is), if it exists.
+pub(crate) fn local_remote_dir(root: &Path, remote: &str) -> Option<std::path::PathBuf> {
+    if remote.contains("://") && !remote.starts_with("file://") {
+        return None;
+    }
+    if !remote.contains("://") && remote.contains(':') && !remote.starts_with('/') {
+        return None;
+    }
+    let path = std::path::PathBuf::from(remote.strip_prefix("file://").unwrap_or(remote));
+    let path = if path.is_absolute() { path } else { root.parent().unwrap_or(root).join(path) };
+    path.is_dir().then_some(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{MemoryWorkspace, SyncRequest};
@@ -599,7 +704,7 @@ mod tests {
             .expect("a loopback port")
             .port();
         let remote = format!("http://127.0.0.1:{port}/memory.git");
-        let request = SyncRequest { remote: remote.clone(), prefer: None };
+        let request = SyncRequest { remote: remote.clone(), prefer: None, store: None };
         let error = memory.sync(&request).expect_err("nothing listens there");
         assert_eq!(error.code, Code::RemoteUnavailable, "{error}");
         assert!(error.code.is_retryable());

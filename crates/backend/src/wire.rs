@@ -88,6 +88,9 @@ pub enum Code {
     ConcurrentUpdate,
     /// The search index is being written by another process.
     IndexBusy,
+    /// A destructive operation (a forget) was asked for without the confirmation it needs
+    /// (`--yes` off a terminal, `confirm: true` over MCP and REST); nothing was done.
+    ConfirmationRequired,
     /// The disk (or quota) is full; retry once space is freed.
     NoSpace,
     /// The sync remote could not be reached or refused the exchange.
@@ -190,6 +193,7 @@ impl Code {
             Code::Busy => "BUSY",
             Code::ConcurrentUpdate => "CONCURRENT_UPDATE",
             Code::IndexBusy => "INDEX_BUSY",
+            Code::ConfirmationRequired => "CONFIRMATION_REQUIRED",
             Code::NoSpace => "NO_SPACE",
             Code::PatchConflict => "PATCH_CONFLICT",
             Code::MissingSource => "MISSING_SOURCE",

@@ -26,7 +26,7 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
-use scriptorium_backend::intake::{Intake, WRITER_SESSION};
+use scriptorium_backend::intake::{Intake, WRITER_SESSION, is_inside_memory};
 use scriptorium_backend::sessions::Sessions;
 use scriptorium_backend::{archive_unwritten, injected_core_at};
 use scriptorium_search::{Query, fence, recall_text};
@@ -231,13 +231,19 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
     }
     let config = crate::config(home).map_err(|e| Failure::new("HOOK_NO_MEMORY", e.to_string()))?;
     let payload = Payload::parse(&bytes)?;
-    let intake = Intake::new(&home.memory());
-    if payload.cwd.as_deref().is_some_and(|cwd| intake.is_inside_memory(cwd)) {
+    if payload.cwd.as_deref().is_some_and(|cwd| is_inside_memory(&home.memory(), cwd)) {
         return Ok(None);
     }
+    // The door that stores (and redacts) is built only by the events that import: a per-turn
+    // recall stores nothing.
+    let intake = || {
+        let redactor =
+            config.redactor().map_err(|e| Failure::new("HOOK_NO_MEMORY", e.to_string()))?;
+        Ok::<_, Failure>(Intake::new(&home.memory(), redactor))
+    };
     match event {
         Event::SessionStart => {
-            import_transcript(home, &intake, agent, event, &payload)?;
+            import_transcript(home, args, &intake()?, agent, event, &payload)?;
             if !config.memory.core.inject {
                 return Ok(None);
             }
@@ -266,7 +272,7 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
         }
         Event::Stop | Event::SessionEnd => {
             let session = payload.session()?;
-            let imported = import_transcript(home, &intake, agent, event, &payload)?;
+            let imported = import_transcript(home, args, &intake()?, agent, event, &payload)?;
             let session = written_session(home, args, session, &imported)?;
             if !scriptorium_backend::memory::MemoryWorkspace::exists(&home.memory()) {
                 return Err(Failure::new(
@@ -286,7 +292,7 @@ fn handle(home: &Home, args: &Args) -> Result<Option<(Event, String)>, Failure> 
         }
         Event::PreCompact => {
             let session = payload.session()?;
-            let imported = import_transcript(home, &intake, agent, event, &payload)?;
+            let imported = import_transcript(home, args, &intake()?, agent, event, &payload)?;
             let session = written_session(home, args, session, &imported)?;
             let store = open_store(home)?;
             let memory = memory::open(home, false)
@@ -347,6 +353,7 @@ fn written_session(
 /// session just started).
 fn import_transcript(
     home: &Home,
+    args: &Args,
     intake: &Intake,
     agent: Agent,
     event: Event,
@@ -382,6 +389,7 @@ fn import_transcript(
     let store = open_store(home)?;
     let mut sessions = Vec::new();
     let mut writer_sessions = 0;
+    let mut redacted = scriptorium_redact::Counts::default();
     for unit in &units {
         let summary = intake.import_unit(&*store, unit).map_err(|e| match e {
             // The store refused: the import failed. Anything else: the file is no transcript.
@@ -389,7 +397,23 @@ fn import_transcript(
             _ => Failure::new("HOOK_TRANSCRIPT", e.to_string()),
         })?;
         writer_sessions += summary.report.skipped.get(WRITER_SESSION).copied().unwrap_or(0);
+        redacted.add(&scriptorium_redact::Counts(summary.report.redacted.clone()));
         sessions.extend(summary.sessions.into_iter().filter(|s| s.nodes > 0).map(|s| s.session));
+    }
+    // Said (never the values): what the transcript held that memory does not keep.
+    if !redacted.is_empty() {
+        log(
+            home,
+            args,
+            &Failure::new(
+                "HOOK_REDACTED",
+                format!(
+                    "redacted {} from {} before storing it",
+                    scriptorium_backend::privacy::describe(&redacted),
+                    path.display()
+                ),
+            ),
+        );
     }
     if sessions.is_empty() && writer_sessions == 0 && event != Event::SessionStart {
         return Err(Failure::new(

@@ -97,7 +97,8 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let store = crate::session_store(home).context("cannot open the session store")?;
-    let intake = scriptorium_backend::intake::Intake::new(&home.memory());
+    let redactor = crate::config(home)?.redactor()?;
+    let intake = scriptorium_backend::intake::Intake::new(&home.memory(), redactor);
 
     let sizes: Vec<u64> = units.iter().map(import::Unit::len_bytes).collect();
     let bar = if std::io::stderr().is_terminal() {
@@ -221,6 +222,13 @@ fn line(summary: &Summary, failed: usize) -> String {
         out.push_str(&format!(" ({})", reasons.join(", ")));
     }
     out.push_str(&format!("; {} bad lines", report.bad_lines.len()));
+    if !report.redacted.is_empty() {
+        let counts = scriptorium_redact::Counts(report.redacted.clone());
+        out.push_str(&format!(
+            "; redacted {} (secrets and <private> spans never stored)",
+            scriptorium_backend::privacy::describe(&counts)
+        ));
+    }
     if failed > 0 {
         out.push_str(&format!("; {failed} failed"));
     }
@@ -243,6 +251,7 @@ fn json(
         "branches": summary.branches(),
         "lines": summary.report.lines,
         "skipped": summary.report.skipped,
+        "redacted": summary.report.redacted,
         "bad_lines": summary.report.bad_lines.iter().map(|b| serde_json::json!({
             "path": b.path.display().to_string(),
             "line": b.line,

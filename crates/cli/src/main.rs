@@ -14,6 +14,7 @@ mod check;
 mod core;
 mod demo;
 mod edit;
+mod forget;
 mod home;
 mod hook;
 mod import;
@@ -129,6 +130,9 @@ enum Command {
     Rebuild(rebuild::Args),
     /// Exchange the memory with a git remote: fetch, merge by block, install, push.
     Sync(sync::Args),
+    /// Forget a conversation, a record, a block or a text everywhere: the session store, the
+    /// archive, the topics, git history and the sync remote.
+    Forget(forget::Args),
     /// Validate a memory workspace's topics/ and sources/ and print every diagnostic.
     Check(check::Args),
     /// Repair what the workspace refuses to guess (a lost workspace ID).
@@ -176,6 +180,7 @@ impl Command {
             Command::Browse(args) => args.json,
             Command::Rebuild(args) => args.json,
             Command::Sync(args) => args.json,
+            Command::Forget(args) => args.json,
             Command::Check(args) => args.json,
             Command::Repair(args) => args.json,
             Command::Import(args) => args.json,
@@ -281,6 +286,7 @@ fn main() -> ExitCode {
         Command::Repair(args) => repair::run(&home, &args),
         Command::Import(args) => import::run(&home, args),
         Command::Sessions(args) => sessions::run(&home, args),
+        Command::Forget(args) => forget::run(&home, &args),
         Command::Write(args) => write::run(&home, args),
         Command::Sleep(args) => write::sleep(&home, args),
         Command::Watch(args) => watch::run(&home, &args),

@@ -34,13 +34,28 @@ impl std::ops::Deref for Opened {
 /// Opens (with `create`, initializes) the workspace under `home`: recovery, git catch-up, and
 /// the views+git observer on every install.
 pub(crate) fn open(home: &Home, create: bool) -> anyhow::Result<Opened> {
-    opened(MemoryWorkspace::open(home.memory(), create))
+    with_privacy(home, opened(MemoryWorkspace::open(home.memory(), create))?)
+}
+
+/// The home's `[privacy]` redactor on the workspace's doors (notes, change requests, edits),
+/// and a forget a crash interrupted finished before anything else happens (see
+/// `scriptorium_backend::forget`).
+fn with_privacy(home: &Home, memory: Opened) -> anyhow::Result<Opened> {
+    let config = scriptorium_backend::Config::load(home.root())?;
+    memory.set_redactor(config.redactor()?);
+    if scriptorium_backend::forget::under_way(memory.workspace().root()) {
+        let store = crate::session_store(home)?;
+        let remote = config.sync.remote.clone();
+        scriptorium_backend::forget::resume(&memory, &*store, remote.as_deref())
+            .map_err(|e| crate::output::wire(e.wire()))?;
+    }
+    Ok(memory)
 }
 
 /// [`open`] for a command that only reads unless it must take in outside edits (`search`): the
 /// git history is opened only before such an install.
 pub(crate) fn open_for_reading(home: &Home) -> anyhow::Result<Opened> {
-    opened(MemoryWorkspace::open_for_reading(home.memory()))
+    with_privacy(home, opened(MemoryWorkspace::open_for_reading(home.memory()))?)
 }
 
 fn opened(result: Result<MemoryWorkspace, Error>) -> anyhow::Result<Opened> {

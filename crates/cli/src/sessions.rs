@@ -48,6 +48,18 @@ enum Command {
         /// The session ID.
         id: String,
     },
+    /// Remove a session: `scriptorium forget --session ID` (its messages, its archived records,
+    /// the blocks citing only them, git history and the sync remote included).
+    Remove {
+        /// The session ID.
+        id: String,
+        /// List what would go, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do it without asking (required when standard input is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Copy the embedded store (`<home>/sessions`) into a PostgreSQL database, idempotently:
     /// a second run copies nothing. Then set `[sessions] store` to the same URL.
     Migrate {
@@ -61,7 +73,7 @@ enum Command {
 pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let store = match &args.command {
         // The copy reads `<home>/sessions` whatever `[sessions] store` says.
-        Command::Migrate { .. } => None,
+        Command::Migrate { .. } | Command::Remove { .. } => None,
         _ => crate::existing_session_store(home)?,
     };
     let code = match args.command {
@@ -74,6 +86,12 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
             branches(store.as_ref(), &SessionId(id), workspace.as_ref(), args.json)?
         }
         Command::Migrate { to } => migrate(home, &to, args.json)?,
+        Command::Remove { id, dry_run, yes } => {
+            return crate::forget::run(
+                home,
+                &crate::forget::Args::of_session(id, yes, dry_run, args.json),
+            );
+        }
     };
     if let Some(store) = &store {
         for warning in store.warnings() {

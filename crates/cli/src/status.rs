@@ -57,6 +57,16 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     } else if status.topics_edited_outside {
         outln!("note        topics/ was edited outside a transaction");
     }
+    let redactions = &full.redactions;
+    if redactions.total > 0 {
+        let rules: Vec<String> =
+            redactions.by_rule.iter().map(|(rule, n)| format!("{rule} {n}")).collect();
+        outln!(
+            "privacy     {} redaction(s) before storing: {}",
+            redactions.total,
+            rules.join(", ")
+        );
+    }
     match pending {
         Some(n) => outln!("sessions    {n} turn(s) not yet written into memory"),
         None => outln!("sessions    the pending count failed"),

@@ -60,7 +60,9 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         Side::Ours => Prefer::Ours,
         Side::Theirs => Prefer::Theirs,
     });
-    let report = memory.sync(&SyncRequest { remote, prefer }).map_err(crate::output::wire)?;
+    let store = crate::existing_session_store(home)?.map(|s| s.shared());
+    let report =
+        memory.sync(&SyncRequest { remote, prefer, store }).map_err(crate::output::wire)?;
     if args.json {
         crate::output::document(&report)?;
     } else {

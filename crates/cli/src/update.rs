@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use scriptorium_backend::engine::{Surface, UpdateContext, UpdateRequest};
-use scriptorium_backend::summary::change_result;
 
 use crate::home::Home;
 use crate::memory;
@@ -96,7 +95,7 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let outcome = memory.update(request, context)?;
     let installed = &outcome.installed;
     let after = scriptorium_backend::memory::after(installed);
-    let result = change_result(&outcome);
+    let result = outcome.result();
     if args.json {
         crate::output::document(&result)?;
     } else if installed.noop {

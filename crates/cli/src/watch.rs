@@ -143,7 +143,11 @@ async fn sync_loop(
     loop {
         let (memory, request) = (
             backend.clone(),
-            scriptorium_backend::sync::SyncRequest { remote: remote.clone(), prefer: None },
+            scriptorium_backend::sync::SyncRequest {
+                remote: remote.clone(),
+                prefer: None,
+                store: Some(backend.store().shared()),
+            },
         );
         match tokio::task::spawn_blocking(move || memory.memory().sync(&request)).await {
             Ok(Ok(report)) => tracing::info!(

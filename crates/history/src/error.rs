@@ -10,10 +10,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorCode {
-    /// The repository could not be opened or created (missing, unreadable, not a repository).
+    /// The repository could not be opened or created (missing, unreadable, not a repository),
+    /// or the `git` program, which pruning needs, could not be run (not installed, not on
+    /// `PATH`).
     GitUnavailable,
-    /// Writing objects, the `HEAD` reference or the index failed; nothing of the workspace
-    /// itself is affected.
+    /// Writing objects, references or the index failed, or the `git` program failed to prune
+    /// the repository; nothing of the workspace itself is affected.
     GitCommitFailed,
     /// The repository exists but its history cannot be read (missing or malformed objects).
     GitCorrupt,
@@ -164,6 +166,46 @@ pub enum Error {
         /// The prefix as given.
         rev: String,
     },
+    /// A rewrite's `known` map names a rewritten commit this repository does not have.
+    #[error(
+        "the rewritten commit {new} (of {old}) is not in this repository: fetch it before \
+         rewriting with its map"
+    )]
+    KnownCommitMissing {
+        /// The commit of this history the map rewrites.
+        old: String,
+        /// The commit it maps to, which is missing.
+        new: String,
+    },
+    /// A ref points (possibly through a tag) at an object a rewrite cannot scrub.
+    #[error("the ref {name} points at {kind}, which a rewrite cannot scrub: delete the ref")]
+    UnscrubbableRef {
+        /// The ref.
+        name: String,
+        /// What it points at (`"a blob"`).
+        kind: &'static str,
+    },
+    /// The `git` program could not be run.
+    #[error("cannot run the git program to {op}: {source} (is git installed and on PATH?)")]
+    GitProgram {
+        /// What it was run for (`"prune"`, `"count objects"`).
+        op: &'static str,
+        /// Why it could not be started.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `git` program ran and failed.
+    #[error("git {op} in {git_dir} failed ({status}): {stderr}")]
+    GitCommand {
+        /// What it was run for (`"gc"`, `"count objects"`).
+        op: &'static str,
+        /// The repository (its git directory).
+        git_dir: PathBuf,
+        /// The exit status.
+        status: String,
+        /// What git said on standard error.
+        stderr: String,
+    },
 }
 
 fn fmt_path(path: Option<&str>) -> String {
@@ -174,14 +216,19 @@ impl Error {
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Repository { .. } | Error::Exclude { .. } => ErrorCode::GitUnavailable,
+            Error::Repository { .. } | Error::Exclude { .. } | Error::GitProgram { .. } => {
+                ErrorCode::GitUnavailable
+            }
             Error::Read { .. } => ErrorCode::GitCorrupt,
-            Error::Write { .. } => ErrorCode::GitCommitFailed,
+            Error::Write { .. } | Error::GitCommand { .. } => ErrorCode::GitCommitFailed,
             Error::Workspace { .. } => ErrorCode::Io,
             Error::InvalidPath { .. }
             | Error::InvalidTxnId { .. }
-            | Error::AmbiguousRevision { .. } => ErrorCode::InvalidArgument,
-            Error::RevisionNotFound { .. } => ErrorCode::RevisionNotFound,
+            | Error::AmbiguousRevision { .. }
+            | Error::UnscrubbableRef { .. } => ErrorCode::InvalidArgument,
+            Error::RevisionNotFound { .. } | Error::KnownCommitMissing { .. } => {
+                ErrorCode::RevisionNotFound
+            }
             Error::Remote { .. } => ErrorCode::RemoteUnavailable,
             Error::RemoteInvalid { .. } => ErrorCode::RemoteInvalid,
         }

@@ -65,6 +65,8 @@
 mod error;
 mod message;
 mod paths;
+mod prune;
+mod rewrite;
 mod scan;
 mod sync;
 
@@ -77,6 +79,8 @@ use gix::hash::ObjectId;
 pub use error::{Error, ErrorCode};
 pub use message::{IDENTITY_EMAIL, IDENTITY_NAME, INITIAL_MESSAGE, TXN_ID_TRAILER, Time};
 pub use paths::{is_internal_path, is_runtime_name};
+pub use prune::prune_repository;
+pub use rewrite::{RewritePlan, Rewritten, Scrub, Scrubbed};
 pub use sync::{Ancestry, FETCHED_PREFIX, Pushed};
 
 use message::{check_txn_id, summary_of, txn_id_of, with_trailer};

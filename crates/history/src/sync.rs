@@ -54,7 +54,7 @@ pub enum Pushed {
     },
 }
 
-fn oid(hex: &str) -> Result<ObjectId, Error> {
+pub(crate) fn oid(hex: &str) -> Result<ObjectId, Error> {
     ObjectId::from_hex(hex.as_bytes()).map_err(|_| Error::RevisionNotFound {
         rev: hex.to_owned(),
         reason: "not a full commit id",
@@ -169,10 +169,44 @@ impl History {
     /// --porcelain`, never forced), without a prompt for credentials.
     pub fn push(&self, url: &str, commit: &str, branch: &str) -> Result<Pushed, Error> {
         oid(commit)?;
+        self.run_push(url, commit, branch, None)
+    }
+
+    /// Pushes `commit` to `branch` of the remote at `url`, replacing what is there (a forget's
+    /// rewritten history) but only while the remote's branch is still `expected` (`git push
+    /// --force-with-lease`): a clone's push in between is never overwritten unseen, the push is
+    /// `Pushed::Rejected` instead.
+    pub fn push_replacing(
+        &self,
+        url: &str,
+        commit: &str,
+        branch: &str,
+        expected: &str,
+    ) -> Result<Pushed, Error> {
+        oid(commit)?;
+        oid(expected)?;
+        self.run_push(url, commit, branch, Some(expected))
+    }
+
+    /// `git push --porcelain`, with a lease on `expected` when there is one; the porcelain line
+    /// of the branch says whether it moved, was up to date, or lost a race.
+    fn run_push(
+        &self,
+        url: &str,
+        commit: &str,
+        branch: &str,
+        expected: Option<&str>,
+    ) -> Result<Pushed, Error> {
         let remote_err =
             |message: String| Error::Remote { op: "push", url: url.to_owned(), message };
-        let output = git(self.root())
-            .args(["push", "--porcelain", "--", url, &format!("{commit}:refs/heads/{branch}")])
+        let mut command = git(self.root());
+        command.args(["push", "--porcelain"]);
+        if let Some(expected) = expected {
+            command.arg(format!("--force-with-lease=refs/heads/{branch}:{expected}"));
+        }
+        let output = command
+            .args(["--", url])
+            .arg(format!("{commit}:refs/heads/{branch}"))
             .output()
             .map_err(|e| remote_err(format!("cannot run git: {e}")))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -183,7 +217,8 @@ impl History {
         }
         let summary = line.and_then(|l| l.split('\t').nth(2)).unwrap_or_default().to_owned();
         let stderr = String::from_utf8_lossy(&output.stderr);
-        if flag == Some('!') && lost_race(&summary, &stderr) {
+        let stale = expected.is_some() && summary.contains("stale info");
+        if flag == Some('!') && (stale || lost_race(&summary, &stderr)) {
             return Ok(Pushed::Rejected { reason: summary });
         }
         if let Some(fix) = unusable_remote(&summary, &stderr, branch) {

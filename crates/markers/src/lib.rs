@@ -22,6 +22,10 @@
 //! - A rewound node is not on any branch: its marker neither counts nor stops the walk, exactly
 //!   as [`SessionStore::branch`] skips it. A rewound tip is walked from its nearest live
 //!   ancestor.
+//! - A forgotten node ([`SessionStore::forget`]: its content erased, its markers kept) is no
+//!   record, so it is never pending; but its mark still stops the walk, as the record it was
+//!   when it was written: forgetting the newest written record makes nothing older pending
+//!   again, and the walk still costs the unwritten suffix.
 //! - [`boundary_plan`] is computed before anything is written: it assumes each planned branch
 //!   is then written (and marked) completely, in order, which is what lets later branches stop
 //!   at records an earlier planned branch will mark.
@@ -72,8 +76,8 @@ use scriptorium_session_dag::{
 };
 
 /// The node metadata key of the written marker (historical and fixed: changing it orphans every
-/// existing mark).
-pub const MARKER_KEY: &str = "memory_written_scriptorium";
+/// existing mark). The session store knows the name too: a forget keeps the markers.
+pub const MARKER_KEY: &str = scriptorium_session_dag::WRITTEN_MARKER_KEY;
 
 /// The per-workspace marker key, `memory_written_scriptorium:<workspace id>` (value `1`),
 /// written beside [`MARKER_KEY`] so that clones of one memory sharing a session store (see
@@ -191,7 +195,7 @@ impl<'a> Marker<'a> {
 
 /// The records of the branch ending at `tip` (default: the head) that are not yet written for
 /// `workspace`, oldest first: the walk from `tip` toward the root stops at the first record
-/// marked with `workspace`.
+/// marked with `workspace`, or at a forgotten node so marked (it was a record when written).
 ///
 /// Cost: one node visit ([`SessionStore::walk_ancestors`]; by default one [`SessionStore::node`]
 /// read) per node between `tip` and the newest marked record (non-records and rewound nodes on
@@ -237,13 +241,16 @@ fn walk<S: SessionStore + ?Sized>(
             cycle = Some(node.id.clone());
             return false;
         }
-        if !node.rewound
-            && let Some(text) = record_text(node)
-        {
-            if stop(node) {
+        if !node.rewound {
+            if let Some(text) = record_text(node) {
+                if stop(node) {
+                    return false;
+                }
+                out.push(with_text(node, text));
+            } else if node.is_forgotten() && stop(node) {
+                // It was a record when it was written: its mark still says where writing stopped.
                 return false;
             }
-            out.push(with_text(node, text));
         }
         steps += 1;
         if saved.is_none() || steps == power {

@@ -80,6 +80,8 @@ const state = {
   writing: false,
   compose: null, // 'note' | 'topic': the add-note or new-topic form in the detail pane
   composeError: null,
+  forget: null, // {what, label, after, plan, error, busy}: a forget being planned or confirmed
+  forgotten: null, // what the last confirmed forget removed, said once above the view
 };
 
 // ---- small DOM helpers
@@ -246,7 +248,14 @@ async function loadCore() {
   state.core = data;
 }
 async function loadTopic(path) {
-  const { data } = await api('GET', `/api/memory/topics/${enc(path)}`);
+  let data;
+  try {
+    ({ data } = await api('GET', `/api/memory/topics/${enc(path)}`));
+  } catch (e) {
+    // A topic that is gone shows no stale text beside the error.
+    if (e.status === 404 && state.current === path) state.doc = null;
+    throw e;
+  }
   if (state.current === path) state.doc = { ...data, path };
   return data;
 }
@@ -301,6 +310,8 @@ function narrow() {
 
 function selectSection(section, detail) {
   state.compose = null;
+  state.forget = null;
+  state.forgotten = null;
   setRoute(`#/${section}`);
   state.section = section;
   state.record = null;
@@ -326,6 +337,8 @@ function focusHead() {
 function openTopic(raw, anchor) {
   const path = rel(raw);
   state.compose = null;
+  state.forget = null;
+  state.forgotten = null;
   setRoute(`#/topic/${encodeURIComponent(path)}${anchor && /^\^?[0-9a-z]+$/.test(anchor) ? `/^${anchor.replace(/^\^/, '')}` : ''}`);
   state.section = 'topics';
   state.record = null;
@@ -351,6 +364,8 @@ function openTopic(raw, anchor) {
 
 function openDay(date) {
   state.compose = null;
+  state.forget = null;
+  state.forgotten = null;
   setRoute(`#/day/${date}`);
   state.section = 'timeline';
   state.record = null;
@@ -364,6 +379,8 @@ function openDay(date) {
 
 function openCompose(kind) {
   state.compose = kind;
+  state.forget = null;
+  state.forgotten = null;
   state.composeError = null;
   state.record = null;
   state.section = 'topics';
@@ -431,6 +448,8 @@ function closeRecord() {
 
 function openRecord(path, anchor) {
   state.compose = null;
+  state.forget = null;
+  state.forgotten = null;
   setRoute(`#/record/${encodeURIComponent(path)}/${anchor}`);
   const whole = state.record && state.record.path === path ? state.record.whole : null;
   state.record = { path, anchor, doc: null, whole };
@@ -619,6 +638,8 @@ function dayRow(e, depth, label) {
 // ---- sessions: the imported conversations, each readable as a thread, written on request
 function openSession(id) {
   state.compose = null;
+  state.forget = null;
+  state.forgotten = null;
   state.record = null;
   state.section = 'sessions';
   setRoute(`#/session/${encodeURIComponent(id)}`);
@@ -648,7 +669,7 @@ function sessionList() {
     for (const r of rows)
       list.append(el('button', { type: 'button', class: `row hit session${state.session === r.id ? ' active' : ''}`, 'data-session': r.id, 'aria-current': state.session === r.id ? 'true' : null, title: r.id, onclick: () => openSession(r.id) },
         el('span', { class: 'row-main', text: sessionName(r) }),
-        el('span', { class: 'hit-text', text: [projectName(r.project), `${r.branches} branch${r.branches === 1 ? '' : 'es'}`, r.pending ? `${r.pending} to write` : 'all written', lastWrite(r) || fmtTime(r.updated_at_ms / 1000)].filter(Boolean).join(' · ') })));
+        el('span', { class: 'hit-text', text: [r.forgotten ? 'forgotten' : '', projectName(r.project), `${r.branches} branch${r.branches === 1 ? '' : 'es'}`, r.pending ? `${r.pending} to write` : 'all written', lastWrite(r) || fmtTime(r.updated_at_ms / 1000)].filter(Boolean).join(' · ') })));
   return el('div', { class: 'context' }, el('div', { class: 'label', text: 'Sessions' }), list);
 }
 
@@ -697,13 +718,14 @@ function turnItem(t) {
   // An importer that knew no model once named the speaker "unknown": the role says more.
   const who = t.speaker && t.speaker !== 'unknown' ? t.speaker : t.role;
   const meta = [who, t.kind !== 'message' ? t.kind : '', fmtTime(Date.parse(t.created_at) / 1000)].filter(Boolean).join(' · ');
-  const item = el('li', { class: `turn-item ${t.role}`, 'data-node': t.id },
+  const item = el('li', { class: `turn-item ${t.role}${t.forgotten ? ' gone' : ''}`, 'data-node': t.id },
     el('div', { class: 'rec-meta' },
       el('span', { text: meta }),
+      t.forgotten ? el('span', { class: 'badge gone', text: 'forgotten' }) : null,
       t.record ? el('span', { class: `badge${t.written ? ' ok' : ''}`, text: t.written ? 'written' : 'to write' }) : null,
       t.children > 1 ? el('span', { class: 'badge fork', title: 'The conversation branches after this turn', text: `fork · ${t.children} branches` }) : null,
       t.link ? el('button', { type: 'button', class: 'link', onclick: () => { const c = citation(t.link); if (c) openRecord(c.path, c.anchor); } }, 'Record') : null),
-    el('pre', { class: 'record-text', text: t.text + (t.cut ? ' …' : '') }));
+    t.forgotten ? el('p', { class: 'hint', text: 'Forgotten: the text of this turn is gone.' }) : el('pre', { class: 'record-text', text: t.text + (t.cut ? ' …' : '') }));
   return item;
 }
 
@@ -720,8 +742,10 @@ function renderSession(body) {
   const th = state.thread;
   const row = (th && th.session) || (rows || []).find((r) => r.id === id);
   const sub = row ? [projectName(row.project), `${row.branches} branch${row.branches === 1 ? '' : 'es'}`, row.pending ? `${row.pending} turn${row.pending === 1 ? '' : 's'} to write` : 'all written', `updated ${fmtTime(row.updated_at_ms / 1000)}`, lastWrite(row)].filter(Boolean).join(' · ') : id;
-  setHead([el('span', { class: 't', text: row ? sessionName(row) : id })], sub,
-    [el('button', { type: 'button', class: 'btn primary', id: 'write-now', disabled: state.writing || !th, onclick: () => writeNow(id) }, state.writing ? 'Writing…' : 'Write now')]);
+  const gone = !!(row && row.forgotten);
+  setHead([el('span', { class: 't', text: row ? sessionName(row) : id }), gone ? el('span', { class: 'badge gone', text: 'forgotten' }) : null], sub,
+    [el('button', { type: 'button', class: 'btn primary', id: 'write-now', disabled: state.writing || !th, onclick: () => writeNow(id) }, state.writing ? 'Writing…' : 'Write now'),
+      gone ? null : el('button', { type: 'button', class: 'btn danger', id: 'forget-session', disabled: !th, title: 'Remove this conversation from memory everywhere', onclick: () => askForget({ session: id }, 'this session', () => Promise.allSettled([loadThread(id), loadSessions(), refreshLists()])) }, 'Forget')].filter(Boolean));
   if (state.written && state.written.id === id)
     body.append(el('div', { class: `banner${state.written.ok ? ' ok' : ' error'}`, role: 'status', id: 'write-result' }, el('span', { class: 'grow', text: state.written.text })));
   if (state.error) body.append(errorBanner(state.error, () => guarded(() => loadThread(id))));
@@ -737,6 +761,110 @@ function renderSession(body) {
     doc.append(el('ol', { class: `thread-list${b.head ? '' : ' branch'}`, 'data-tip': b.tip }, b.turns.map(turnItem)));
   }
   body.append(doc);
+}
+
+// ---- forgetting: the plan (a dry run: nothing changes) is shown whole first; only "Forget all of
+// this, everywhere" carries it out, and the view it came from is then read again
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
+
+async function askForget(what, label, after) {
+  const f = { what, label, after, plan: null, error: null, busy: false };
+  state.forget = f;
+  render();
+  try {
+    const { data } = await api('POST', '/api/memory/forget', what);
+    f.plan = data.plan;
+  } catch (e) {
+    if (gated) return;
+    f.error = e.message;
+  }
+  if (state.forget === f) render();
+}
+
+async function confirmForget() {
+  const f = state.forget;
+  if (!f || f.busy) return;
+  f.busy = true;
+  render();
+  try {
+    const { data } = await api('POST', '/api/memory/forget', { ...f.what, confirm: true });
+    const p = data.plan;
+    const remote = data.remote === 'replaced' ? " The sync remote's history was replaced." : data.remote === 'pending' ? ' The sync remote is replaced on the next sync.' : '';
+    state.forgotten = `Forgotten everywhere: ${plural(p.messages, 'message')}, ${plural(p.records, 'record')}, ${plural(p.blocks.length, 'block')}; ${plural(data.commits_rewritten, 'git commit')} rewritten.${remote}`;
+    state.forget = null;
+    state.written = null;
+    await f.after();
+  } catch (e) {
+    if (gated) return;
+    f.busy = false;
+    f.error = `Nothing was forgotten: ${e.message}`;
+  }
+  render();
+}
+
+function renderForget(body) {
+  const f = state.forget;
+  const p = f.plan;
+  setHead([el('span', { class: 't', text: `Forget ${f.label}` }), el('span', { class: 'badge gone', text: 'cannot be undone' })], 'Nothing is forgotten until you confirm below');
+  const close = el('button', { type: 'button', class: 'btn', id: 'forget-cancel', disabled: f.busy, onclick: () => { state.forget = null; render(); } }, p && !f.error ? 'Cancel' : 'Close');
+  const box = el('section', { class: 'doc forget', id: 'forget-plan', 'aria-label': 'What this forget removes' });
+  if (f.error) box.append(el('p', { class: 'banner error', role: 'alert', text: f.error }));
+  if (!p) {
+    if (!f.error) box.append(el('p', { class: 'loading', text: 'Working out what this removes…' }));
+    box.append(el('div', { class: 'turns' }, close));
+    body.append(box);
+    return;
+  }
+  if (!p.messages && !p.records && !p.blocks.length && !p.uncited.length && !p.files.length && !p.sessions.length) {
+    box.append(el('p', { class: 'lede', text: 'Nothing to forget: no session, record or block holds it.' }), el('div', { class: 'turns' }, close));
+    body.append(box);
+    return;
+  }
+  const ids = (list) => list.map((b) => `^${b}`).join(' ');
+  const rows = [
+    p.sessions.length && ['Sessions', p.sessions.join(', ')],
+    ['Messages', `${p.messages} (their text; the conversation's shape stays)`],
+    p.titles && ['Session titles', String(p.titles)],
+    ['Records', `${p.records} (archived as tombstones: a citation then says "forgotten")`],
+    ['Blocks', p.blocks.length ? `${p.blocks.length}: ${ids(p.blocks)}` : '0'],
+    p.uncited.length && ['Citations', `dropped from ${ids(p.uncited)}`],
+    ...p.files.map((file) => ['File', file]),
+    ['Git commits', `${p.commits} rewritten`],
+  ].filter(Boolean);
+  box.append(
+    el('div', { class: 'kicker', text: 'Cannot be undone' }),
+    el('p', { class: 'lede', text: 'This removes, everywhere — the session store, the archive, the topics, the views, the search index, git history and the sync remote:' }),
+    el('dl', { class: 'forget-list', id: 'forget-list' }, rows.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })])),
+    el('div', { class: 'turns' },
+      el('button', { type: 'button', class: 'btn danger solid', id: 'forget-confirm', disabled: f.busy, onclick: confirmForget }, f.busy ? 'Forgetting…' : 'Forget all of this, everywhere'),
+      close));
+  body.append(box);
+}
+
+// The topic a block was forgotten from, read again; a topic left with nothing goes with its last
+// block, and the list is shown instead.
+async function afterBlockForgotten(path) {
+  await refreshLists();
+  if ((state.topics || []).some((t) => t.path === path)) await loadTopic(path).catch(() => {});
+  else if (state.current === path) {
+    state.current = null;
+    state.doc = null;
+    setView('list');
+  }
+}
+
+// A small Forget on each block of a topic's preview (the paragraph or item that ends in the
+// block's invisible anchor).
+function addBlockActions(article, path) {
+  const done = new Set();
+  for (const a of [...article.querySelectorAll('a.block-anchor')].reverse()) {
+    const host = a.parentElement;
+    const id = a.id.replace(/^\^/, '');
+    if (done.has(host) || !/^(P|LI)$/.test(host.nodeName) || !/^[0-9A-Za-z-]+$/.test(id)) continue;
+    done.add(host);
+    host.append(' ', el('button', { type: 'button', class: 'forget-block', 'data-block': id, title: `Forget this block (^${id}) everywhere`,
+      onclick: () => askForget({ block: id }, `block ^${id}`, () => afterBlockForgotten(path)) }, 'Forget'));
+  }
 }
 
 // ---- rendering: content
@@ -764,6 +892,8 @@ function renderBody() {
   const body = $('body');
   body.classList.remove('editing');
   body.replaceChildren();
+  if (state.forget) return renderForget(body);
+  if (state.forgotten) body.append(el('div', { class: 'banner ok', role: 'status', id: 'forget-done' }, el('span', { class: 'grow', text: state.forgotten })));
   if (state.record) return renderRecord(body);
   if (state.compose) return renderCompose(body);
   ({ topics: renderTopic, timeline: renderDay, recent: renderRecent, core: renderCore, sessions: renderSession })[state.section](body);
@@ -805,6 +935,7 @@ function renderTopic(body) {
   else if (state.mode === 'history') renderHistory(body, path);
   else {
     const article = html(el('article', { class: 'doc md', id: 'preview' }), doc.html);
+    addBlockActions(article, path);
     body.append(article);
     // Blocks elsewhere that link to this topic's blocks (relations.json).
     const links = doc.backlinks || [];
@@ -825,8 +956,10 @@ function renderRecord(body) {
   const doc = r.doc;
   const rec = doc && doc.record;
   const sub = rec ? [`turn ${rec.position} of ${rec.records}`, rec.source_id, `sources/${r.path}`].join(' · ') : `sources/${r.path}`;
-  setHead([el('span', { class: 't', text: 'Archived record' }), el('span', { class: 'badge', text: 'evidence' })], sub,
-    [el('button', { type: 'button', class: 'btn', id: 'record-close', onclick: closeRecord }, 'Close')]);
+  const gone = !!(doc && doc.forgotten);
+  setHead([el('span', { class: 't', text: 'Archived record' }), el('span', { class: `badge${gone ? ' gone' : ''}`, text: gone ? 'forgotten' : 'evidence' })], sub,
+    [rec && !gone ? el('button', { type: 'button', class: 'btn danger', id: 'forget-record', title: 'Remove this message from memory everywhere', onclick: () => askForget({ record: rec.source_id }, 'this record', () => Promise.allSettled([loadRecord(r.path, r.anchor), refreshLists()])) }, 'Forget') : null,
+      el('button', { type: 'button', class: 'btn', id: 'record-close', onclick: closeRecord }, 'Close')].filter(Boolean));
   if (state.error) body.append(errorBanner(state.error, () => guarded(() => loadRecord(r.path, r.anchor))));
   if (!rec) {
     if (!state.error) body.append(el('p', { class: 'loading', text: 'Loading…' }));
@@ -1129,7 +1262,8 @@ function renderChanges(body) {
   for (const t of c) {
     const files = el('div', { class: 'change-files' });
     for (const f of t.files) {
-      const topic = /^topics\/.+\.md$/.test(f) && f !== 'topics/core.md';
+      // A topic that still exists opens its history (a forget may have removed one).
+      const topic = /^topics\/.+\.md$/.test(f) && f !== 'topics/core.md' && (!state.topics || state.topics.some((x) => x.path === rel(f)));
       files.append(topic
         ? el('button', { type: 'button', class: 'link', title: `History of ${f}`, onclick: () => { openTopic(f); setTopicMode('history'); } }, rel(f))
         : el('span', { class: 'change-file', text: f }));

@@ -1,5 +1,6 @@
 //! The MCP server driven by a real client: the official Python SDK (`tests/mcp/client.py`) spawns
-//! the `mcp_stdio` example over stdio against a workspace holding one topic, and checks every
+//! the `mcp_stdio` example (with the session store beside the workspace) over stdio against a
+//! workspace holding one topic, and checks every
 //! `memory_*` tool end to end as a model meets them: the declared schemas are valid JSON Schemas
 //! (`jsonschema`), every call is valid by its input schema and every answer by its output
 //! schema, and arguments a schema rejects are refused with `INVALID_ARGUMENT` (see the script's
@@ -98,10 +99,12 @@ fn drive(python: &Path) -> Result<(), Failed> {
     if summary["ok"] != true || summary["revision_after"] == summary["revision_before"] {
         return Err(fail(format!("unexpected summary: {summary}")));
     }
-    // Every tool was refused something its schema rejects, and a record's speaker was a name.
+    // Every tool was refused something its schema rejects, a record's speaker was a name, and
+    // a forget removed the note's block.
     let refused = summary["invalid_calls_refused"].as_u64().unwrap_or(0);
     let speakers = summary["speakers"].as_array().map_or(0, Vec::len);
-    if refused < 7 || speakers == 0 {
+    let forgotten = summary["forgotten"].as_array().map_or(0, Vec::len);
+    if refused < 8 || speakers == 0 || forgotten == 0 {
         return Err(fail(format!("the client checked too little: {summary}")));
     }
     eprintln!("MCP client summary: {summary}");

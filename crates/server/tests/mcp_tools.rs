@@ -1,7 +1,10 @@
 //! The MCP tools driven in-process: the error shape of a refusal, path confinement, argument
-//! checks and fencing the recall exactly once.
+//! checks, fencing the recall exactly once, and forgetting (a plan changes nothing; a confirmed
+//! forget leaves the text nowhere the tools can find it).
 
 mod support;
+
+use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use scriptorium_server::mcp::{
@@ -237,6 +240,7 @@ async fn without_a_workspace_every_tool_is_no_workspace() {
         tools.memory_get(args(json!({ "path": "topics/garden.md" }))).await,
         tools.memory_browse(args(json!({}))).await,
         tools.memory_update(args(json!({ "base_revision": "r", "patch": "x" }))).await,
+        tools.memory_forget(args(json!({ "session": "s" }))).await,
     ];
     // (Not MEMORY_NOT_FOUND, which names a record a change refers to.)
     for result in &results {
@@ -389,7 +393,7 @@ async fn a_long_read_says_where_it_was_cut_and_how_to_read_on() {
 #[tokio::test]
 async fn every_tool_declares_both_schemas_and_answers_structured_content() {
     let tools = tool_definitions();
-    assert_eq!(tools.len(), 7, "{tools:?}");
+    assert_eq!(tools.len(), 8, "{tools:?}");
     for tool in &tools {
         assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
         let output = tool.output_schema.as_ref().unwrap_or_else(|| panic!("{}", tool.name));
@@ -487,4 +491,201 @@ fn the_tool_definitions_fit_their_token_budget() {
     assert!(tokens <= TOOLS_TOKEN_BUDGET, "{tokens} tokens > {TOOLS_TOKEN_BUDGET}: {listed}");
     // The budget is a real bound, not a ceiling nobody gets near.
     assert!(tokens * 2 > TOOLS_TOKEN_BUDGET, "{tokens} tokens: lower the budget");
+}
+
+/// [`fixture`] with the home's (empty) session store, as `scriptorium mcp` is given it.
+fn fixture_with_store() -> (tempfile::TempDir, MemoryTools) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = support::memory_with_topic(dir.path());
+    let store = scriptorium_session_dag::EmbeddedStore::open(dir.path().join("sessions"))
+        .expect("a session store");
+    (dir, MemoryTools::new(root).with_store(Arc::new(store)))
+}
+
+/// The block ID of the fixture's paragraph.
+fn garden_block(root: &std::path::Path) -> String {
+    let topic = std::fs::read_to_string(root.join(support::TOPIC_PATH)).expect("the topic");
+    let line = topic.lines().find(|l| l.starts_with("Dana is planning")).expect("the paragraph");
+    line.rsplit(" ^").next().expect("a block ID").to_owned()
+}
+
+/// What `memory_grep` finds of `query` (its text; "No matches." when nothing).
+async fn grep(tools: &MemoryTools, query: &str) -> String {
+    reply(&tools.memory_grep(args(json!({ "query": query }))).await).1
+}
+
+#[tokio::test]
+async fn forgetting_a_record_plans_first_then_leaves_its_text_nowhere() {
+    let (dir, tools) = fixture_with_store();
+    let root = dir.path().join("memory");
+    let link = citation_link(&root);
+    let block = garden_block(&root);
+    let base = revision(&tools).await;
+
+    // Without confirm: the plan, and nothing changes.
+    let planned = tools.memory_forget(args(json!({ "record": link }))).await;
+    let plan = answer(&planned);
+    assert_eq!(planned.structured_content.as_ref(), Some(&plan), "the text is the structured JSON");
+    assert_eq!((plan["ok"].clone(), plan["forgotten"].clone()), (json!(true), json!(false)));
+    assert_eq!(plan["plan"]["records"], 1, "{plan}");
+    assert_eq!(plan["plan"]["blocks"], json!([block]), "the block citing only it goes: {plan}");
+    let files = plan["plan"]["files"].to_string();
+    assert!(files.contains("\"topics/garden.md\"") && files.contains("sources/"), "{plan}");
+    assert!(plan["plan"]["commits"].as_u64().is_some_and(|n| n >= 1), "{plan}");
+    assert!(plan.get("revision").is_none(), "a plan did nothing: {plan}");
+    assert_eq!(revision(&tools).await, base);
+    assert!(grep(&tools, "vegetable garden").await.contains("topics/garden.md:"));
+
+    // With confirm: done, and the text is nowhere the tools look.
+    let done =
+        answer(&tools.memory_forget(args(json!({ "record": [link], "confirm": true }))).await);
+    assert_eq!(done["forgotten"], true, "{done}");
+    assert_eq!(done["plan"]["blocks"], json!([block]), "{done}");
+    assert_eq!(done["remote"], "none", "no sync remote: {done}");
+    assert!(done["commits_rewritten"].as_u64().is_some_and(|n| n >= 1), "{done}");
+    assert!(done["commit"].is_string(), "{done}");
+    assert_ne!(done["revision"], base.as_str());
+    assert_eq!(revision(&tools).await, done["revision"].as_str().expect("a revision"));
+    assert_eq!(grep(&tools, "vegetable garden").await, "No matches.");
+    let (is_error, found) =
+        reply(&tools.memory_search(args(json!({ "query": "vegetable garden" }))).await);
+    assert!(!is_error && found == NO_MEMORY_MATCHED, "{found}");
+    let archive = std::fs::read_to_string(
+        root.join(link.trim_start_matches("../").split('#').next().expect("a path")),
+    )
+    .expect("the archive");
+    assert!(archive.contains("[FORGOTTEN]") && !archive.contains("vegetable"), "{archive}");
+}
+
+#[tokio::test]
+async fn forgetting_a_block_removes_it_from_its_topic_and_keeps_the_record() {
+    let (dir, tools) = fixture_with_store();
+    let root = dir.path().join("memory");
+    let block = garden_block(&root);
+    let base = revision(&tools).await;
+    let plan = answer(&tools.memory_forget(args(json!({ "block": format!("^{block}") }))).await);
+    assert_eq!(
+        (plan["forgotten"].clone(), plan["plan"]["blocks"].clone()),
+        (json!(false), json!([block]))
+    );
+    assert_eq!(plan["plan"]["records"], 0, "a block's records stay: {plan}");
+    assert_eq!(revision(&tools).await, base, "a plan changes nothing");
+    let done = answer(&tools.memory_forget(args(json!({ "block": block, "confirm": true }))).await);
+    assert_eq!(done["forgotten"], true, "{done}");
+    let topic = std::fs::read_to_string(root.join(support::TOPIC_PATH)).unwrap_or_default();
+    assert!(!topic.contains("vegetable garden") && !topic.contains(&block), "{topic}");
+    let only_topics = json!({ "query": "vegetable garden", "topics_only": true });
+    let (_, found) = reply(&tools.memory_search(args(only_topics)).await);
+    assert_eq!(found, NO_MEMORY_MATCHED);
+    // The record it cited stays, and is still recalled.
+    let (_, records) =
+        reply(&tools.memory_search(args(json!({ "query": "vegetable garden" }))).await);
+    assert!(records.contains("I'm planning a vegetable garden."), "{records}");
+}
+
+#[tokio::test]
+async fn bad_forget_arguments_are_refused_with_codes_and_change_nothing() {
+    let (_dir, tools) = fixture_with_store();
+    let base = revision(&tools).await;
+    for bad in [
+        json!({}),
+        json!({ "confirm": true }),
+        json!({ "session": [] }),
+        json!({ "session": " " }),
+        json!({ "session": ["s", ""] }),
+        json!({ "session": 7 }),
+        json!({ "session": [7] }),
+        json!({ "matching": "abc", "confirm": true }),
+        json!({ "block": "x", "confirm": "yes" }),
+        json!({ "block": "x", "everywhere": true }),
+    ] {
+        let error = refusal(&tools.memory_forget(args(bad.clone())).await);
+        assert_eq!(error["code"], "INVALID_ARGUMENT", "{bad}: {error}");
+    }
+    for missing in [
+        json!({ "session": "no-such-session", "confirm": true }),
+        json!({ "block": "zzzzzzzz", "confirm": true }),
+        json!({ "record": "source-0000000000000000", "confirm": true }),
+    ] {
+        let error = refusal(&tools.memory_forget(args(missing.clone())).await);
+        assert_eq!(error["code"], "NOT_FOUND", "{missing}: {error}");
+    }
+    // Without the session store (a server not started as `scriptorium mcp`): refused, said why.
+    let bare = MemoryTools::new(tools.memory_root());
+    let error = refusal(&bare.memory_forget(args(json!({ "block": "x", "confirm": true }))).await);
+    assert_eq!(error["code"], "UNSUPPORTED", "{error}");
+    assert!(error["message"].as_str().is_some_and(|m| m.contains("session store")), "{error}");
+    assert_eq!(revision(&tools).await, base, "nothing refused changed anything");
+    assert!(grep(&tools, "vegetable garden").await.contains("topics/garden.md:"));
+}
+
+/// The forget tool is marked destructive and says it cannot be undone; its input schema asks
+/// for at least one selector.
+#[test]
+fn the_forget_tool_is_marked_destructive() {
+    let tools = tool_definitions();
+    let forget = tools.iter().find(|t| t.name == "memory_forget").expect("memory_forget");
+    let hints = forget.annotations.as_ref().expect("annotations");
+    assert_eq!((hints.destructive_hint, hints.read_only_hint), (Some(true), Some(false)));
+    assert!(forget.description.as_deref().is_some_and(|d| d.contains("Cannot be undone")));
+    let schema = Value::Object((*forget.input_schema).clone());
+    assert_eq!(schema["anyOf"].as_array().map(Vec::len), Some(4), "{schema}");
+    assert_eq!(schema["additionalProperties"], false);
+}
+
+/// A real Claude Code session (the test data), imported and written by the journal writer, then
+/// forgotten through the tool: gone from the topics, the archive, the search and the store.
+#[tokio::test]
+async fn a_forgotten_session_is_gone_from_topics_search_and_the_session_store() {
+    use scriptorium_backend::interface::MemoryBackend as _;
+    use scriptorium_session_dag::SessionId;
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return;
+    };
+    const SESSION: &str = "3fb74381-1bf4-475e-8c6f-442d872b1bcf";
+    const PHRASE: &str = "tell me more about agent module";
+    let dir = tempfile::tempdir().expect("temp dir");
+    let home = dir.path().join("home");
+    {
+        let backend = scriptorium_backend::LocalBackend::open(
+            &home,
+            scriptorium_backend::Config::default(),
+            Arc::new(scriptorium_writer::model::journal::Journal),
+        )
+        .expect("the backend opens");
+        let transcript = data.join("codemie-code/claude/incremental-simple/turn-2.jsonl");
+        let (units, errors) = scriptorium_session_dag::import::discover(
+            scriptorium_session_dag::import::Format::ClaudeCode,
+            &[transcript],
+        );
+        assert!(errors.is_empty() && units.len() == 1, "{errors:?}");
+        backend.intake().import_unit(&**backend.store(), &units[0]).expect("imported");
+        let written = backend.write(&SessionId(SESSION.into()), &[], true).await;
+        assert!(written.is_ok(), "{written:?}");
+    }
+    let store = scriptorium_backend::sessions::Sessions::open(&home, &Default::default())
+        .expect("the store");
+    let tools = MemoryTools::new(home.join("memory")).with_store(store.shared());
+    assert!(grep(&tools, PHRASE).await.contains("topics/"), "the session was written");
+    let base = revision(&tools).await;
+
+    let plan = answer(&tools.memory_forget(args(json!({ "session": SESSION }))).await);
+    assert_eq!(plan["plan"]["sessions"], json!([SESSION]), "{plan}");
+    assert_eq!(
+        (plan["plan"]["messages"].clone(), plan["plan"]["records"].clone()),
+        (json!(14), json!(9))
+    );
+    assert!(plan["plan"]["blocks"].as_array().is_some_and(|b| !b.is_empty()), "{plan}");
+    assert_eq!(revision(&tools).await, base, "a plan changes nothing");
+    assert!(grep(&tools, PHRASE).await.contains("topics/"));
+
+    let done =
+        answer(&tools.memory_forget(args(json!({ "session": [SESSION], "confirm": true }))).await);
+    assert_eq!(done["forgotten"], true, "{done}");
+    assert_eq!(grep(&tools, PHRASE).await, "No matches.");
+    let (_, found) = reply(&tools.memory_search(args(json!({ "query": PHRASE }))).await);
+    assert!(!found.to_lowercase().contains(PHRASE), "{found}");
+    let nodes = store.nodes(&SessionId(SESSION.into())).expect("the session's nodes");
+    assert!(!nodes.is_empty() && nodes.iter().all(|n| n.content.is_empty() && n.is_forgotten()));
 }

@@ -294,6 +294,7 @@ async fn every_api_route_requires_the_token() {
         (Method::GET, "/api/memory/sessions"),
         (Method::GET, "/api/memory/sessions/s"),
         (Method::POST, "/api/memory/sessions/s/write"),
+        (Method::POST, "/api/memory/forget"),
         (Method::POST, "/api/memory/changes"),
         (Method::POST, "/api/memory/notes"),
         (Method::PUT, "/api/memory/core"),
@@ -371,6 +372,7 @@ async fn state_changes_need_this_servers_origin() {
         (Method::POST, "/api/memory/changes", changes),
         (Method::POST, "/api/memory/notes", json!({"text": "x"}).to_string()),
         (Method::POST, "/api/memory/sessions/s/write", String::new()),
+        (Method::POST, "/api/memory/forget", json!({"block": "x", "confirm": true}).to_string()),
         (Method::DELETE, &format!("/api/memory/topics/x.md?base_revision={base}"), String::new()),
     ];
     for (method, uri, body) in cases {
@@ -1406,6 +1408,7 @@ async fn memory_disabled_answers_503_everywhere_and_creates_nothing() {
         (Method::GET, "/api/memory/sessions"),
         (Method::GET, "/api/memory/sessions/s"),
         (Method::POST, "/api/memory/sessions/s/write"),
+        (Method::POST, "/api/memory/forget"),
     ];
     for (method, uri) in routes {
         for token in [None, Some(state.token())] {
@@ -1775,4 +1778,150 @@ fn a_failing_write_now_says_why_changes_nothing_and_is_recorded() {
         assert_eq!((last["outcome"].as_str(), &last["reason_code"]), (Some("failure"), &reason));
     });
     drop(runtime);
+}
+
+/// The home's topics, joined (what the page can show of them).
+fn all_topics(memory: &Path) -> String {
+    fn walk(dir: &Path, out: &mut String) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+    let mut out = String::new();
+    walk(&memory.join("topics"), &mut out);
+    out
+}
+
+#[tokio::test]
+async fn a_written_session_is_planned_then_forgotten_everywhere_over_rest() {
+    let server = Server::new();
+    forked_session(&server.home);
+    let written = server.call(Method::POST, "/api/memory/sessions/s/write", None).await;
+    assert_eq!(written.status, StatusCode::OK, "{}", written.body);
+    assert!(all_topics(&server.memory()).contains("I keep bees in the garden."));
+    let base = server.revision().await;
+
+    // The plan: what would go, and nothing changes.
+    let plan = server.call(Method::POST, "/api/memory/forget", Some(json!({"session": "s"}))).await;
+    assert_eq!(plan.status, StatusCode::OK, "{}", plan.body);
+    assert_eq!(
+        (plan.body["ok"].clone(), plan.body["forgotten"].clone()),
+        (json!(true), json!(false))
+    );
+    let shown = &plan.body["plan"];
+    assert_eq!(shown["sessions"], json!(["s"]), "{shown}");
+    assert_eq!(shown["messages"], 4, "every node of the session: {shown}");
+    assert!(shown["records"].as_u64().is_some_and(|n| n >= 3), "{shown}");
+    assert!(shown["blocks"].as_array().is_some_and(|b| !b.is_empty()), "{shown}");
+    assert!(shown["files"].to_string().contains("topics/"), "{shown}");
+    assert!(shown["commits"].as_u64().is_some_and(|n| n >= 1), "{shown}");
+    assert_eq!(server.revision().await, base, "a plan changes nothing");
+    assert!(all_topics(&server.memory()).contains("I keep bees in the garden."));
+    let thread = server.get("/api/memory/sessions/s").await;
+    assert_eq!(thread.body["thread"]["session"]["forgotten"], false, "{}", thread.body);
+    let first = &thread.body["thread"]["branches"][0]["turns"][0];
+    assert_eq!(first["forgotten"], false, "{first}");
+    let link = first["link"].as_str().expect("a written turn links its record").to_owned();
+
+    // Confirmed: gone from the topics, the search, the archive and the session's thread.
+    let done = server
+        .call(Method::POST, "/api/memory/forget", Some(json!({"session": ["s"], "confirm": true})))
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    assert_eq!(done.body["forgotten"], true, "{}", done.body);
+    assert_eq!(done.body["remote"], "none", "{}", done.body);
+    assert!(done.body["commits_rewritten"].as_u64().is_some_and(|n| n >= 1), "{}", done.body);
+    assert_ne!(done.body["revision"], base.as_str());
+    assert_eq!(server.revision().await, done.body["revision"].as_str().expect("a revision"));
+    for text in ["I keep bees in the garden.", "The hives face south."] {
+        assert!(!all_topics(&server.memory()).contains(text), "{text} is still in a topic");
+    }
+    let found = server.get("/api/memory/search?q=bees%20garden%20hives").await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.body);
+    assert!(!found.body.to_string().contains("bees in the garden"), "{}", found.body);
+    let thread = server.get("/api/memory/sessions/s").await;
+    assert_eq!(thread.status, StatusCode::OK, "the session keeps its shape: {}", thread.body);
+    assert_eq!(thread.body["thread"]["session"]["forgotten"], true, "{}", thread.body);
+    let turns: Vec<Value> = thread.body["thread"]["branches"]
+        .as_array()
+        .expect("branches")
+        .iter()
+        .flat_map(|b| b["turns"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert_eq!(turns.len(), 4, "{}", thread.body);
+    for turn in &turns {
+        assert_eq!((turn["forgotten"].clone(), turn["text"].clone()), (json!(true), json!("")));
+    }
+    let listed = server.get("/api/memory/sessions").await;
+    assert_eq!(listed.body["sessions"][0]["forgotten"], true, "{}", listed.body);
+    // Its record reads as the tombstone it now is.
+    let (path, anchor) = link.split_once('#').expect("path#anchor");
+    let record = server
+        .get(&format!(
+            "/api/memory/sources/{}?anchor={anchor}",
+            path.trim_start_matches("sources/")
+        ))
+        .await;
+    assert_eq!(record.status, StatusCode::OK, "{}", record.body);
+    assert_eq!(record.body["forgotten"], true, "{}", record.body);
+    assert!(!record.body.to_string().contains("bees"), "{}", record.body);
+}
+
+#[tokio::test]
+async fn bad_forget_requests_are_refused_in_the_one_error_shape_and_forget_nothing() {
+    let server = Server::new();
+    server.seed().await;
+    let block = server.block_id();
+    let base = server.revision().await;
+    let post = |body: &str| {
+        server
+            .request(Method::POST, "/api/memory/forget")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_owned()))
+            .expect("request")
+    };
+    for (body, status, code) in [
+        ("{}", StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        (r#"{"confirm": true}"#, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        (r#"{"session": [], "confirm": true}"#, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        (r#"{"session": 3}"#, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        (r#"{"matching": "abc", "confirm": true}"#, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        (r#"{"block": "x", "confirm": "yes"}"#, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        (r#"{"block": "x", "everywhere": true}"#, StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        ("not json", StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        (r#"{"session": "nope", "confirm": true}"#, StatusCode::NOT_FOUND, "NOT_FOUND"),
+        (r#"{"block": "zzzzzzzz", "confirm": true}"#, StatusCode::NOT_FOUND, "NOT_FOUND"),
+    ] {
+        let answer = server.send(post(body)).await;
+        assert_eq!(answer.status, status, "{body}: {}", answer.body);
+        assert_eq!(assert_error_shape(body, &answer), code, "{body}: {}", answer.body);
+    }
+    // The state-change guards: a foreign Host, no token, a foreign Origin.
+    let confirmed = json!({"block": block, "confirm": true}).to_string();
+    let mut foreign_host = post(&confirmed);
+    foreign_host.headers_mut().insert(header::HOST, "evil.example:7878".parse().expect("value"));
+    assert_eq!(error_code(&server.send(foreign_host).await), "FORBIDDEN_HOST");
+    let mut no_token = post(&confirmed);
+    no_token.headers_mut().remove(header::AUTHORIZATION);
+    assert_eq!(error_code(&server.send(no_token).await), "UNAUTHORIZED");
+    let mut foreign_origin = post(&confirmed);
+    foreign_origin
+        .headers_mut()
+        .insert(header::ORIGIN, "http://evil.example".parse().expect("value"));
+    assert_eq!(error_code(&server.send(foreign_origin).await), "FORBIDDEN_ORIGIN");
+    assert_eq!(server.revision().await, base, "nothing refused was forgotten");
+    assert!(all_topics(&server.memory()).contains("Craig is building a budget tracker"));
+
+    // A block, planned then forgotten: the topic re-renders without it.
+    let plan = server.call(Method::POST, "/api/memory/forget", Some(json!({"block": block}))).await;
+    assert_eq!(plan.body["plan"]["blocks"], json!([block]), "{}", plan.body);
+    let done = server.send(post(&confirmed)).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    let topic = server.get("/api/memory/topics/projects/budget.md").await;
+    assert!(!topic.body.to_string().contains("Craig is building"), "{}", topic.body);
 }

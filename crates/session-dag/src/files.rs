@@ -37,6 +37,9 @@ pub(crate) enum Access {
     },
     /// Write from the start: created 0600 if missing, truncated otherwise.
     Truncate,
+    /// Read and write a file created 0600 by this open (`O_EXCL`): anything already at the
+    /// path, a symlink included, is an error.
+    CreateNew,
 }
 
 /// Whether a symlink as the last component of the path is followed.
@@ -69,6 +72,10 @@ pub(crate) fn open(path: &Path, access: Access, symlinks: Symlinks) -> Result<Op
         }
         Access::Truncate => {
             flags |= OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC;
+            (true, false)
+        }
+        Access::CreateNew => {
+            flags |= OFlags::RDWR | OFlags::CREATE | OFlags::EXCL;
             (true, false)
         }
     };

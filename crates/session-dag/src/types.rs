@@ -149,6 +149,59 @@ pub struct Node {
     pub rewound: bool,
 }
 
+/// The metadata key of the written marker (`memory_written_scriptorium = <workspace id>`, see
+/// `docs/format.md#written-markers`); the per-workspace marker is this key, `:` and the
+/// workspace ID. The markers crate owns their meaning; the store knows the names only so that a
+/// forget keeps them ([`is_marker_key`]).
+pub const WRITTEN_MARKER_KEY: &str = "memory_written_scriptorium";
+
+/// The metadata key a forget sets (to `"1"`) on every node whose content it erased
+/// ([`SessionStore::forget`]).
+pub const FORGOTTEN_KEY: &str = "forgotten";
+
+/// Whether a metadata key is a written marker (`memory_written_scriptorium`, or
+/// `memory_written_scriptorium:<workspace id>`): the only keys a forget keeps.
+pub fn is_marker_key(key: &str) -> bool {
+    key.strip_prefix(WRITTEN_MARKER_KEY)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+}
+
+/// A node's metadata as a forget leaves it: the written markers ([`is_marker_key`]) and
+/// [`FORGOTTEN_KEY`] = `"1"`.
+pub fn forgotten_metadata(metadata: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut kept: BTreeMap<String, String> = metadata
+        .iter()
+        .filter(|(key, _)| is_marker_key(key))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    kept.insert(FORGOTTEN_KEY.to_owned(), "1".to_owned());
+    kept
+}
+
+impl Node {
+    /// Whether a forget erased this node ([`FORGOTTEN_KEY`] is `"1"`).
+    pub fn is_forgotten(&self) -> bool {
+        self.metadata.get(FORGOTTEN_KEY).is_some_and(|v| v == "1")
+    }
+
+    /// The node as [`SessionStore::forget`] leaves it: the same ID, parent, role, kind,
+    /// creation time and rewound flag; no content and no speaker; of its metadata only the
+    /// written markers ([`is_marker_key`]), plus [`FORGOTTEN_KEY`] = `"1"`.
+    pub fn forgotten(&self) -> Node {
+        Node {
+            id: self.id.clone(),
+            parent: self.parent.clone(),
+            role: self.role,
+            kind: self.kind,
+            speaker: None,
+            content: String::new(),
+            created_at: self.created_at,
+            metadata: forgotten_metadata(&self.metadata),
+            rewound: self.rewound,
+        }
+    }
+}
+
 /// A session: its head and when it last changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
@@ -260,6 +313,41 @@ pub trait SessionStore {
                 None => return Ok(true),
             }
         }
+    }
+
+    /// Every node of `session` in append order, rewound ones included, with their metadata
+    /// (empty for an unknown session): what a copy to another store, or a scan of every node
+    /// (a forget by matching text), needs. Costs one read of the whole session.
+    ///
+    /// The default implementation reports [`crate::Error::Unsupported`].
+    fn nodes(&self, session: &SessionId) -> Result<Vec<Node>, crate::Error> {
+        let _ = session;
+        Err(crate::Error::Unsupported { operation: "nodes" })
+    }
+
+    /// Erases the content of `nodes` of `session` (a forget): each node keeps its id, parent,
+    /// role, kind, created_at and rewound flag; its content becomes empty, its speaker `None`,
+    /// and its metadata keeps only the written markers (`memory_written_scriptorium` and the
+    /// per-workspace `memory_written_scriptorium:<id>` keys) plus `forgotten = "1"` (see
+    /// [`Node::forgotten`]). With `erase_title`, the session's title goes too (every title the
+    /// store ever recorded for it). Nodes the session does not hold are ignored. Idempotent.
+    /// Atomic per session (all of `nodes` or none). Returns how many nodes changed.
+    ///
+    /// Unlike every other write, the old bytes do not survive it: the embedded store rewrites
+    /// the session's log, PostgreSQL updates the rows in place (see each store for what the
+    /// disk may still hold). A forgotten node is never brought back by
+    /// [`SessionStore::append_batch`] (its ID exists), and `updated_at` does not move. A
+    /// session that does not exist is [`crate::Error::SessionNotFound`].
+    ///
+    /// The default implementation reports [`crate::Error::Unsupported`].
+    fn forget(
+        &self,
+        session: &SessionId,
+        nodes: &[NodeId],
+        erase_title: bool,
+    ) -> Result<usize, crate::Error> {
+        let _ = (session, nodes, erase_title);
+        Err(crate::Error::Unsupported { operation: "forget" })
     }
 
     /// Sets (or clears) the human title of an existing session. Does not change `updated_at`.

@@ -24,11 +24,18 @@ pub struct Migration {
 }
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_sessions.sql",
-    sql: include_str!("../migrations/0001_sessions.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_sessions.sql",
+        sql: include_str!("../migrations/0001_sessions.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_forget.sql",
+        sql: include_str!("../migrations/0002_forget.sql"),
+    },
+];
 
 /// The advisory lock key that serializes migrations (`'scrptrm1'` as a big-endian integer).
 pub const MIGRATION_LOCK: i64 = 0x7363_7270_7472_6d31;

@@ -1,4 +1,5 @@
-//! [`PgStore`]: the [`SessionStore`] calls as SQL (schema: `migrations/0001_sessions.sql`).
+//! [`PgStore`]: the [`SessionStore`] calls as SQL (schema: `migrations/0001_sessions.sql`, and
+//! `0002_forget.sql`, which lets a forget through the append-only guard).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use postgres::types::ToSql;
 use postgres::{IsolationLevel, Statement, Transaction};
 use scriptorium_session_dag::{
     Clock, Error, MetadataBatch, Node, NodeId, Page, Session, SessionId, SessionStore,
-    SessionSummary, SystemClock, Timestamp, dag,
+    SessionSummary, SystemClock, Timestamp, dag, forgotten_metadata,
 };
 
 use crate::codec::{self, node_from_row};
@@ -88,6 +89,16 @@ const ADOPT: &str = "UPDATE sessions SET
         OR (project IS NULL AND $4::bytea IS NOT NULL)
         OR updated_at < $5)";
 const SET_TITLE: &str = "UPDATE sessions SET title = $2 WHERE sid = $1";
+const NODES: &str = concat!("SELECT ", node_columns!(), " FROM nodes WHERE sid = $1 ORDER BY seq");
+/// What a forget compares, per node: whether content and speaker are already gone, and the
+/// metadata.
+const FORGET_READ: &str = "SELECT nid, content = ''::bytea AND speaker IS NULL, metadata
+    FROM nodes WHERE sid = $1 AND nid = ANY($2)";
+/// The one change `migrations/0002_forget.sql` lets through besides metadata and rewinds.
+const FORGET_WRITE: &str = "UPDATE nodes AS n SET content = ''::bytea, speaker = NULL,
+        metadata = u.metadata
+    FROM unnest($2::bytea[], $3::text[]) AS u(nid, metadata)
+    WHERE n.sid = $1 AND n.nid = u.nid";
 const SET_PROJECT: &str = "UPDATE sessions SET project = $2 WHERE sid = $1";
 
 /// The first chunk of an ancestor walk; each next one is four times larger, up to
@@ -688,6 +699,74 @@ impl SessionStore for PgStore {
 
     fn set_title(&self, session: &SessionId, title: Option<String>) -> Result<(), Error> {
         self.set_field(session, SET_TITLE, title, |locked| &locked.title)
+    }
+
+    /// One statement, ordered by append order (the `(sid, seq)` index).
+    fn nodes(&self, session: &SessionId) -> Result<Vec<Node>, Error> {
+        let sid = session.clone();
+        self.worker.run(move |conn| {
+            let (client, [read]) = conn.prepared([NODES])?;
+            let rows = client.query(&read, &[&sid.0.as_bytes()]).map_err(db_error)?;
+            rows.iter().map(node_from_row).collect()
+        })
+    }
+
+    /// Atomicity: one transaction under the session's row lock: one read of the named nodes
+    /// by primary key, one `UPDATE` of those that change, and the title. `updated_at` stays.
+    /// Then, outside the transaction and best effort, a `VACUUM (SKIP_LOCKED)` of the tables
+    /// it changed, so the old row versions leave the tables' pages (a vacuum that cannot take
+    /// its lock at once, or that fails, is skipped: the forget stands).
+    ///
+    /// What the database may still hold: a dump (`pg_dump`) reads live rows only and holds
+    /// none of it. On disk, the old row versions stay in the table's (and its TOAST table's)
+    /// pages until a vacuum prunes them (the one above cannot while an older snapshot is
+    /// open), and a page's freed space is not overwritten at once; the write-ahead log holds
+    /// them until its segments are recycled (longer with `wal_keep_size`, a replication slot
+    /// or WAL archiving), and so do backups, archives and replicas made before.
+    fn forget(
+        &self,
+        session: &SessionId,
+        nodes: &[NodeId],
+        erase_title: bool,
+    ) -> Result<usize, Error> {
+        let (sid, nodes) = (session.clone(), nodes.to_vec());
+        let sql = [FORGET_READ, FORGET_WRITE, SET_TITLE];
+        let (changed, title) =
+            self.mutate(session, sql, move |tx, locked, [read, write, set_title]| {
+                let key = sid.0.as_bytes();
+                let ids: Vec<&[u8]> = nodes.iter().map(|n| n.0.as_bytes()).collect();
+                let mut changed_ids: Vec<Vec<u8>> = Vec::new();
+                let mut changed: Vec<String> = Vec::new();
+                for row in tx.query(read, &[&key, &ids]).map_err(db_error)? {
+                    let erased: bool = row.get(1);
+                    let stored: String = row.get(2);
+                    let metadata = codec::metadata_of(&stored)?;
+                    let kept = forgotten_metadata(&metadata);
+                    if !erased || kept != metadata {
+                        changed_ids.push(row.get(0));
+                        changed.push(codec::metadata_text(&kept));
+                    }
+                }
+                if !changed.is_empty() {
+                    tx.execute(write, &[&key, &changed_ids, &changed]).map_err(db_error)?;
+                }
+                let title = erase_title && locked.title.is_some();
+                if title {
+                    tx.execute(set_title, &[&key, &None::<&[u8]>]).map_err(db_error)?;
+                }
+                Ok((changed.len(), title))
+            })?;
+        let tables = match (changed > 0, title) {
+            (true, true) => "nodes, sessions",
+            (true, false) => "nodes",
+            (false, true) => "sessions",
+            (false, false) => return Ok(changed),
+        };
+        let vacuum = format!("VACUUM (SKIP_LOCKED) {tables}");
+        // Best effort: the forget committed; a vacuum that fails leaves the work to autovacuum.
+        let _ =
+            self.worker.run(move |conn| conn.client()?.batch_execute(&vacuum).map_err(db_error));
+        Ok(changed)
     }
 
     fn set_project(&self, session: &SessionId, project: Option<String>) -> Result<(), Error> {

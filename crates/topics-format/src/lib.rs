@@ -59,6 +59,7 @@
 
 pub mod catalog;
 pub mod diag;
+pub mod forget;
 pub mod merge;
 pub mod project;
 pub mod python;
@@ -68,5 +69,6 @@ pub mod topic;
 mod workspace_id;
 
 pub use diag::{Code, Diagnostic};
+pub use forget::{ForgetError, Forgetting};
 pub use topic::{BlockId, TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
 pub use workspace_id::{InvalidWorkspaceId, WorkspaceId};

@@ -280,6 +280,11 @@ pub struct ArchiveConflict {
 /// archive is never removed by a merge). One version extending the other is taken whole; else
 /// both must be complete v2 archives, and theirs' frames ours lacks are appended to ours in
 /// their order, byte for byte. The result scans complete and holds every frame of both.
+///
+/// A forgotten record is never brought back: when one side holds the
+/// [tombstone](crate::forget::is_tombstone) of a source and the other its original frame, the
+/// merge keeps the tombstone, at the place the frame has in ours. The merged text then does not
+/// start with ours.
 pub fn merge_archive(
     rel_path: &str,
     ours: Option<&str>,
@@ -306,24 +311,42 @@ pub fn merge_archive(
         return Err(conflict("one version does not scan complete"));
     }
     let mut added = Vec::new();
+    // Our frames that theirs forgot: replaced by their tombstones, byte for byte.
+    let mut forgotten: Vec<(&crate::source::Frame<'_>, String)> = Vec::new();
     for frame in &other.frames {
         if let Some(existing) = mine.frame(frame.source_id) {
-            if existing.render() != frame.render() {
-                return Err(conflict(&format!("source {} differs", frame.source_id)));
+            let rendered = frame.render();
+            if existing.render() != rendered {
+                match (crate::forget::is_tombstone(existing), crate::forget::is_tombstone(frame)) {
+                    (true, false) => {}
+                    (false, true) => forgotten.push((existing, rendered)),
+                    _ => return Err(conflict(&format!("source {} differs", frame.source_id))),
+                }
             }
             continue;
         }
         added.push(frame);
     }
+    let base = if forgotten.is_empty() {
+        std::borrow::Cow::Borrowed(ours)
+    } else {
+        forgotten.sort_by_key(|(frame, _)| frame.line);
+        std::borrow::Cow::Owned(crate::forget::replace_frames(ours, &forgotten))
+    };
     let rendered: Vec<String> = added.iter().map(|f| f.render()).collect();
-    let merged = append_frames_to(ours, &rendered);
+    let merged =
+        if rendered.is_empty() { base.into_owned() } else { append_frames_to(&base, &rendered) };
     let check = scan(rel_path, &merged);
     let same = |f: &&crate::source::Frame<'_>| {
         check.frame(f.source_id).is_some_and(|g| g.record == f.record && g.meta == f.meta)
     };
+    let tombstoned = |(f, _): &(&crate::source::Frame<'_>, String)| {
+        check.frame(f.source_id).is_some_and(crate::forget::is_tombstone)
+    };
     if !check.complete
         || check.frames.len() != mine.frames.len() + added.len()
         || !added.iter().all(same)
+        || !forgotten.iter().all(tombstoned)
     {
         return Err(conflict("the appended frames would read differently"));
     }

@@ -199,7 +199,13 @@ impl Workspace {
                 });
             }
             let held = live.as_deref().unwrap_or_default();
-            if !file.merged.starts_with(held) {
+            // Appended frames, and the other clone's tombstones of forgotten records (a merge
+            // keeps a tombstone over the original): nothing else may change an archive.
+            if !scriptorium_topics_format::forget::extends_with_tombstones(
+                &file.rel_path,
+                held,
+                &file.merged,
+            ) {
                 return Err(Error::Invalid {
                     code: crate::ErrorCode::AppendOnlyRequired,
                     message: format!("{}: a merged archive must extend the archive", file.rel_path),
@@ -250,5 +256,74 @@ impl Workspace {
             revision,
             previous_revision: current.revision,
         })
+    }
+}
+
+impl Workspace {
+    /// Replaces the frames of `sources` (source IDs) with tombstones in the live archive (see
+    /// `docs/format.md#forgetting`): the one operation that changes archived bytes instead of
+    /// appending them, and only ever in that way — every frame keeps its place, its anchor and
+    /// its source ID, and a forgotten record's text, speaker and metadata go. Called by a
+    /// forget, never by an ordinary transaction (which still refuses any `sources/` change).
+    ///
+    /// Under the write lock, as an append (an intent record, each file replaced atomically, the
+    /// revision moved iff some file changed, observers told). Idempotent: a tombstone stays as
+    /// it is, and sources no archive holds are ignored. An archive that does not scan complete
+    /// is refused (nothing past a fault is ever rewritten).
+    pub fn tombstone_sources(
+        &self,
+        sources: &std::collections::BTreeSet<String>,
+        lock_timeout: LockTimeout,
+    ) -> Result<ArchiveOutcome> {
+        let _lock = self.lock(lock_timeout)?;
+        recover(self.fs(), self.layout(), self.inner.ids.as_ref())?;
+        let current = self.current()?;
+        let tree = LiveSources::new(self.inner.fs.clone(), self.layout().root.clone());
+        let mut by_archive: std::collections::BTreeMap<String, std::collections::HashSet<String>> =
+            std::collections::BTreeMap::new();
+        for source in sources {
+            if let Some((provider, thread, _)) =
+                scriptorium_topics_format::source::id::split_id(source)
+            {
+                let path = scriptorium_topics_format::source::id::v2_path_of(provider, thread);
+                by_archive.entry(path).or_default().insert(source.clone());
+            }
+        }
+        let mut writes = Vec::new();
+        for (rel_path, forgotten) in by_archive {
+            let text = match tree.read(&rel_path) {
+                FileLookup::Text(text) => text.to_string(),
+                FileLookup::Missing => continue,
+                FileLookup::NotRegularFile => {
+                    return Err(Error::Archive {
+                        source: scriptorium_topics_format::source::AppendError::NotRegularFile {
+                            rel_path,
+                        },
+                    });
+                }
+            };
+            if let Some(error) = tree.take_errors().into_iter().next() {
+                return Err(Error::Io {
+                    op: "read sources",
+                    path: self.layout().root.join(&rel_path),
+                    source: std::io::Error::other(error),
+                });
+            }
+            let rewritten =
+                scriptorium_topics_format::forget::tombstone_archive(&rel_path, &text, &forgotten)
+                    .map_err(|error| Error::Invalid {
+                        code: crate::ErrorCode::AppendOnlyRequired,
+                        message: format!("{rel_path}: {error}"),
+                    })?;
+            if let Some(new_text) = rewritten {
+                writes.push(PlannedWrite {
+                    rel_path,
+                    new_text,
+                    existed: true,
+                    appended: Vec::new(),
+                });
+            }
+        }
+        self.write_and_announce(writes, current, sources.iter().cloned().collect())
     }
 }

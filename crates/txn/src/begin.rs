@@ -53,6 +53,10 @@ pub struct BeginOptions {
     /// normalization keeps them as written instead of stripping them as invented, so a block
     /// keeps its ID on every clone.
     pub adopted_block_ids: BTreeSet<String>,
+    /// A forget: text that normalization prunes with a section or file the forget emptied (a
+    /// heading's HTML line, a fence left without a record) is dropped, not refused. Every other
+    /// transaction refuses to drop written text (`UNCITED_PARAGRAPH`).
+    pub forget: bool,
 }
 
 /// The baseline of one revision, kept by the [`Workspace`](crate::Workspace) handle between

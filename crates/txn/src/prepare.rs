@@ -240,7 +240,7 @@ impl Staged {
         );
         // Normalization's last step prunes sections that hold no record; written text there
         // would vanish while the change reports success. Refuse it instead.
-        for dropped in &normalized.dropped {
+        for dropped in normalized.dropped.iter().filter(|_| !self.opts.forget) {
             violations.push(Violation {
                 diagnostic: Some(Code::UncitedParagraph),
                 ..Violation::at(

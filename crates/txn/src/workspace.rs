@@ -399,6 +399,31 @@ impl Workspace {
         Ok(Current { record, revision, topics, live, source_scan })
     }
 
+    /// Removes the caches that hold copies of earlier topic files: the spare tree the last
+    /// install replaced (and its manifest) and the baseline this handle keeps. A forget calls it
+    /// after its install, so no copy of what it removed stays in `.scriptorium/`; the next
+    /// `begin` writes its stage from the live tree. Under the write lock.
+    pub fn discard_caches(&self, lock_timeout: crate::LockTimeout) -> Result<()> {
+        let _lock = self.lock(lock_timeout)?;
+        let fs = self.fs();
+        let layout = self.layout();
+        for dir in [&layout.spare, &layout.spare_stage] {
+            match fs.remove_tree(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("remove", dir)(e)),
+            }
+        }
+        let manifest = layout.txn.join(crate::stage::SPARE_MANIFEST);
+        match fs.remove_file(&manifest) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("unlink", &manifest)(e)),
+        }
+        self.take_cached_baseline();
+        Ok(())
+    }
+
     /// Refreshes the stat cache of the revision record (git's index refresh): when files were
     /// copied, checked out or touched without a byte changing, every scan re-reads them until
     /// the record carries their new stat. Rewrites the record with the new stat of exactly

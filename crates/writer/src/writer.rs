@@ -306,7 +306,7 @@ impl Writer {
                 allowed_new_sources: Some(allowed),
                 lock_timeout: LockTimeout::new(self.config.lock_timeout),
                 required: Required::StillPresent,
-                message: self.commit_subject(session, batch.len()),
+                message: Writer::commit_subject(session, batch.len()),
                 batch: Some(Batch::new(&source_ids)),
                 ..BeginOptions::default()
             })
@@ -456,25 +456,12 @@ impl Writer {
         }))
     }
 
-    /// The commit subject of a batch: `memory: write 12 turns of "<session title>"` (the
-    /// session's ID when it has no title), on one line.
-    fn commit_subject(&self, session: &SessionId, turns: usize) -> String {
-        let title = self
-            .store
-            .as_deref()
-            .and_then(|store| store.session(session).ok().flatten())
-            .and_then(|s| s.title)
-            .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|t| !t.is_empty());
-        let named = match title {
-            Some(title) if title.chars().count() > 60 => {
-                format!("\"{}…\"", title.chars().take(59).collect::<String>())
-            }
-            Some(title) => format!("\"{title}\""),
-            None => format!("session {session}"),
-        };
+    /// The commit subject of a batch: `memory: write 12 turns of session <id>`. The session
+    /// is named by its ID, never its title: a title is conversation text, and git messages
+    /// must hold none (they travel to every clone and outlive a forget of the content).
+    fn commit_subject(session: &SessionId, turns: usize) -> String {
         let plural = if turns == 1 { "" } else { "s" };
-        format!("memory: write {turns} turn{plural} of {named}")
+        format!("memory: write {turns} turn{plural} of session {session}")
     }
 
     /// Due when the batch reaches the threshold, or when it is non-empty and

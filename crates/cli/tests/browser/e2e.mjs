@@ -5,8 +5,8 @@
 // The workspace behind BASE_URL must hold at least one topic whose paragraphs cite footnotes,
 // a timeline entry and a core master, more compost facts than the rail holds, Dana's topic
 // (people/dana.md), and its home one imported session with two branches, 60 more sessions
-// (chat-00…chat-59, answers without a model) and a Codex rollout (codex-compost). Exits
-// non-zero with a message on the first failure.
+// (chat-00…chat-59, answers without a model) and a Codex rollout (codex-compost); chat-41 and
+// chat-42 are written and forgotten. Exits non-zero with a message on the first failure.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -240,12 +240,13 @@ async function run(browser, w, h) {
     check(/Txn-Id t-/.test(await page.locator('#changes .change-meta').first().textContent()), 'a transaction is not named');
     await noOverflow(page);
     await shot(page, '05b-changes-list');
-    // A transaction's whole diff, its added lines coloured: the topic first, the derived views
-    // folded away.
+    // A transaction's whole diff, its changed lines coloured: the topic first, the derived views
+    // folded away. (At the second width the newest transaction is the first width's forget,
+    // which only removes lines.)
     const files = await page.locator('#changes .change').first().locator('.change-files > *').allTextContents();
     check(!/^(recent_events\.jsonl|relations\.json|timeline\/)/.test(files[0] || ''), `the files start with a derived one: ${files.join(' ')}`);
     await page.locator('#changes .show-diff').first().click();
-    await visible(page, '#changes .diff .dl.add', 'the diff of a transaction');
+    await visible(page, '#changes .change-diffs > .diff .dl.add, #changes .change-diffs > .diff .dl.del', 'the diff of a transaction');
     const first = await page.locator('#changes .change').first().locator('.change-diffs > .diff').first().locator('.dl').first().textContent();
     check(/^--- a\/topics\//.test(first), `the first diff shown is not a topic's: ${first}`);
     const derived = page.locator('#changes .change').first().locator('details.derived');
@@ -605,6 +606,93 @@ async function run(browser, w, h) {
     check(!turns.some((t) => t.includes('permissions instructions')), `Codex's instructions are a turn: ${JSON.stringify(turns)}`);
     const metas = await page.locator('#session-thread .turn-item.assistant .rec-meta').allTextContents();
     check(metas.length === 1 && metas[0].startsWith('gpt-5.5'), `the Codex answer is labelled ${JSON.stringify(metas)}`);
+  });
+
+  // Forgetting (issue 36): each width forgets a session of its own (chat-41, chat-42) once the
+  // journal has written it. The record's and the block's Forget show their plan and are
+  // cancelled; the session's plan is confirmed: its turns keep their place without their text,
+  // and the topic no longer shows its block.
+  const n = w === 1280 ? 41 : 42;
+  const chat = `chat-${n}`;
+  const words = `bed ${n} moist`;
+  let topicUrl = '';
+  await step(page, '17-forget-written', async () => {
+    await page.evaluate((id) => { location.hash = `#/session/${id}`; }, chat);
+    await page.waitForFunction((t) => document.getElementById('session-thread')?.textContent.includes(t), words, { timeout: TIMEOUT })
+      .catch(() => { throw new Error(`${chat} does not open`); });
+    await page.click('#write-now');
+    await visible(page, '#write-result', 'the outcome of Write now');
+    const said = await page.locator('#write-result').textContent();
+    check(/^Wrote /.test(said), `Write now said: "${said}"`);
+    await page.locator('#session-thread button.link').first().click();
+    await visible(page, '#record', 'the record of the question');
+    // The record's Forget: its plan, then Cancel changes nothing.
+    await page.click('#forget-record');
+    await visible(page, '#forget-list', "the record's plan");
+    const plan = await page.locator('#forget-list').textContent();
+    check(/Records1 \(archived/.test(plan), `the record's plan reads: ${plan}`);
+    await page.click('#forget-cancel');
+    await visible(page, '#record', 'the record after Cancel');
+    check((await page.locator('#record .record-text').first().textContent()).includes(words), 'Cancel changed the record');
+    await page.locator('#record-cited .row.cite').first().click();
+    await page.waitForFunction((t) => document.getElementById('preview')?.textContent.includes(t), words, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the journal does not show the block'); });
+    topicUrl = page.url();
+    // The block's Forget: its plan names the block, then Cancel.
+    const block = page.locator('#preview p', { hasText: words }).locator('.forget-block');
+    check((await block.count()) === 1, 'the block has no Forget action');
+    const id = await block.getAttribute('data-block');
+    await block.click();
+    await visible(page, '#forget-list', "the block's plan");
+    const blockPlan = await page.locator('#forget-list').textContent();
+    check(blockPlan.includes(`^${id}`) && /Records0 /.test(blockPlan), `the block's plan reads: ${blockPlan}`);
+    await page.click('#forget-cancel');
+    await page.waitForFunction((t) => document.getElementById('preview')?.textContent.includes(t), words, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('Cancel changed the topic'); });
+  });
+  await step(page, '17b-forget-session', async () => {
+    await page.evaluate((id) => { location.hash = `#/session/${id}`; }, chat);
+    await visible(page, '#forget-session', "the session's Forget");
+    await page.click('#forget-session');
+    await visible(page, '#forget-list', "the session's plan");
+    const terms = await page.locator('#forget-list dt').allTextContents();
+    const values = await page.locator('#forget-list dd').allTextContents();
+    const plan = Object.fromEntries(terms.map((t, i) => [t, values[i]]).filter(([t]) => t !== 'File'));
+    const files = terms.map((t, i) => (t === 'File' ? values[i] : null)).filter(Boolean);
+    check(plan.Sessions === chat && /^2 /.test(plan.Messages) && /^2 /.test(plan.Records) && /^[1-9]\d*: \^/.test(plan.Blocks || ''), `the plan reads ${JSON.stringify(plan)}`);
+    check(files.some((f) => /^topics\/journal\//.test(f)) && /^[1-9]\d* rewritten$/.test(plan['Git commits'] || ''), `the plan's files and commits: ${JSON.stringify([files, plan])}`);
+    check((await page.locator('#forget-confirm').textContent()) === 'Forget all of this, everywhere', 'the confirm button does not say what it does');
+    check((await page.locator('#session-thread').count()) === 0, 'the thread is shown beside the plan');
+    await noOverflow(page);
+    await shot(page, '17b-forget-plan');
+    await page.click('#forget-confirm');
+    await visible(page, '#forget-done', 'what the forget removed');
+    check(/^Forgotten everywhere: 2 messages, 2 records, /.test(await page.locator('#forget-done').textContent()), 'the outcome does not say what went');
+    await page.waitForFunction(() => document.querySelectorAll('#session-thread .turn-item.gone').length === 2, null, { timeout: TIMEOUT })
+      .catch(() => { throw new Error('the turns are not shown as forgotten'); });
+    await visible(page, '#head-title .badge.gone', 'the forgotten badge of the session');
+    check((await page.locator('#forget-session').count()) === 0, 'a forgotten session still offers Forget');
+    const shown = await page.evaluate(() => document.body.textContent);
+    check(!shown.includes(words), `the page still shows the session's turns (${words})`);
+  });
+  await step(page, '17c-forget-topic', async () => {
+    // The journal's topic no longer shows the block: it is gone with it when the block was all
+    // it held, and otherwise shows the rest.
+    const topic = decodeURIComponent(/#\/topic\/([^/]+)/.exec(topicUrl)[1]);
+    await section(page, 'topics');
+    await visible(page, '.row.topic', 'the topic list after the forget');
+    const row = page.locator(`.row.topic[data-path="${topic}"]`);
+    if (await row.count()) {
+      await row.click();
+      await visible(page, '#preview', 'the journal after the forget');
+      check(!(await page.locator('#preview').textContent()).includes(words), 'the topic still shows the forgotten block');
+      if (narrow()) await back(page);
+    }
+    await page.fill('#search', 'mulch moist July');
+    await visible(page, '#search-results', 'the search after the forget');
+    await page.waitForFunction(() => !document.querySelector('#search-results')?.textContent.includes('Searching'), null, { timeout: TIMEOUT });
+    check(!(await page.locator('#search-results').textContent()).includes(words), 'the search still finds the forgotten turns');
+    await page.fill('#search', '');
   });
 
   check(problems.length === 0, problems.join('\n'));

@@ -114,11 +114,12 @@ fn two_sessions_written_by_a_model_at_once_both_install() {
     .output()
     .expect("the second write runs");
     let second = batch_of(&second);
-    assert_eq!(second["rebases"], 0, "{second}");
-    let first_out = first.take().wait_with_output().expect("the first write ends");
-    let first = batch_of(&first_out);
+    assert_eq!(second["repaired"], false, "{second}");
+    let first = batch_of(&first.take().wait_with_output().expect("the first write ends"));
     assert_eq!(first["repaired"], false, "{first}");
-    assert_eq!(first["rebases"], 1, "{first}");
+    // It began before the other write's archive append and install, so it was carried over at
+    // least once; how many times depends on how the two interleave.
+    assert!(first["rebases"].as_u64().is_some_and(|n| n >= 1), "{first}");
     assert!(grep(home.path(), "Dana waters the garden at dawn.").contains("people/dana.md"));
     assert!(grep(home.path(), "The tomatoes need stakes").contains("people/tomatoes.md"));
     check_clean(home.path());

@@ -373,7 +373,7 @@ const TRANSCRIPT_SESSION: &str = "3fb74381-1bf4-475e-8c6f-442d872b1bcf";
 fn the_writers_own_agent_run_fires_no_hook() {
     let home = home_with_note();
     let Some(transcript) = transcript_in(home.path(), None) else { return };
-    let writer = [("SCRIPTORIUM_WRITER_RUN", "/home/memory/.scriptorium/txn/t-1")];
+    let writer = [("SCRIPTORIUM_WRITER_RUN", "/srv/dana/memory/.scriptorium/txn/t-1")];
     // No recall is injected into the writer's prompt, no core into its session.
     let asked = hook_in(home.path(), "claude-code", "UserPromptSubmit", &prompt("Dana?"), &writer);
     assert_eq!(context(&asked, "UserPromptSubmit"), None);

@@ -5,6 +5,7 @@ mod check;
 mod concurrency;
 mod demo;
 mod edit;
+mod forget;
 mod history;
 mod hook;
 mod import;

@@ -5,6 +5,7 @@ mod commit;
 mod interop;
 mod log;
 mod review;
+mod rewrite;
 mod scan;
 mod stale_locks;
 mod support;

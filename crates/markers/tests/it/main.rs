@@ -2,6 +2,7 @@
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
+mod forget;
 mod pending;
 mod plan;
 mod support;

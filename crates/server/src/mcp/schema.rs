@@ -26,7 +26,7 @@ use serde_json::Value;
 
 /// The most o200k tokens the tool definitions of `tools/list` (names, descriptions, input and
 /// output schemas, annotations) may take together.
-pub const TOOLS_TOKEN_BUDGET: usize = 4_200;
+pub const TOOLS_TOKEN_BUDGET: usize = 4_800;
 
 // ---- arguments ----
 
@@ -131,6 +131,81 @@ pub(crate) struct BrowseArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct StatusArgs {}
+
+/// Arguments of `memory_forget` (and the body of `POST /api/memory/forget`): at least one
+/// selector, and `confirm` to act rather than plan.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("anyOf" = [
+    {"required": ["session"]},
+    {"required": ["record"]},
+    {"required": ["block"]},
+    {"required": ["matching"]}
+]))]
+pub(crate) struct ForgetArgs {
+    /// Whole conversations, by session ID.
+    #[serde(default)]
+    pub(crate) session: Option<OneOrMany>,
+    /// Archived messages: source ID, `source-…` anchor or citation link.
+    #[serde(default)]
+    pub(crate) record: Option<OneOrMany>,
+    /// Blocks (`1a2b3c4d`).
+    #[serde(default)]
+    pub(crate) block: Option<OneOrMany>,
+    /// Every message, record and block holding this literal text.
+    #[schemars(length(min = 4))]
+    #[serde(default)]
+    pub(crate) matching: Option<String>,
+    /// `true`: forget now, for good. Otherwise only the plan comes back.
+    #[serde(default)]
+    pub(crate) confirm: Option<bool>,
+}
+
+/// A string or a non-empty list of strings (`"s1"` or `["s1", "s2"]`), taken as a list.
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "Value")]
+pub(crate) struct OneOrMany(pub(crate) Vec<String>);
+
+impl TryFrom<Value> for OneOrMany {
+    type Error = String;
+
+    fn try_from(value: Value) -> Result<OneOrMany, String> {
+        let wrong = || "expected a string or a list of strings".to_owned();
+        match value {
+            Value::String(one) => Ok(OneOrMany(vec![one])),
+            Value::Array(items) => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::String(text) => Ok(text),
+                    _ => Err(wrong()),
+                })
+                .collect::<Result<Vec<String>, String>>()
+                .map(OneOrMany),
+            _ => Err(wrong()),
+        }
+    }
+}
+
+impl JsonSchema for OneOrMany {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OneOrMany".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // One schema for both forms: `minLength` applies to a string, `items` and `minItems` to
+        // a list (cheaper for the model to read than an `anyOf` of two).
+        schemars::json_schema!({
+            "type": ["string", "array"],
+            "minLength": 1,
+            "minItems": 1,
+            "items": {"type": "string", "minLength": 1}
+        })
+    }
+}
 
 /// Arguments of `memory_update`: the revision read and exactly one change form. The lists are
 /// taken as JSON and checked by the engine (the CLI's and REST's checks, the same codes); their
@@ -388,6 +463,56 @@ pub(crate) struct BrowseOutput {
     pub(crate) listing: Listing,
 }
 
+/// What `memory_forget` (and `POST /api/memory/forget`) returns: the plan, and once confirmed
+/// what was done.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ForgetOutput {
+    #[schemars(extend("const" = true))]
+    pub(crate) ok: bool,
+    /// Whether it was carried out (`false`: only planned).
+    pub(crate) forgotten: bool,
+    pub(crate) plan: ForgetPlanOutput,
+    /// Present once forgotten.
+    #[serde(flatten)]
+    pub(crate) done: Option<ForgetDone>,
+}
+
+/// What a forget removes (see `scriptorium_backend::forget::ForgetPlan`): the small sets by
+/// name, the large ones (a long session's messages and records) counted; never the `matching`
+/// text.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ForgetPlanOutput {
+    /// `f-` and 16 hex digits.
+    pub(crate) id: String,
+    /// Sessions forgotten whole.
+    pub(crate) sessions: Vec<String>,
+    /// Messages whose text goes (their place in the conversation stays).
+    pub(crate) messages: usize,
+    /// Session titles that go.
+    pub(crate) titles: usize,
+    /// Archived records that become tombstones.
+    pub(crate) records: usize,
+    /// Blocks removed.
+    pub(crate) blocks: Vec<String>,
+    /// Blocks that stay but lose a citation.
+    pub(crate) uncited: Vec<String>,
+    /// Workspace files that change.
+    pub(crate) files: Vec<String>,
+    /// Git commits rewritten.
+    pub(crate) commits: usize,
+}
+
+/// What a confirmed forget did.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ForgetDone {
+    pub(crate) commits_rewritten: usize,
+    /// The revision of the forget's install.
+    pub(crate) revision: String,
+    pub(crate) commit: Option<String>,
+    /// `none` (no sync remote), `replaced` or `pending` (the next sync replaces it).
+    pub(crate) remote: String,
+}
+
 // ---- schemas ----
 
 /// The `inputSchema` of an argument type: inlined, described, root `type: object`.
@@ -494,13 +619,19 @@ fn tidy(value: &mut Value, descriptions: bool) {
     }
 }
 
-/// `type: [T, "null"]` → `type: T`; `anyOf: [S, {type: null}]` → `S`.
+/// `type: [T, "null"]` → `type: T`; `type: [T, U, "null"]` → `type: [T, U]`.
 fn drop_null(schema: &mut Value) {
     let Some(object) = schema.as_object_mut() else { return };
     if let Some(Value::Array(types)) = object.get("type") {
         let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
-        if kept.len() == 1 {
-            object.insert("type".into(), kept[0].clone());
+        match kept.len() {
+            1 => {
+                object.insert("type".into(), kept[0].clone());
+            }
+            n if n > 1 && n < types.len() => {
+                object.insert("type".into(), Value::Array(kept));
+            }
+            _ => {}
         }
     }
 }

@@ -18,9 +18,10 @@ use scriptorium_backend::engine::{
     FsSources, LockTimeout, Revision, Surface, TxnError, UpdateContext, UpdateRequest, Workspace,
     read_topics, writable_path,
 };
+use scriptorium_backend::forget::Forgotten;
 use scriptorium_backend::memory::{CORE_BUDGET, RECENT_LIMIT};
 use scriptorium_backend::runtime::status::WriterStatus;
-use scriptorium_backend::summary::{changed_files, update_result};
+use scriptorium_backend::summary::changed_files;
 use scriptorium_backend::wire::Code;
 use scriptorium_search::MAX_TOP_K;
 use scriptorium_topics_format::source::ArchiveResolver;
@@ -32,6 +33,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::{ApiError, AppState, Inner, markdown};
+use crate::mcp::forget::{ForgetArgs, forget as forget_with};
 
 /// The origin recorded on sources that `POST /api/memory/changes` archives.
 pub const CHANGES_ORIGIN: &str = "owner-rest/memory-changes";
@@ -70,6 +72,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/memory/sessions", get(list_sessions))
         .route("/api/memory/sessions/{id}", get(get_session))
         .route("/api/memory/sessions/{id}/write", post(write_session))
+        .route("/api/memory/forget", post(forget))
 }
 
 /// Unknown routes: a JSON 404.
@@ -328,7 +331,7 @@ async fn changes(State(state): State<AppState>, body: Result<Bytes, BytesRejecti
             let request = UpdateRequest::from_json(&body.to_string()).map_err(txn)?;
             let memory = backend.memory();
             let outcome = memory.update(request, owner_context()).map_err(txn)?;
-            Ok(Json(update_result(&outcome)))
+            Ok(Json(serde_json::to_value(outcome.result()).unwrap_or(Value::Null)))
         })
         .await
 }
@@ -767,6 +770,9 @@ async fn get_source(
                 memory.get(&rel, None, anchor, window).map_err(|e| inspect_refusal(&e, &rel))?;
             let mut answer =
                 serde_json::to_value(&excerpt).map_err(|e| ApiError::internal(e.to_string()))?;
+            if excerpt.record.is_some() {
+                answer["forgotten"] = json!(is_tombstone_text(&excerpt.text));
+            }
             if anchor.is_none() {
                 // The whole archive also comes as its turns, for a page to show as a thread.
                 let (turns, more) =
@@ -778,6 +784,14 @@ async fn get_source(
             Ok(Json(answer))
         })
         .await
+}
+
+/// Whether a record's text is a forget's tombstone (`[<time>] forgotten: [FORGOTTEN]`, see
+/// `docs/format.md#tombstones`).
+fn is_tombstone_text(text: &str) -> bool {
+    use scriptorium_topics_format::forget::{FORGOTTEN, TOMBSTONE_LABEL};
+    let text = text.trim_end();
+    text.starts_with('[') && text.ends_with(&format!("] {TOMBSTONE_LABEL}: {FORGOTTEN}"))
 }
 
 /// An inspection's refusal as the API answers it: 403 for a path that escapes or names
@@ -936,6 +950,22 @@ mod tests {
     }
 }
 
+/// Marks each session row in `rows` (a row, or a list of rows) `forgotten` when the ledger says
+/// the session was forgotten whole (its turns keep their place, without their text).
+fn mark_forgotten(rows: &mut Value, forgotten: &Forgotten) {
+    let mark = |row: &mut Value| {
+        let id = row["id"].as_str().unwrap_or_default();
+        let whole = forgotten.sessions.contains(id);
+        if let Some(row) = row.as_object_mut() {
+            row.insert("forgotten".into(), json!(whole));
+        }
+    };
+    match rows {
+        Value::Array(rows) => rows.iter_mut().for_each(mark),
+        row => mark(row),
+    }
+}
+
 /// Sessions listed when `limit` is not given, and the most a page may hold.
 const DEFAULT_SESSIONS: usize = 50;
 const MAX_SESSIONS: usize = 500;
@@ -982,6 +1012,9 @@ async fn list_sessions(
             let page = scriptorium_session_dag::Page { offset, limit };
             let sessions = rows(backend.store(), &writer, page, Some(memory.workspace_id()))
                 .map_err(|e| store_failed(&e))?;
+            let mut sessions =
+                serde_json::to_value(sessions).map_err(|e| ApiError::internal(e.to_string()))?;
+            mark_forgotten(&mut sessions, &Forgotten::of(memory.root()));
             Ok(Json(json!({ "sessions": sessions, "writer": writer.to_json() })))
         })
         .await
@@ -1006,6 +1039,19 @@ async fn get_session(State(state): State<AppState>, UrlPath(id): UrlPath<String>
             )
             .map_err(|e| store_failed(&e))?;
             let thread = found.ok_or_else(|| no_session(&id))?;
+            let mut thread =
+                serde_json::to_value(thread).map_err(|e| ApiError::internal(e.to_string()))?;
+            let forgotten = Forgotten::of(memory.root());
+            mark_forgotten(&mut thread["session"], &forgotten);
+            for branch in thread["branches"].as_array_mut().into_iter().flatten() {
+                for turn in branch["turns"].as_array_mut().into_iter().flatten() {
+                    // Named by the ledger, and erased here (a clone whose store a sync did
+                    // not reach still holds the text, and shows it).
+                    let node = turn["id"].as_str().unwrap_or_default();
+                    let erased = turn["text"].as_str().is_some_and(str::is_empty);
+                    turn["forgotten"] = json!(erased && forgotten.contains(&id, node));
+                }
+            }
             Ok(Json(json!({ "thread": thread })))
         })
         .await
@@ -1083,4 +1129,37 @@ async fn write_session(State(state): State<AppState>, UrlPath(id): UrlPath<Strin
             Err(error)
         }
     }
+}
+
+/// The HTTP status of a forget's refusal: 400 a bad request, 404 nothing the selector names,
+/// 409 a concurrent change, 503 what a retry can get past (the lock, the session database,
+/// git), 500 the rest.
+fn forget_status(code: Code) -> StatusCode {
+    match code {
+        Code::InvalidArgument => StatusCode::BAD_REQUEST,
+        Code::NotFound | Code::SessionNotFound | Code::MemoryNotFound => StatusCode::NOT_FOUND,
+        Code::ConcurrentUpdate => StatusCode::CONFLICT,
+        Code::GitUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        code if code.is_retryable() => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// Forgets a session, a record, a block or a text everywhere (`scriptorium_backend::forget`):
+/// without `"confirm": true` only the plan, the dry-run list the page shows before asking; with
+/// it, the forget itself. The answer is `memory_forget`'s (see `crate::mcp::forget`), the sync
+/// remote the home's `[sync] remote`.
+async fn forget(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> ApiResult {
+    let args: ForgetArgs = serde_json::from_value(parse_body(body)?)
+        .map_err(|e| ApiError::invalid(format!("invalid forget request: {e}")))?;
+    let request =
+        args.into_request().map_err(|error| ApiError { status: StatusCode::BAD_REQUEST, error })?;
+    state
+        .blocking(move |inner, backend| {
+            let remote = inner.config.sync.remote.as_deref();
+            let output = forget_with(backend.memory(), &**backend.store(), remote, &request)
+                .map_err(|error| ApiError { status: forget_status(error.code), error })?;
+            serde_json::to_value(output).map(Json).map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .await
 }

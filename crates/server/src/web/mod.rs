@@ -25,12 +25,13 @@
 //! | `GET /api/memory/core` | `{content, size, mtime, rendered_content, rendered_tokens, rendered_size, rendered_mtime, injection_enabled, injected_content, injected_tokens, budget_tokens, revision}` + `html` (of `content`), `rendered_html` (of `rendered_content`) |
 //! | `PUT /api/memory/core` | `{content, base_revision}` → like `PUT` a topic, on `topics/core.md` |
 //! | `GET /api/memory/search?q&top_k&prefix` | `{hits: [{path, anchor, kind, score, content}], outside_edits?}` (`outside_edits`: edits made outside a transaction that this search took in or found invalid, `{adopted, files, revision, git_commit}` or `{adopted: false, files, violations, reason}`) |
-//! | `GET /api/memory/sources/{path}?anchor&offset&limit` | an archive under `sources/` (paged: `{path, text, truncated, offset, total_lines, next_offset?}`, and its records as `turns: [{anchor, text}]` with `more_turns` past 500), or with `anchor=source-…` one record of it: the same with `record: {source_id, anchor, position, records, previous?, next?: {anchor, snippet}, cited_by: [{path, block_id, snippet}]}`; 404 `MEMORY_NOT_FOUND` for an anchor it does not hold |
+//! | `GET /api/memory/sources/{path}?anchor&offset&limit` | an archive under `sources/` (paged: `{path, text, truncated, offset, total_lines, next_offset?}`, and its records as `turns: [{anchor, text}]` with `more_turns` past 500), or with `anchor=source-…` one record of it: the same with `record: {source_id, anchor, position, records, previous?, next?: {anchor, snippet}, cited_by: [{path, block_id, snippet}]}` and `forgotten` (the record is a forget's tombstone); 404 `MEMORY_NOT_FOUND` for an anchor it does not hold |
 //! | `GET /api/memory/history?limit` | `{commits: [{commit, time, summary, txn_id, files}]}`, the workspace's transactions newest first, each one's `files` the topics first, then `sources/`, then the derived views |
 //! | `GET /api/memory/history/{path}?limit` | `{path, changes: [{commit, time, summary, txn_id, change, diff, text}]}`, the commits that changed a topic |
-//! | `GET /api/memory/sessions?limit&offset` | `{sessions: [{id, title, project, updated_at, updated_at_ms, head, nodes, branches, pending, last_write}], writer}`: the imported sessions newest first (50 by default, at most 500), `pending` the records of every branch not yet written into this memory, each counted once, `last_write` how the session's last write ended (`{at, outcome[, turns][, reason_code, retryable]}`, when kept); `writer` the last write outcome |
-//! | `GET /api/memory/sessions/{id}` | `{thread: {session, branches: [{tip, head, fork, pending, hidden, turns: [{id, role, kind, speaker, created_at, text, cut, record, written, link, children}]}]}}`: the head branch whole, each other branch from the turn it leaves it (`fork`); `link` the archived record of a written turn; 404 `SESSION_NOT_FOUND` |
+//! | `GET /api/memory/sessions?limit&offset` | `{sessions: [{id, title, project, updated_at, updated_at_ms, head, nodes, branches, pending, last_write, forgotten}], writer}`: the imported sessions newest first (50 by default, at most 500), `forgotten` when a forget took the whole session (its turns stay, without their text), `pending` the records of every branch not yet written into this memory, each counted once, `last_write` how the session's last write ended (`{at, outcome[, turns][, reason_code, retryable]}`, when kept); `writer` the last write outcome |
+//! | `GET /api/memory/sessions/{id}` | `{thread: {session, branches: [{tip, head, fork, pending, hidden, turns: [{id, role, kind, speaker, created_at, text, cut, record, written, link, children, forgotten}]}]}}`: the head branch whole, each other branch from the turn it leaves it (`fork`); `link` the archived record of a written turn; 404 `SESSION_NOT_FOUND` |
 //! | `POST /api/memory/sessions/{id}/write` | writes the session now with the configured model: `{ok: true, session, batches: [{turns, changed_files, revision, recovered}], pending}` (no batches: nothing was owed); 502 `WRITE_FAILED` (503 when a retry can succeed) with `details.reason_code`; 409 `WRITER_PRECONDITION_FAILED` when the writer is off; the outcome is recorded in the writer status |
+//! | `POST /api/memory/forget` | `{session \| record \| block: ID or [ID…], matching?: text, confirm?: bool}` (at least one selector) → without `confirm: true` only the plan, `{ok: true, forgotten: false, plan: {id, sessions, messages, titles, records, blocks, uncited, files, commits}}` (nothing written; never the `matching` text); with it the forget itself, `{ok: true, forgotten: true, plan, commits_rewritten, revision, commit, remote}` (`remote`: `none`, `replaced` or `pending`); the same request and answer as the MCP tool `memory_forget`; 400 `INVALID_ARGUMENT`, 404 `NOT_FOUND` for a session, record or block that does not exist |
 //! | `GET /api/memory/commits/{rev}?path` | `{commit: {commit, time, summary, txn_id, files: [{path, change, diff}]}}` (files in the order of `history`): `rev` is an id, a unique prefix (4+ hex digits), `HEAD` or a `Txn-Id`; `path` keeps the files at or below it; 404 `NOT_FOUND` for an unknown revision |
 //!
 //! The `{path}` of the topic routes is relative to `topics/` (`people/dave.md`), as in the
@@ -143,7 +144,7 @@ impl std::fmt::Debug for AppState {
 
 impl AppState {
     /// Opens the home: its configuration, then the [`LocalBackend`] (creating the workspace
-    /// when missing) and the token (`<home>/server-token`, created on first use). With
+    /// when missing; a forget a crash interrupted is finished) and the token (`<home>/server-token`, created on first use). With
     /// `memory.backend = "none"` nothing is opened or created: every API route answers 503.
     /// The state answers to `127.0.0.1:7878` until [`AppState::with_addr`] names the bound
     /// address.
@@ -166,6 +167,11 @@ impl AppState {
             Arc::new(scriptorium_writer::model::journal::Journal)
         });
         let backend = LocalBackend::open(home, config.clone(), model)?;
+        crate::mcp::forget::finish_interrupted(
+            backend.memory(),
+            &**backend.store(),
+            config.sync.remote.as_deref(),
+        );
         let token = security::load_or_create_token(home).map_err(|source| StateError::Token {
             path: home.join(security::TOKEN_FILE),
             source,

@@ -4,7 +4,7 @@ Usage: client.py SERVER MEMORY_ROOT --word WORD --topic PATH
 
 Spawns `SERVER MEMORY_ROOT` as a stdio MCP server and checks the `memory_*` tools end to end,
 as a model meets them:
-- tools/list: seven tools, each declaring an input and an output schema that are valid JSON
+- tools/list: eight tools, each declaring an input and an output schema that are valid JSON
   Schemas (checked against their meta-schema with `jsonschema`) and open nowhere (no `true`,
   `{}` or untyped item schema);
 - every call the test makes is first checked against the tool's declared input schema, and every
@@ -14,7 +14,9 @@ as a model meets them:
 - memory_status, memory_search (the recall fenced exactly once; a record's speaker by name),
   memory_grep, memory_get, memory_browse, a path outside the workspace, memory_update in each of
   its forms with the current revision, then with the now-stale one (CONCURRENT_UPDATE),
-  memory_note, a citation followed to its record, the core as a resource and a prompt.
+  memory_note, a citation followed to its record, the core as a resource and a prompt, and
+  memory_forget (marked destructive) of that record: its plan changes nothing, confirmed it
+  leaves the note's text nowhere memory_grep looks.
 Prints a JSON summary on stdout and exits non-zero on the first failed check.
 """
 
@@ -36,6 +38,7 @@ TOOLS = {
     "memory_update",
     "memory_note",
     "memory_status",
+    "memory_forget",
 }
 FENCE_OPEN = "<memory-context>"
 FENCE_CLOSE = "</memory-context>"
@@ -170,6 +173,9 @@ def invalid_calls(schemas, base):
                        {"path": "core.md", "offset": -1}, {"path": "core.md", "extra": 1}],
         "memory_browse": [{"prefix": 3}, {"depth": 2}],
         "memory_status": [{"verbose": True}],
+        "memory_forget": [{}, {"confirm": True}, {"session": []}, {"session": ""},
+                          {"session": 7}, {"block": ["x", 3]}, {"matching": "abc"},
+                          {"block": "x", "confirm": "yes"}, {"block": "x", "everywhere": True}],
         "memory_note": [{}, {"text": ""}, {"text": "x", "time": "May"},
                         {"text": "x", "core": "yes"}, {"text": "x", "tags": ["a"]}],
         "memory_update": [
@@ -212,7 +218,7 @@ async def exercise(server, root, word, topic, summary):
             listed = (await session.list_tools()).tools
             names = {tool.name for tool in listed}
             summary["tools"] = sorted(names)
-            check(TOOLS == names, f"the seven memory tools are listed: {sorted(names)}")
+            check(TOOLS == names, f"the eight memory tools are listed: {sorted(names)}")
             for tool in listed:
                 schema = tool.input_schema
                 check(
@@ -367,6 +373,27 @@ async def exercise(server, root, word, topic, summary):
                 except Exception as error:  # noqa: BLE001 - the SDK raises McpError
                     check("no such" in str(error), f"the refusal says why: {error}")
             summary["resources"] = [str(r.uri) for r in resources]
+
+            # Forgetting the note's record: marked destructive; a plan first (nothing changes),
+            # then, confirmed, the text is gone from every file memory_grep reads.
+            forget = next(t for t in listed if t.name == "memory_forget")
+            check(forget.annotations is not None and forget.annotations.destructive_hint is True,
+                  f"memory_forget is marked destructive: {forget.annotations}")
+            before = ok_json(await tools.call("memory_status", {}), "memory_status")["revision"]
+            planned = ok_json(await tools.call("memory_forget", {"record": link}),
+                              "memory_forget (plan)")
+            check(planned["forgotten"] is False and planned["plan"]["records"] == 1
+                  and len(planned["plan"]["blocks"]) == 1, f"the plan: {planned}")
+            after_plan = ok_json(await tools.call("memory_status", {}), "memory_status")
+            check(after_plan["revision"] == before, f"a plan changes nothing: {after_plan}")
+            done = ok_json(await tools.call("memory_forget", {"record": [link], "confirm": True}),
+                           "memory_forget (confirmed)")
+            check(done["forgotten"] is True and done["revision"] != before, f"forgotten: {done}")
+            gone = ok_text(await tools.call("memory_grep", {"query": "wheelbarrow is green"}),
+                           "memory_grep after the forget")
+            check(gone == "No matches.", f"the forgotten text is still found: {gone}")
+            summary["forgotten"] = done["plan"]["blocks"]
+            summary["revision_after"] = done["revision"]
             summary["calls"] = tools.calls
             summary["invalid_calls_refused"] = tools.refusals
 

@@ -366,6 +366,9 @@ pub struct Report {
     pub skipped: BTreeMap<String, usize>,
     /// Malformed lines (not JSON, not an object, wrong field types), in file order.
     pub bad_lines: Vec<BadLine>,
+    /// What the importer's caller redacted before storing (rule id → how many; never a value).
+    /// The parse itself redacts nothing: this is filled in by the door that stores.
+    pub redacted: BTreeMap<String, usize>,
 }
 
 impl Report {
@@ -374,6 +377,9 @@ impl Report {
         self.lines += other.lines;
         for (reason, n) in other.skipped {
             *self.skipped.entry(reason).or_default() += n;
+        }
+        for (rule, n) in other.redacted {
+            *self.redacted.entry(rule).or_default() += n;
         }
         self.bad_lines.extend(other.bad_lines);
     }
@@ -511,10 +517,12 @@ pub fn project_of(cwd: &Path) -> String {
 
 /// Writes parsed sessions to `store`: per session one [`SessionStore::append_batch`] (only the
 /// nodes whose ID is new are appended, with one fsync; existing nodes and their metadata are
-/// untouched), then, if that appended at least one node and the parse chose a head, one
-/// [`SessionStore::set_head`]. The title is set with [`SessionStore::set_title`] when the
-/// transcript names one that differs from the stored one, or when the session has none (then
-/// the first user line). Re-importing a file, or any prefix of it, changes nothing.
+/// untouched, so a forgotten node stays forgotten), then, if that appended at least one node
+/// and the parse chose a head, one [`SessionStore::set_head`]. The title is set with
+/// [`SessionStore::set_title`] when the transcript names one that differs from the stored one,
+/// or when the session has none (then the first user line), unless the session holds a
+/// forgotten node ([`SessionStore::forget`]). Re-importing a file, or any prefix of it, changes
+/// nothing.
 ///
 /// Atomicity: per session, as the store's `append_batch`; a failure leaves earlier sessions of
 /// `parsed` imported.
@@ -540,11 +548,20 @@ pub fn import_into<S: SessionStore + ?Sized>(
         let stored =
             if nodes == 0 { None } else { store.session(&session.id).map_err(store_err)? };
         let current = stored.and_then(|s| s.title);
-        let wanted = match (&session.title, &current) {
+        let mut wanted = match (&session.title, &current) {
             (Some(t), c) if c.as_ref() != Some(t) => Some(t.clone()),
             (None, None) => session.fallback_title.clone(),
             _ => None,
         };
+        // A forget may have erased the title with the content it was made of: an import never
+        // writes a title back into a session that holds a forgotten node. (A session whose
+        // every node was new holds none, so a first import reads nothing more.)
+        if wanted.is_some()
+            && new_nodes < nodes
+            && holds_forgotten(store, &session.id).map_err(store_err)?
+        {
+            wanted = None;
+        }
         let mut title = current;
         if let Some(t) = wanted {
             match store.set_title(&session.id, Some(t.clone())) {
@@ -584,6 +601,19 @@ pub fn import_into<S: SessionStore + ?Sized>(
         });
     }
     Ok(summary)
+}
+
+/// Whether `session` holds a node a forget erased (a store that cannot list its nodes holds
+/// none, as far as an import can tell).
+fn holds_forgotten<S: SessionStore + ?Sized>(
+    store: &S,
+    session: &SessionId,
+) -> Result<bool, crate::Error> {
+    match store.nodes(session) {
+        Ok(nodes) => Ok(nodes.iter().any(Node::is_forgotten)),
+        Err(crate::Error::Unsupported { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Reads, parses and imports one [`Unit`] into `store`.

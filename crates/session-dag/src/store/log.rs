@@ -4,7 +4,7 @@
 //!
 //! | `op` | fields | meaning |
 //! |---|---|---|
-//! | `session` | `v` (1), `id` | header, the first line of every log |
+//! | `session` | `v` (1), `id`, `rewrites` (absent when 0) | header, the first line of every log; `rewrites` counts the forgets that rewrote the log |
 //! | `node` | `node` (a [`Node`]), `head` | a node was appended; `head: true` moves the head to it |
 //! | `batch` | `n` | the next `n` lines are `node` records written by one `append_batch`; they count only when all `n` are present |
 //! | `head` | `node`, `at` | the head moved at `at` (ms) |
@@ -14,7 +14,12 @@
 //! | `project` | `project` (string or null) | the session's project changed |
 //!
 //! Unknown fields are ignored, so later versions may add some.
+//!
+//! A log only grows, except when a forget rewrites it whole (see [`super::rewrite`]): the
+//! rewritten log's header carries the next `rewrites` count, so a reader that remembers the
+//! header line it read knows whether the bytes after its offset continue what it read.
 
+use std::ops::Range;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +41,9 @@ pub(crate) enum Record {
         v: u32,
         /// The session ID.
         id: SessionId,
+        /// How many times a forget rewrote the log (absent: never).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        rewrites: u64,
     },
     /// A node append.
     Node {
@@ -81,6 +89,10 @@ pub(crate) enum Record {
     },
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Serializes `record` as one line (with its `\n`) onto `out`.
 pub(crate) fn write_line(out: &mut Vec<u8>, record: &Record) {
     serde_json::to_writer(&mut *out, record).expect("log records are strings, numbers and maps");
@@ -98,11 +110,22 @@ pub(crate) fn write_node_line(out: &mut Vec<u8>, node: &Node, head: bool) {
     out.extend_from_slice(b"}\n");
 }
 
+/// One record [`scan`] found.
+#[derive(Debug)]
+pub(crate) struct Scanned {
+    /// Its 1-based line number.
+    pub(crate) line: usize,
+    /// Its line's bytes in the scanned buffer, without the line end.
+    pub(crate) span: Range<usize>,
+    /// The record.
+    pub(crate) record: Record,
+}
+
 /// What [`scan`] found in a byte range of a log.
 #[derive(Debug, Default)]
 pub(crate) struct Scan {
-    /// The records to apply, in order, with their 1-based line numbers.
-    pub(crate) records: Vec<(usize, Record)>,
+    /// The records to apply, in order (a batch's header is not one: its node records are).
+    pub(crate) records: Vec<Scanned>,
     /// How many bytes form complete, settled lines (the rest is a torn or garbage tail).
     pub(crate) consumed: usize,
     /// How many lines `consumed` covers.
@@ -112,7 +135,7 @@ pub(crate) struct Scan {
 }
 
 /// A batch being read: (records so far, lines still expected, line of its header).
-type OpenBatch = (Vec<(usize, Record)>, usize, usize);
+type OpenBatch = (Vec<Scanned>, usize, usize);
 
 /// Scans `buf`, which starts at line `first_line + 1` of the log at `path`.
 ///
@@ -142,6 +165,7 @@ pub(crate) fn scan(buf: &[u8], first_line: usize, path: &Path) -> Scan {
         line_no += 1;
         let is_last = next == buf.len();
         let parsed = serde_json::from_slice::<Record>(line);
+        let span = pos..pos + newline;
         match parsed {
             Err(err) if is_last => {
                 let message = format!("unreadable last line skipped: {err}");
@@ -157,7 +181,7 @@ pub(crate) fn scan(buf: &[u8], first_line: usize, path: &Path) -> Scan {
             }
             Ok(record @ Record::Node { .. }) if batch.is_some() => {
                 if let Some((records, expected, _)) = batch.as_mut() {
-                    records.push((line_no, record));
+                    records.push(Scanned { line: line_no, span, record });
                     *expected -= 1;
                 }
             }
@@ -174,7 +198,7 @@ pub(crate) fn scan(buf: &[u8], first_line: usize, path: &Path) -> Scan {
                 match record {
                     Record::Batch { n } if n > 0 => batch = Some((Vec::new(), n, line_no)),
                     Record::Batch { .. } => {}
-                    other => scan.records.push((line_no, other)),
+                    record => scan.records.push(Scanned { line: line_no, span, record }),
                 }
             }
         }

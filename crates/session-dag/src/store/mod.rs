@@ -6,6 +6,8 @@
 //! - `s_<escaped id>.log` / `h_<sha256>.log`: one log per session (names: see [`naming`]);
 //!   format: see [`log`].
 //! - `registry.jsonl`, `registry.lock`: the listing cache (see [`registry`]).
+//! - `<log name>.tmp`: a forget's new log while it is written (see [`rewrite`]); one left by a
+//!   crash is removed by the next write of its session.
 //!
 //! # Durability and concurrency
 //!
@@ -15,6 +17,25 @@
 //! `fdatasync`s before returning (the directory is fsynced too when the log is new). Readers
 //! take a shared lock while reading a log, so they never see a half-written line of a live
 //! writer; what they find unfinished is a crash's leftovers, which are skipped with a warning.
+//!
+//! # Forgetting: the one rewrite
+//!
+//! [`SessionStore::forget`] cannot append: the forgotten bytes must leave the file. Under the
+//! log's exclusive lock it catches up, writes the whole new log ([`rewrite`]) to
+//! `<log name>.tmp` (created exclusively, 0600), locks that file too, fsyncs it, renames it
+//! over the log and fsyncs the directory, then lets both locks go. A crash leaves the old log
+//! or the new one, never a mix; the temporary file a crash leaves is removed by the next write
+//! of the session.
+//!
+//! The rule that makes the handoff safe: **a lock counts only on the file the log's name
+//! points to.** Everyone opens the log by its path, locks it, and then compares the inode it
+//! locked with the inode at the path; when they differ (a forget renamed a new log over the one
+//! it opened while it waited for the lock), it drops that file and opens the path again. So no
+//! writer ever appends to a replaced log, and no reader reads one after the forget finished;
+//! and since the new log is locked before it is renamed into place, nobody reaches it before
+//! it is durable. A store also remembers the inode and the first line (whose `rewrites` count
+//! a forget increments) of the log it read: when either differs, or the log got shorter, it
+//! reads the log again from the start instead of continuing at its old offset.
 //!
 //! # Privacy and symlinks
 //!
@@ -26,9 +47,10 @@
 //! writes anything outside its directory through one. A FIFO or device at a log path is
 //! [`Error::NotRegularFile`] (never blocks).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -41,6 +63,7 @@ use crate::{
 pub mod log;
 pub mod naming;
 pub mod registry;
+pub mod rewrite;
 mod state;
 
 use log::Record;
@@ -165,6 +188,58 @@ pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Which `flock` [`open_locked`] takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LockKind {
+    Shared,
+    Exclusive,
+}
+
+/// Opens the file at `path` (see [`files::open`]) and locks it, making sure the lock is on the
+/// file the path names once the lock is held: a forget may have renamed a new log over the
+/// one opened while the lock was awaited; then the path is opened again. `Ok(None)`: there is
+/// no file (and `access` does not create one).
+fn open_locked(path: &Path, access: Access, kind: LockKind) -> Result<Option<File>, Error> {
+    loop {
+        let Some(file) = files::open(path, access, Symlinks::Refuse)? else { return Ok(None) };
+        match kind {
+            LockKind::Shared => file.lock_shared(),
+            LockKind::Exclusive => file.lock(),
+        }
+        .map_err(|e| io_error(path, e))?;
+        let held = file.metadata().map_err(|e| io_error(path, e))?;
+        match std::fs::symlink_metadata(path) {
+            Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => return Ok(Some(file)),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(path, e)),
+        }
+    }
+}
+
+/// Removes the temporary file a forget left behind (a crash); nothing when there is none.
+fn remove_leftover(tmp: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(tmp, e)),
+        _ => Ok(()),
+    }
+}
+
+/// The first line of `bytes`, its line end included (empty when there is no complete line).
+fn first_line(bytes: &[u8]) -> &[u8] {
+    bytes.iter().position(|&b| b == b'\n').map_or(&[], |end| &bytes[..=end])
+}
+
+/// Whether `file` starts with `header`.
+fn starts_with(file: &File, header: &[u8]) -> std::io::Result<bool> {
+    let mut buf = vec![0; header.len()];
+    match file.read_exact_at(&mut buf, 0) {
+        Ok(()) => Ok(buf == header),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock cannot leave an index half-applied (records apply only
     // after the write succeeded, and applying does not panic), so the data is still usable.
@@ -250,12 +325,6 @@ impl EmbeddedStore {
         self.with_state(session, true, |_| ())
     }
 
-    /// Every node of `session` in append order, rewound ones included, with their metadata
-    /// (empty for an unknown session): what a copy to another store needs.
-    pub fn nodes(&self, session: &SessionId) -> Result<Vec<Node>, Error> {
-        self.with_state(session, true, |state| state.nodes.clone())
-    }
-
     /// Sessions with their node counts, newest `updated_at` first (ties by ID).
     ///
     /// Reads the registry and `stat`s every log; reads only the logs whose registry entry is
@@ -276,7 +345,7 @@ impl EmbeddedStore {
             entries.keys().map(|id| (naming::log_file_name(id), id.clone())).collect();
         let mut all = Vec::new();
         let mut fresh = Vec::new();
-        for (name, len) in self.log_files()? {
+        for (name, len, ino) in self.log_files()? {
             let id = match by_name.get(&name) {
                 Some(id) => id.clone(),
                 None => match naming::decode_log_file_name(&name) {
@@ -289,7 +358,7 @@ impl EmbeddedStore {
                 },
             };
             match entries.remove(&id) {
-                Some(entry) if entry.len == len => all.push(entry),
+                Some(entry) if entry.describes(len, ino) => all.push(entry),
                 _ => {
                     let entry = self.with_state(&id, true, registry_entry)?;
                     fresh.push(entry.clone());
@@ -323,7 +392,7 @@ impl EmbeddedStore {
     /// fsync, rename, directory fsync).
     pub fn rebuild_registry(&self) -> Result<usize, Error> {
         let mut all = Vec::new();
-        for (name, _) in self.log_files()? {
+        for (name, _, _) in self.log_files()? {
             let id = match naming::decode_log_file_name(&name) {
                 Some(naming::Decoded::Id(id)) => id,
                 Some(naming::Decoded::Hashed) => match self.header_id(&self.dir.join(&name))? {
@@ -338,8 +407,8 @@ impl EmbeddedStore {
         Ok(all.iter().filter(|e| e.n > 0).count())
     }
 
-    /// The session log files in the directory, with their lengths.
-    fn log_files(&self) -> Result<Vec<(String, u64)>, Error> {
+    /// The session log files in the directory, with their lengths and inodes.
+    fn log_files(&self) -> Result<Vec<(String, u64, u64)>, Error> {
         let mut out = Vec::new();
         let read_dir = std::fs::read_dir(&self.dir).map_err(|e| io_error(&self.dir, e))?;
         for dirent in read_dir {
@@ -350,7 +419,7 @@ impl EmbeddedStore {
             }
             let meta = dirent.metadata().map_err(|e| io_error(&dirent.path(), e))?;
             if meta.is_file() {
-                out.push((name, meta.len()));
+                out.push((name, meta.len(), meta.ino()));
             }
         }
         Ok(out)
@@ -417,9 +486,10 @@ impl EmbeddedStore {
         Ok(f(state))
     }
 
-    /// Applies what the log holds beyond what `state` has read, under a shared lock.
+    /// Applies what the log holds beyond what `state` has read, under a shared lock. One
+    /// `stat` when the log has the length and the inode `state` last saw.
     fn catch_up(&self, state: &mut SessionState) -> Result<(), Error> {
-        let len = match std::fs::symlink_metadata(&state.path) {
+        let (len, ino) = match std::fs::symlink_metadata(&state.path) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(Error::SymlinkRefused { path: state.path.clone() });
             }
@@ -427,40 +497,48 @@ impl EmbeddedStore {
                 let kind = files::kind(&meta);
                 return Err(Error::NotRegularFile { path: state.path.clone(), kind });
             }
-            Ok(meta) => meta.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Ok(meta) => (meta.len(), meta.ino()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (0, state.ino),
             Err(e) => return Err(io_error(&state.path, e)),
         };
-        if len == state.seen_len {
+        if len == state.seen_len && ino == state.ino {
             return Ok(());
         }
-        let Some(mut file) = files::open(&state.path, Access::Read, Symlinks::Refuse)? else {
+        let Some(mut file) = open_locked(&state.path, Access::Read, LockKind::Shared)? else {
             return Ok(());
         };
-        file.lock_shared().map_err(|e| io_error(&state.path, e))?;
         self.read_tail(&mut file, state)
     }
 
     /// Reads and applies the log beyond `state.loaded_len` through `file` (locked by the
-    /// caller). A log shorter than what was applied was replaced: it is read again from the
-    /// start.
+    /// caller). A log that is not the one `state` read (another inode, another first line, or
+    /// shorter than what was applied: a forget rewrote it) is read again from the start.
     fn read_tail(&self, file: &mut File, state: &mut SessionState) -> Result<(), Error> {
         let path = state.path.clone();
-        let len = file.metadata().map_err(|e| io_error(&path, e))?.len();
+        let meta = file.metadata().map_err(|e| io_error(&path, e))?;
+        let len = meta.len();
+        if state.loaded_len > 0
+            && (meta.ino() != state.ino
+                || len < state.loaded_len
+                || !starts_with(file, &state.header).map_err(|e| io_error(&path, e))?)
+        {
+            *state = SessionState::new(state.id.clone(), path.clone());
+        }
+        state.ino = meta.ino();
         if len == state.seen_len {
             return Ok(());
-        }
-        if len < state.loaded_len {
-            *state = SessionState::new(state.id.clone(), path.clone());
         }
         self.logs_read.fetch_add(1, Ordering::Relaxed);
         file.seek(SeekFrom::Start(state.loaded_len)).map_err(|e| io_error(&path, e))?;
         let mut buf = Vec::new();
         file.read_to_end(&mut buf).map_err(|e| io_error(&path, e))?;
         let scan = log::scan(&buf, state.loaded_lines, &path);
+        if state.loaded_len == 0 {
+            state.header = first_line(&buf[..scan.consumed]).to_vec();
+        }
         let mut warnings = scan.warnings;
-        for (line, record) in scan.records {
-            state.apply(line, record, &mut warnings);
+        for scanned in scan.records {
+            state.apply(scanned.line, scanned.record, &mut warnings);
         }
         state.loaded_len += scan.consumed as u64;
         state.loaded_lines += scan.lines;
@@ -469,6 +547,33 @@ impl EmbeddedStore {
             lock(&self.warnings).extend(warnings);
         }
         Ok(())
+    }
+
+    /// Publishes `bytes` as `state`'s log: written to `tmp` (created exclusively and locked
+    /// before it is reachable by the log's name), fsynced, renamed over the log, the directory
+    /// fsynced; then `state` is read again from the new log. The caller holds the old log's
+    /// exclusive lock and the session mutex.
+    fn replace_log(&self, state: &mut SessionState, tmp: &Path, bytes: &[u8]) -> Result<(), Error> {
+        let path = state.path.clone();
+        let mut new = files::open(tmp, Access::CreateNew, Symlinks::Refuse)?
+            .expect("a file opened with create exists");
+        let written = (|| -> std::io::Result<()> {
+            new.lock()?;
+            new.write_all(bytes)?;
+            new.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(tmp);
+            return Err(io_error(tmp, e));
+        }
+        if let Err(e) = std::fs::rename(tmp, &path) {
+            let _ = std::fs::remove_file(tmp);
+            return Err(io_error(&path, e));
+        }
+        // From here the log is the new file: whatever fails, `state` must not stay the old one's.
+        *state = SessionState::new(state.id.clone(), path.clone());
+        sync_dir(&self.dir).map_err(|e| io_error(&self.dir, e))?;
+        self.read_tail(&mut new, state)
     }
 
     /// Runs one mutation: under the session mutex and the log's exclusive lock, catches up,
@@ -509,12 +614,13 @@ impl EmbeddedStore {
             let state = guard
                 .get_or_insert_with(|| SessionState::new(session.clone(), self.log_path(session)));
             let path = state.path.clone();
-            let Some(mut file) = files::open(&path, Access::Append { create }, Symlinks::Refuse)?
+            let Some(mut file) =
+                open_locked(&path, Access::Append { create }, LockKind::Exclusive)?
             else {
                 return Err(Error::SessionNotFound(session.clone()));
             };
-            file.lock().map_err(|e| io_error(&path, e))?;
             self.read_tail(&mut file, state)?;
+            remove_leftover(&self.dir.join(naming::temporary_log_file_name(session)))?;
             if !create && !state.exists() {
                 return Err(Error::SessionNotFound(session.clone()));
             }
@@ -527,8 +633,9 @@ impl EmbeddedStore {
             if new_log {
                 log::write_line(
                     &mut out,
-                    &Record::Session { v: log::FORMAT_VERSION, id: session.clone() },
+                    &Record::Session { v: log::FORMAT_VERSION, id: session.clone(), rewrites: 0 },
                 );
+                state.header = first_line(&out).to_vec();
             }
             out.extend_from_slice(&bytes);
             let write = |file: &mut File| -> std::io::Result<()> {
@@ -578,6 +685,7 @@ fn registry_entry(state: &SessionState) -> registry::Entry {
         p: state.project.clone(),
         n: state.nodes.len(),
         len: state.seen_len,
+        i: Some(state.ino),
     }
 }
 
@@ -770,6 +878,71 @@ impl SessionStore for EmbeddedStore {
 
     fn session(&self, session: &SessionId) -> Result<Option<Session>, Error> {
         self.with_state(session, true, |state| state.exists().then(|| state.session()))
+    }
+
+    /// Catches up with the log first (like `branch`), then copies the session's nodes.
+    fn nodes(&self, session: &SessionId) -> Result<Vec<Node>, Error> {
+        self.with_state(session, true, |state| state.nodes.clone())
+    }
+
+    /// Atomicity: the log is rewritten whole (see the module docs, *Forgetting*): a crash
+    /// leaves the old log or the new one. Writes nothing when no line would change. The
+    /// registry loses the session's old lines (and so its old title) in one atomic replace.
+    fn forget(
+        &self,
+        session: &SessionId,
+        nodes: &[NodeId],
+        erase_title: bool,
+    ) -> Result<usize, Error> {
+        let slot = self.slot(session);
+        let (changed, entry) = {
+            let mut guard = lock(&slot);
+            let state = guard
+                .get_or_insert_with(|| SessionState::new(session.clone(), self.log_path(session)));
+            let path = state.path.clone();
+            let Some(mut file) =
+                open_locked(&path, Access::Append { create: false }, LockKind::Exclusive)?
+            else {
+                return Err(Error::SessionNotFound(session.clone()));
+            };
+            self.read_tail(&mut file, state)?;
+            if !state.exists() {
+                return Err(Error::SessionNotFound(session.clone()));
+            }
+            let tmp = self.dir.join(naming::temporary_log_file_name(session));
+            remove_leftover(&tmp)?;
+            let targets: HashSet<NodeId> =
+                nodes.iter().filter(|id| state.index.contains_key(*id)).cloned().collect();
+            let changed = targets
+                .iter()
+                .filter_map(|id| state.get(id))
+                .filter(|node| **node != node.forgotten())
+                .count();
+            if targets.is_empty() && !erase_title {
+                return Ok(0);
+            }
+            let loaded = usize::try_from(state.loaded_len).expect("a loaded log fits in memory");
+            let mut buf = vec![0; loaded];
+            file.read_exact_at(&mut buf, 0).map_err(|e| io_error(&path, e))?;
+            match rewrite::forget(&buf, &path, session, &targets, erase_title) {
+                None => (changed, None),
+                Some(bytes) => {
+                    self.replace_log(state, &tmp, &bytes)?;
+                    (changed, Some(registry_entry(state)))
+                }
+            }
+        };
+        let stale = if entry.is_some() { registry::Stale::Every } else { registry::Stale::Titled };
+        if entry.is_some() || erase_title {
+            match registry::scrub(&self.dir, session, stale, entry) {
+                Ok(_) => {}
+                // The title may still be in the cache: the forget is not done.
+                Err(err) if erase_title => return Err(err),
+                // Only a cache that a listing repairs.
+                Err(err) => self.warn_registry(&err),
+            }
+        }
+        Ok(changed)
     }
 
     fn list_sessions(&self, page: Page) -> Result<Vec<Session>, Error> {

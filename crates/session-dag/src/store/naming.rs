@@ -8,6 +8,9 @@
 //! - `h_<sha256 of the ID, lower-case hex>.log` when the escaped form would be longer than
 //!   200 bytes. Such a name cannot be decoded; the log's first line (the `session`
 //!   header record) carries the ID.
+//!
+//! A forget writes the new log to `<log file name>.tmp` before renaming it over the log; that
+//! name is never a log's.
 
 use sha2::{Digest, Sha256};
 
@@ -19,6 +22,12 @@ pub(crate) const MAX_ESCAPED: usize = 200;
 
 /// The file extension of a session log.
 pub(crate) const LOG_EXTENSION: &str = ".log";
+
+/// The name of the file a forget writes `session`'s new log to before renaming it over the log
+/// (`<log file name>.tmp`; never a log name, see [`decode_log_file_name`]).
+pub(crate) fn temporary_log_file_name(session: &SessionId) -> String {
+    format!("{}.tmp", log_file_name(session))
+}
 
 /// The log file name of `session`.
 pub(crate) fn log_file_name(session: &SessionId) -> String {
@@ -134,6 +143,7 @@ mod tests {
         for name in [
             "registry.jsonl",
             "s_a.tmp",
+            "s_a.log.tmp",
             "s_%4.log",
             "s_%61.log",
             "s_A.log",

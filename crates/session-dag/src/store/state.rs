@@ -32,6 +32,11 @@ pub(crate) struct SessionState {
     pub(crate) loaded_lines: usize,
     /// The log's length when last looked at (it exceeds `loaded_len` by a torn tail).
     pub(crate) seen_len: u64,
+    /// The inode of the log `loaded_len` is an offset into (0 before the first read).
+    pub(crate) ino: u64,
+    /// The log's first line as read, line end included (empty before the first read): a log
+    /// whose first line differs was rewritten by a forget, and is read again from the start.
+    pub(crate) header: Vec<u8>,
 }
 
 impl SessionState {
@@ -50,6 +55,8 @@ impl SessionState {
             loaded_len: 0,
             loaded_lines: 0,
             seen_len: 0,
+            ino: 0,
+            header: Vec::new(),
         }
     }
 

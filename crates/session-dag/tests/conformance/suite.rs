@@ -7,12 +7,14 @@
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail the test by panicking")]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use scriptorium_session_dag::import::{self, Format};
 use scriptorium_session_dag::{
     Clock, Error, MetadataBatch, Node, NodeId, NodeKind, Page, Role, SessionId, SessionStore,
     Speaker, Timestamp,
@@ -36,10 +38,21 @@ pub(crate) trait Backing: Send + Sync {
     fn open(&self) -> Box<dyn Opened> {
         self.open_with(clock_from(&ticking_clock(1_000_000)))
     }
+
+    /// Every byte a copy of the store takes away: the embedded store's files, one after the
+    /// other; the database's `pg_dump`.
+    fn dump(&self) -> Vec<u8>;
 }
 
 /// One test of the suite.
 pub(crate) type Test = fn(&dyn Backing);
+
+/// One test of the suite that reads the real transcripts of the test data (`data`).
+pub(crate) type DataTest = fn(&dyn Backing, &Path);
+
+/// Every test that needs the test data, by name.
+pub(crate) const DATA_TESTS: &[(&str, DataTest)] =
+    &[("reimporting_a_real_transcript_after_a_forget_brings_nothing_back", reimport_after_forget)];
 
 /// Every test, by name.
 pub(crate) const TESTS: &[(&str, Test)] = &[
@@ -58,6 +71,12 @@ pub(crate) const TESTS: &[(&str, Test)] = &[
     ("title_and_project_do_not_move_updated_at", title_and_project),
     ("walk_ancestors_stops_where_the_visitor_says", walk_ancestors_stops),
     ("store_agrees_with_a_model_after_every_step_and_reopen", store_agrees_with_a_model),
+    ("forget_erases_content_and_keeps_the_shape_and_the_marks", forget_keeps_the_shape),
+    ("forget_with_the_title_erases_every_title", forget_erases_every_title),
+    ("forget_leaves_no_byte_of_the_forgotten_text_in_the_store", forget_leaves_no_byte),
+    ("a_forgotten_node_is_not_brought_back_by_append_batch", forgotten_stays_forgotten),
+    ("other_stores_see_a_forget_and_lose_no_write_after_it", other_stores_see_a_forget),
+    ("concurrent_appends_marks_and_forgets_lose_nothing", concurrent_forgets_lose_nothing),
 ];
 
 pub(crate) fn sid(s: &str) -> SessionId {
@@ -623,5 +642,362 @@ fn store_agrees_with_a_model(backing: &dyn Backing) {
     });
     if let Err(err) = result {
         panic!("{err}");
+    }
+}
+
+/// The speaker, content and metadata a forget must erase, each holding `secret`.
+fn with_secrets(mut n: Node, secret: &str) -> Node {
+    n.content = format!("{secret} in the content of {}", n.id);
+    n.speaker = Some(Speaker { id: "owner/local".into(), display: format!("{secret} speaker") });
+    n.metadata = BTreeMap::from([
+        ("cwd".to_owned(), format!("/srv/{secret}")),
+        ("memory_written_scriptorium".to_owned(), "w-0000abcd".to_owned()),
+    ]);
+    n
+}
+
+fn marks(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+    entries.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+}
+
+/// Whether `dump` holds `text` as it is, JSON-escaped, or as the hex of its UTF-8 bytes (a
+/// `BYTEA` in a dump).
+fn holds(dump: &[u8], text: &str) -> bool {
+    let escaped = serde_json::to_string(text).unwrap();
+    let forms = [text.to_owned(), escaped[1..escaped.len() - 1].to_owned(), hex(text)];
+    forms.iter().any(|form| dump.windows(form.len()).any(|w| w == form.as_bytes()))
+}
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn forget_keeps_the_shape(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    let nodes: Vec<Node> =
+        chain("m", None, 1..=4, 100).into_iter().map(|n| with_secrets(n, "secret")).collect();
+    store.append_batch(&s, nodes).unwrap();
+    store.append(&s, node("b3", Some("m2"), 200)).unwrap();
+    let patch = MetadataBatch::from([(
+        nid("m2"),
+        marks(&[("memory_written_scriptorium:w-0000abcd", "1"), ("note", "secret note")]),
+    )]);
+    store.merge_metadata(&s, &patch).unwrap();
+    store.rewind(&s, &nid("m4")).unwrap();
+    store.set_title(&s, Some("A kept title".into())).unwrap();
+    let session = store.session(&s).unwrap().unwrap();
+    let tips = store.tips(&s).unwrap();
+    let before = store.nodes(&s).unwrap();
+    let branches: Vec<Vec<String>> = ["m4", "b3"]
+        .iter()
+        .map(|tip| {
+            store.branch(&s, Some(&nid(tip))).unwrap().iter().map(|n| n.id.0.clone()).collect()
+        })
+        .collect();
+
+    let forgotten = [nid("m2"), nid("m4"), nid("not-in-the-session")];
+    assert_eq!(store.forget(&s, &forgotten, false).unwrap(), 2);
+    let erased = |old: &Node, metadata: BTreeMap<String, String>| Node {
+        speaker: None,
+        content: String::new(),
+        metadata,
+        ..old.clone()
+    };
+    for view in [store.as_ref(), backing.open().as_ref()] {
+        let after = view.nodes(&s).unwrap();
+        assert_eq!(ids(&after), ids(&before));
+        for (old, new) in before.iter().zip(&after) {
+            match old.id.as_str() {
+                "m2" => assert_eq!(
+                    *new,
+                    erased(
+                        old,
+                        marks(&[
+                            ("forgotten", "1"),
+                            ("memory_written_scriptorium", "w-0000abcd"),
+                            ("memory_written_scriptorium:w-0000abcd", "1"),
+                        ])
+                    )
+                ),
+                "m4" => {
+                    let kept =
+                        marks(&[("forgotten", "1"), ("memory_written_scriptorium", "w-0000abcd")]);
+                    assert_eq!(*new, erased(old, kept));
+                    assert!(new.rewound && new.is_forgotten());
+                }
+                _ => assert_eq!(new, old),
+            }
+        }
+        assert_eq!(view.node(&s, &nid("m2")).unwrap().as_ref(), after.get(1));
+        assert_eq!(view.session(&s).unwrap().unwrap(), session, "head, time and title stay");
+        assert_eq!(view.tips(&s).unwrap(), tips);
+        for (tip, branch) in ["m4", "b3"].iter().zip(&branches) {
+            assert_eq!(ids(&view.branch(&s, Some(&nid(tip))).unwrap()), *branch);
+        }
+        assert!(view.problems().is_empty(), "{:?}", view.problems());
+    }
+    // Idempotent, from any store.
+    assert_eq!(store.forget(&s, &forgotten, false).unwrap(), 0);
+    assert_eq!(backing.open().forget(&s, &[nid("m2")], false).unwrap(), 0);
+    assert_eq!(store.forget(&s, &[], false).unwrap(), 0);
+    // A forgotten node is marked like any other, and keeps the mark; a key that is no marker,
+    // merged after the forget, goes with the next one.
+    let mark = MetadataBatch::from([(nid("m2"), marks(&[("memory_written_scriptorium", "w-2")]))]);
+    store.merge_metadata(&s, &mark).unwrap();
+    assert_eq!(store.forget(&s, &[nid("m2")], false).unwrap(), 0);
+    store.merge_metadata(&s, &mark_patch(&["m2"], "later", "secret")).unwrap();
+    assert_eq!(store.forget(&s, &[nid("m2")], false).unwrap(), 1);
+    let m2 = backing.open().node(&s, &nid("m2")).unwrap().unwrap();
+    assert_eq!(m2.metadata.get("memory_written_scriptorium").map(String::as_str), Some("w-2"));
+    assert!(!m2.metadata.contains_key("later"), "{:?}", m2.metadata);
+    assert!(matches!(
+        store.forget(&sid("none"), &[nid("m1")], true),
+        Err(Error::SessionNotFound(_))
+    ));
+}
+
+fn forget_erases_every_title(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    store.append_batch(&s, chain("m", None, 1..=2, 100)).unwrap();
+    let other = sid("other");
+    store.append(&other, node("m1", None, 50)).unwrap();
+    store.set_title(&other, Some("Another title".into())).unwrap();
+    let all = Page { offset: 0, limit: 10 };
+    for title in ["A first title", "A second title"] {
+        store.set_title(&s, Some(title.into())).unwrap();
+        // Listed by another store: the listing's cache learns the title.
+        backing.open().list_sessions(all).unwrap();
+    }
+    let updated_at = store.session(&s).unwrap().unwrap().updated_at;
+    assert_eq!(store.forget(&s, &[], true).unwrap(), 0, "no node changed");
+    for view in [store.as_ref(), backing.open().as_ref()] {
+        let session = view.session(&s).unwrap().unwrap();
+        assert_eq!((session.title, session.updated_at), (None, updated_at));
+        let listed = view.list_sessions(all).unwrap();
+        let titles: Vec<Option<&str>> = listed.iter().map(|s| s.title.as_deref()).collect();
+        assert_eq!(titles, [None, Some("Another title")]);
+        assert_eq!(
+            view.node(&s, &nid("m1")).unwrap().unwrap().content,
+            "content of m1\nsecond line"
+        );
+    }
+    for title in ["A first title", "A second title"] {
+        assert!(!holds(&backing.dump(), title), "{title} is still in the store");
+    }
+    assert!(holds(&backing.dump(), "Another title"));
+    assert_eq!(store.forget(&s, &[], true).unwrap(), 0);
+    // A title set after the forget is an ordinary title.
+    store.set_title(&s, Some("A new title".into())).unwrap();
+    assert_eq!(store.forget(&s, &[nid("m1")], true).unwrap(), 1);
+    assert_eq!(backing.open().session(&s).unwrap().unwrap().title, None);
+}
+
+fn forget_leaves_no_byte(backing: &dyn Backing) {
+    let store = backing.open();
+    let (s, kept) = (sid("s"), sid("kept"));
+    // The secret in every place a node carries it, in a batch and in single appends, in a
+    // metadata patch, and in titles.
+    let nodes: Vec<Node> =
+        chain("m", None, 1..=3, 100).into_iter().map(|n| with_secrets(n, "Zanzibar")).collect();
+    store.append_batch(&s, nodes).unwrap();
+    store.append(&s, with_secrets(node("m4", Some("m3"), 104), "Zanzibar")).unwrap();
+    store.append(&s, with_secrets(node("m5", Some("m4"), 105), "Kept")).unwrap();
+    let notes = MetadataBatch::from([
+        (nid("m2"), marks(&[("note", "Zanzibar note")])),
+        (nid("m5"), marks(&[("note", "Kept note")])),
+    ]);
+    store.merge_metadata(&s, &notes).unwrap();
+    store.set_title(&s, Some("Trip to Zanzibar".into())).unwrap();
+    backing.open().list_sessions(Page { offset: 0, limit: 10 }).unwrap();
+    store.set_title(&s, Some("More on Zanzibar".into())).unwrap();
+    store.append(&kept, with_secrets(node("k1", None, 1), "Kept")).unwrap();
+    backing.open().list_sessions(Page { offset: 0, limit: 10 }).unwrap();
+    let texts = [
+        "Zanzibar in the content of m1",
+        "Zanzibar in the content of m4",
+        "Zanzibar speaker",
+        "/srv/Zanzibar",
+        "Zanzibar note",
+        "Trip to Zanzibar",
+        "More on Zanzibar",
+    ];
+    // (The first title is superseded: a database dump no longer holds it, a log does.)
+    for text in texts.iter().filter(|t| !t.starts_with("Trip")) {
+        assert!(holds(&backing.dump(), text), "{text} is in the store before the forget");
+    }
+    let forgotten: Vec<NodeId> = ["m1", "m2", "m3", "m4"].map(nid).to_vec();
+    assert_eq!(store.forget(&s, &forgotten, true).unwrap(), 4);
+    let dump = backing.dump();
+    for text in texts {
+        assert!(!holds(&dump, text), "{text} is still in the store");
+    }
+    assert!(holds(&dump, "Kept in the content of m5") && holds(&dump, "Kept in the content of k1"));
+    // m5's half of the patch stays: it was not forgotten.
+    assert_eq!(store.node(&s, &nid("m5")).unwrap().unwrap().metadata["note"], "Kept note");
+    let reopened = backing.open();
+    assert_eq!(ids(&reopened.branch(&s, None).unwrap()), ["m1", "m2", "m3", "m4", "m5"]);
+    assert!(reopened.problems().is_empty(), "{:?}", reopened.problems());
+}
+
+fn forgotten_stays_forgotten(backing: &dyn Backing) {
+    let store = backing.open();
+    let s = sid("s");
+    store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap();
+    assert_eq!(store.forget(&s, &[nid("m2")], false).unwrap(), 1);
+    // The transcript imported again, then grown: only the new node is appended.
+    assert_eq!(store.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap(), 0);
+    assert_eq!(store.append_batch(&s, chain("m", None, 1..=4, 100)).unwrap(), 1);
+    let err = store.append(&s, node("m2", Some("m1"), 102)).unwrap_err();
+    assert!(matches!(err, Error::DuplicateNode { .. }), "{err}");
+    for view in [store.as_ref(), backing.open().as_ref()] {
+        let m2 = view.node(&s, &nid("m2")).unwrap().unwrap();
+        assert!(m2.content.is_empty() && m2.is_forgotten(), "{m2:?}");
+        assert_eq!(ids(&view.branch(&s, None).unwrap()), ["m1", "m2", "m3"]);
+        assert_eq!(ids(&view.branch(&s, Some(&nid("m4"))).unwrap()), ["m1", "m2", "m3", "m4"]);
+    }
+}
+
+fn other_stores_see_a_forget(backing: &dyn Backing) {
+    let s = sid("s");
+    let a = backing.open();
+    let b = backing.open();
+    a.append_batch(&s, chain("m", None, 1..=3, 100)).unwrap();
+    assert_eq!(a.branch(&s, None).unwrap().len(), 3, "a has read the session");
+    assert_eq!(b.forget(&s, &[nid("m2")], false).unwrap(), 1);
+    // a reads what b left, and its next writes go where b's forget put the session.
+    assert_eq!(a.branch(&s, None).unwrap()[1].content, "");
+    b.append(&s, node("m4", Some("m3"), 104)).unwrap();
+    a.append(&s, node("m5", Some("m4"), 105)).unwrap();
+    assert_eq!(b.forget(&s, &[nid("m3")], false).unwrap(), 1);
+    a.merge_metadata(&s, &mark_patch(&["m3", "m5"], "memory_written_scriptorium", "w-1")).unwrap();
+    let c = backing.open();
+    let branch = c.branch(&s, None).unwrap();
+    assert_eq!(ids(&branch), ["m1", "m2", "m3", "m4", "m5"]);
+    let contents: Vec<&str> = branch.iter().map(|n| n.content.as_str()).collect();
+    let full = |id| format!("content of {id}\nsecond line");
+    assert_eq!(contents, [full("m1"), String::new(), String::new(), full("m4"), full("m5")]);
+    assert!(branch[2].is_forgotten() && branch[2].metadata["memory_written_scriptorium"] == "w-1");
+    for view in [a.as_ref(), b.as_ref(), c.as_ref()] {
+        assert_eq!(view.branch(&s, None).unwrap(), branch);
+        assert!(view.problems().is_empty(), "{:?}", view.problems());
+    }
+}
+
+/// Writers append and mark while another forgets, each through its own store: nothing appended
+/// or marked is lost, everything forgotten is erased, and no store reads a mixed log.
+fn concurrent_forgets_lose_nothing(backing: &dyn Backing) {
+    let s = sid("busy");
+    let setup = backing.open();
+    setup.append_batch(&s, chain("m", None, 1..=20, 0)).unwrap();
+    setup.set_title(&s, Some("A busy session".into())).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..3 {
+            let s = s.clone();
+            scope.spawn(move || {
+                let store = backing.open();
+                for i in 0..15 {
+                    let own = format!("t{t}-{i}");
+                    store.append(&s, node(&own, Some("m20"), 1)).unwrap();
+                    store.merge_metadata(&s, &mark_patch(&[&own], "mine", &own)).unwrap();
+                    assert_eq!(store.branch(&s, Some(&nid(&own))).unwrap().len(), 21);
+                }
+            });
+        }
+        let s = s.clone();
+        scope.spawn(move || {
+            let store = backing.open();
+            for i in 1..=20 {
+                let erase_title = i % 5 == 0;
+                assert_eq!(store.forget(&s, &[nid(&format!("m{i}"))], erase_title).unwrap(), 1);
+            }
+        });
+    });
+    let store = backing.open();
+    assert_eq!(store.tips(&s).unwrap().len(), 45);
+    for i in 1..=20 {
+        let n = store.node(&s, &nid(&format!("m{i}"))).unwrap().unwrap();
+        assert!(n.content.is_empty() && n.is_forgotten(), "{n:?}");
+    }
+    for t in 0..3 {
+        for i in 0..15 {
+            let own = format!("t{t}-{i}");
+            let n = store.node(&s, &nid(&own)).unwrap().unwrap();
+            assert_eq!((n.content, n.metadata.get("mine")), (full_content(&own), Some(&own)));
+        }
+    }
+    assert_eq!(store.session(&s).unwrap().unwrap().title, None);
+    assert!(store.problems().is_empty(), "{:?}", store.problems());
+}
+
+fn full_content(id: &str) -> String {
+    format!("content of {id}\nsecond line")
+}
+
+/// A real Claude Code transcript imported, its every other message forgotten with the title,
+/// and imported again: nothing comes back, nothing is added, and the forgotten texts are in no
+/// byte of the store.
+fn reimport_after_forget(backing: &dyn Backing, data: &Path) {
+    let store = backing.open();
+    let (mut units, errors) = import::discover(
+        Format::ClaudeCode,
+        &[data.join(scriptorium_testkit::REAL_TRANSCRIPTS[0])],
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    units.sort_by(|a, b| a.first_path().cmp(b.first_path()));
+    // The first transcript with one titled session of a few dozen messages.
+    let (unit, session) = units
+        .iter()
+        .find_map(|unit| {
+            let parsed = unit.parse().ok()?;
+            let [only] = &parsed.sessions[..] else { return None };
+            let messages = only.nodes.iter().filter(|n| n.kind == NodeKind::Message).count();
+            (20..400).contains(&messages).then(|| (unit, only.id.clone()))
+        })
+        .expect("a real transcript of one session");
+    let first = import::import_unit(store.as_ref(), unit).unwrap();
+    assert_eq!(first.sessions.len(), 1);
+    let title = store.session(&session).unwrap().unwrap().title.expect("an imported title");
+    let before = store.nodes(&session).unwrap();
+    let forgotten: BTreeSet<NodeId> = before
+        .iter()
+        .filter(|n| n.kind == NodeKind::Message && !n.content.is_empty())
+        .step_by(2)
+        .map(|n| n.id.clone())
+        .collect();
+    let ids: Vec<NodeId> = forgotten.iter().cloned().collect();
+    assert_eq!(store.forget(&session, &ids, true).unwrap(), forgotten.len());
+
+    let again = import::import_unit(store.as_ref(), unit).unwrap();
+    assert_eq!(again.sessions[0].new_nodes, 0, "{again:?}");
+    for view in [store.as_ref(), backing.open().as_ref()] {
+        let after = view.nodes(&session).unwrap();
+        assert_eq!(after.len(), before.len());
+        for (old, new) in before.iter().zip(&after) {
+            if forgotten.contains(&old.id) {
+                assert_eq!(*new, old.forgotten());
+            } else {
+                assert_eq!(new, old);
+            }
+        }
+        assert_eq!(view.session(&session).unwrap().unwrap().title, None, "the title stays gone");
+    }
+    // No byte of a forgotten message is left (the long ones: a short one may be a word that
+    // another message, or a key of the format, holds too).
+    let dump = backing.dump();
+    let kept: Vec<&str> =
+        before.iter().filter(|n| !forgotten.contains(&n.id)).map(|n| n.content.as_str()).collect();
+    let mut checked = 0;
+    for node in before.iter().filter(|n| forgotten.contains(&n.id) && n.content.len() >= 40) {
+        if kept.iter().any(|k| k.contains(&node.content)) {
+            continue;
+        }
+        assert!(!holds(&dump, &node.content), "{} is still in the store", node.id);
+        checked += 1;
+    }
+    assert!(checked > 0, "no long forgotten message to look for");
+    if title.len() >= 12 && !kept.iter().any(|k| k.contains(&title)) {
+        assert!(!holds(&dump, &title), "the title {title:?} is still in the store");
     }
 }

@@ -1,5 +1,6 @@
 //! Integration tests of `scriptorium-session-dag` (one binary, one module per area).
 
+mod forget;
 mod import;
 mod store;
 #[path = "../conformance/suite.rs"]

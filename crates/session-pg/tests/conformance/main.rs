@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use scriptorium_session_dag::Clock;
 use scriptorium_session_pg::PgStore;
-use scriptorium_testkit::Arguments;
 use scriptorium_testkit::pg::{self, pg_trial};
+use scriptorium_testkit::{Arguments, data_trial};
 use suite::{Backing, Opened};
 
 impl Opened for PgStore {}
@@ -24,6 +24,19 @@ struct Database(String);
 impl Backing for Database {
     fn open_with(&self, clock: Arc<dyn Clock>) -> Box<dyn Opened> {
         Box::new(PgStore::connect_with_clock(&self.0, clock).expect("store connects"))
+    }
+
+    /// The real `pg_dump` of the scratch cluster's server binaries, as a backup would run it.
+    fn dump(&self) -> Vec<u8> {
+        let bin = pg::bin_dir().expect("a running cluster has its binaries");
+        let out = std::process::Command::new(bin.join("pg_dump"))
+            .arg("--dbname")
+            .arg(&self.0)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("pg_dump runs");
+        assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
+        out.stdout
     }
 }
 
@@ -39,6 +52,19 @@ fn main() -> std::process::ExitCode {
             })
         })
         .collect();
+    trials.extend(suite::DATA_TESTS.iter().map(|&(name, test)| {
+        // A trial that needs both: without the test data it is what `data_trial` makes it
+        // (ignored, or failing when the data is required), never run.
+        if scriptorium_testkit::data_dir().is_none() {
+            return data_trial(name, |_| Ok(()));
+        }
+        pg_trial(name, &cluster, move |cluster| {
+            let data = scriptorium_testkit::data_dir().ok_or("the test data went away")?;
+            let backing = Database(cluster.create_database()?);
+            test(&backing, &data);
+            Ok(())
+        })
+    }));
     trials.extend(schema::trials(&cluster));
     let conclusion = libtest_mimic::run(&Arguments::from_args(), trials);
     drop(cluster);

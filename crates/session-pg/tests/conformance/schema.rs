@@ -13,10 +13,12 @@ use scriptorium_testkit::{Failed, Trial};
 type Check = fn(&Cluster) -> Result<(), Failed>;
 
 pub(crate) fn trials(cluster: &Result<Option<Arc<Cluster>>, String>) -> Vec<Trial> {
-    let checks: [(&str, Check); 7] = [
+    let checks: [(&str, Check); 9] = [
         ("migrations_apply_once_even_when_processes_race", migrations_apply_once),
         ("a_schema_newer_than_the_build_is_refused", newer_schema_is_refused),
         ("the_schema_refuses_deleting_or_rewriting_nodes", schema_is_append_only),
+        ("the_schema_lets_a_forget_through_and_nothing_else", schema_lets_only_a_forget_through),
+        ("a_version_1_database_with_sessions_is_migrated_and_forgets", version_1_is_migrated),
         ("the_ancestor_walk_follows_the_primary_key", walk_uses_the_index),
         ("connection_failures_have_a_stable_code_and_no_password", connection_errors),
         ("a_lost_connection_is_reopened_by_the_next_call", lost_connection_is_reopened),
@@ -79,6 +81,114 @@ fn schema_is_append_only(cluster: &Cluster) -> Result<(), Failed> {
     raw.execute("UPDATE nodes SET metadata = '{\"k\":\"v\"}'", &[])?;
     let node = store.node(&s, &suite_node("m1").id)?.expect("still there");
     assert_eq!((node.content.as_str(), node.metadata["k"].as_str()), ("content", "v"));
+    Ok(())
+}
+
+/// Runs `statement` and expects the append-only guard to refuse it.
+fn refused(raw: &mut Client, statement: &str) {
+    let err = raw.execute(statement, &[]).expect_err(statement);
+    let message = err.as_db_error().map(|e| e.message().to_owned()).unwrap_or_default();
+    assert!(message.contains("append-only"), "{statement}: {err:?}");
+}
+
+/// Schema version 2 lets exactly a forget change `content` and `speaker`: both emptied, the
+/// metadata the markers and `forgotten = "1"`, every other column as it was. Everything the
+/// first version refused it still refuses, and a forgotten node's content never comes back.
+fn schema_lets_only_a_forget_through(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let store = PgStore::connect(&url)?;
+    let s = SessionId("s".into());
+    let mut spoken = suite_node("m1");
+    spoken.speaker =
+        Some(scriptorium_session_dag::Speaker { id: "owner/local".into(), display: "Ana".into() });
+    store.append(&s, spoken)?;
+    store.set_title(&s, Some("A title".into()))?;
+    let mut raw = client(&url)?;
+    let forgotten = r#"'{"forgotten":"1","memory_written_scriptorium":"w-1","memory_written_scriptorium:w-1":"1"}'"#;
+    for statement in [
+        // Not a forget: something is left, or the metadata is not a forgotten node's.
+        "UPDATE nodes SET content = ''::bytea".to_owned(),
+        "UPDATE nodes SET speaker = NULL".to_owned(),
+        format!("UPDATE nodes SET content = ''::bytea, metadata = {forgotten}"),
+        "UPDATE nodes SET content = ''::bytea, speaker = NULL".to_owned(),
+        r#"UPDATE nodes SET content = ''::bytea, speaker = NULL, metadata = '{"forgotten":"0"}'"#
+            .to_owned(),
+        r#"UPDATE nodes SET content = ''::bytea, speaker = NULL,
+               metadata = '{"forgotten":"1","cwd":"/srv"}'"#
+            .to_owned(),
+        // `_` is no wildcard: only the markers' own names are kept.
+        r#"UPDATE nodes SET content = ''::bytea, speaker = NULL,
+               metadata = '{"forgotten":"1","memoryXwrittenXscriptorium:w-1":"1"}'"#
+            .to_owned(),
+        r#"UPDATE nodes SET content = ''::bytea, speaker = NULL, metadata = '["forgotten"]'"#
+            .to_owned(),
+        "UPDATE nodes SET content = 'other'::bytea, speaker = NULL".to_owned(),
+        // A forget that changes anything else.
+        format!(
+            "UPDATE nodes SET content = ''::bytea, speaker = NULL, metadata = {forgotten}, role = 'assistant'"
+        ),
+        format!(
+            "UPDATE nodes SET content = ''::bytea, speaker = NULL, metadata = {forgotten}, created_at = 5"
+        ),
+        format!(
+            "UPDATE nodes SET content = ''::bytea, speaker = NULL, metadata = {forgotten}, parent = 'x'::bytea"
+        ),
+        format!(
+            "UPDATE nodes SET content = ''::bytea, speaker = NULL, metadata = {forgotten}, rewound = FALSE, nid = 'm9'::bytea"
+        ),
+        "DELETE FROM nodes".to_owned(),
+    ] {
+        refused(&mut raw, &statement);
+    }
+    let node = store.node(&s, &suite_node("m1").id)?.expect("still there");
+    assert_eq!((node.content.as_str(), node.speaker.is_some()), ("content", true));
+    // The forget itself, as the store writes it, and the title.
+    raw.execute(
+        &format!("UPDATE nodes SET content = ''::bytea, speaker = NULL, metadata = {forgotten}"),
+        &[],
+    )?;
+    raw.execute("UPDATE sessions SET title = NULL", &[])?;
+    let node = store.node(&s, &suite_node("m1").id)?.expect("still there");
+    assert!(node.content.is_empty() && node.speaker.is_none() && node.is_forgotten());
+    assert_eq!(store.session(&s)?.map(|s| s.title), Some(None));
+    // Forgotten for good: content and speaker never come back; metadata and rewinds as before.
+    refused(&mut raw, "UPDATE nodes SET content = 'back'::bytea");
+    refused(&mut raw, r#"UPDATE nodes SET speaker = '{"id":"x","display":"x"}'"#);
+    raw.execute(r#"UPDATE nodes SET metadata = '{"k":"v"}'"#, &[])?;
+    raw.execute("UPDATE nodes SET rewound = TRUE", &[])?;
+    refused(&mut raw, "UPDATE nodes SET rewound = FALSE");
+    Ok(())
+}
+
+/// A database made by the first schema, with sessions in it, takes the second when a store of
+/// this build connects, and the store forgets there.
+fn version_1_is_migrated(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let mut raw = client(&url)?;
+    raw.batch_execute(MIGRATIONS[0].sql)?;
+    raw.batch_execute(
+        "CREATE TABLE schema_migrations (
+             version BIGINT PRIMARY KEY, name TEXT NOT NULL,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+         INSERT INTO schema_migrations (version, name) VALUES (1, '0001_sessions.sql');
+         INSERT INTO sessions (sid, head, updated_at, title, node_count)
+             VALUES ('s'::bytea, 'm1'::bytea, 1, 'Old title'::bytea, 1);
+         INSERT INTO nodes (sid, nid, seq, role, kind, content, created_at)
+             VALUES ('s'::bytea, 'm1'::bytea, 0, 'user', 'message', 'old text'::bytea, 1);",
+    )?;
+    refused(&mut raw, "UPDATE nodes SET content = ''::bytea, speaker = NULL");
+    let store = PgStore::connect(&url)?;
+    let versions: Vec<i64> = raw
+        .query("SELECT version FROM schema_migrations ORDER BY version", &[])?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, MIGRATIONS.iter().map(|m| m.version).collect::<Vec<_>>());
+    let s = SessionId("s".into());
+    assert_eq!(store.forget(&s, &[suite_node("m1").id], true)?, 1);
+    let node = store.node(&s, &suite_node("m1").id)?.expect("still there");
+    assert!(node.content.is_empty() && node.is_forgotten());
+    assert_eq!(store.session(&s)?.map(|s| s.title), Some(None));
     Ok(())
 }
 

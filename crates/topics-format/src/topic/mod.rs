@@ -92,7 +92,10 @@ mod parse;
 mod segment;
 mod text;
 
-pub(crate) use grammar::citations;
+pub(crate) use grammar::{
+    BLOCK_LINK, block_suffix, citation_groups, citations, definition_match, links,
+    split_bare_sources,
+};
 pub use grammar::{is_block_id, is_footnote_id, is_local_label, is_memory_id, is_valid_temporal};
 pub use ids::{
     BlockId, block_id_candidate, evidence_id_candidate, mint_block_id, mint_evidence_id,

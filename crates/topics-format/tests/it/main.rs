@@ -1,4 +1,5 @@
 //! Integration tests of `scriptorium-topics-format` (one binary, one module per area).
 
 mod archive;
+mod forget;
 mod topics;

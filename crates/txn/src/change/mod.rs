@@ -223,6 +223,67 @@ impl UpdateRequest {
 }
 
 impl UpdateRequest {
+    /// Passes every text the request brings in through `map` (which returns the new text, or
+    /// `None` to keep it): each declared source's content, each record's content, each written
+    /// file's content, and the lines a patch adds (`+…`, not the `+++` header). For a door that
+    /// must see text before anything stores it (redaction); the request's shape is unchanged.
+    pub fn map_texts(&mut self, map: &mut dyn FnMut(&str) -> Option<String>) {
+        for source in &mut self.sources {
+            if let Some(text) = map(&source.content) {
+                source.content = text;
+            }
+        }
+        match &mut self.form {
+            ChangeForm::MemoryChanges(changes) => {
+                for change in changes {
+                    if let MemoryChange::CreateRecord { content, .. }
+                    | MemoryChange::UpdateRecord { content, .. } = change
+                        && let Some(text) = map(content)
+                    {
+                        *content = text;
+                    }
+                }
+            }
+            ChangeForm::Changes(files) => {
+                for file in files {
+                    if let Some(content) = &mut file.content
+                        && let Some(text) = map(content)
+                    {
+                        *content = text;
+                    }
+                }
+            }
+            ChangeForm::Patch(patch) => {
+                let mut changed = false;
+                let lines: Vec<String> = patch
+                    .split_inclusive('\n')
+                    .map(|line| {
+                        let Some(added) =
+                            line.strip_prefix('+').filter(|_| !line.starts_with("+++"))
+                        else {
+                            return line.to_owned();
+                        };
+                        let (body, end) = match added.strip_suffix('\n') {
+                            Some(body) => (body, "\n"),
+                            None => (added, ""),
+                        };
+                        match map(body) {
+                            Some(text) if !text.contains('\n') => {
+                                changed = true;
+                                format!("+{text}{end}")
+                            }
+                            // A replacement that spans lines would break the hunk's counts.
+                            _ => line.to_owned(),
+                        }
+                    })
+                    .collect();
+                if changed {
+                    *patch = lines.concat();
+                }
+            }
+        }
+    }
+
     /// Parses a JSON request body. Every failure is `INVALID_ARGUMENT`: a body that is not an
     /// object, an unknown field, a wrong type, a missing `base_revision`, or not exactly one
     /// of `memory_changes` / `patch` / `changes`, and every `memory_changes` shape error (see
