@@ -628,15 +628,20 @@ impl MemoryWorkspace {
     ) -> Result<NoteOutcome, Error> {
         // Nothing takes a base revision from the caller, so no caller can re-read and retry:
         // the note does it itself. It is idempotent (a note the topic already holds is
-        // `AlreadyNoted`), and every lost round means another transaction installed, so each
-        // round makes progress for someone; the bound only ends a pathological storm.
+        // `AlreadyNoted`, its archived source is appended once), and every lost round means
+        // another transaction installed or another archive append landed after this round's
+        // `begin` (`SOURCES_CHANGED`: a parallel note's source), so each round makes progress
+        // for someone; the bound only ends a pathological storm.
         let (note, redacted) = note.checked(self.redactor())?;
         crate::privacy::record(self.workspace().root(), &redacted);
         let mut rounds = 0;
         loop {
             match self.note_once(&note, context.clone(), now) {
                 Err(error)
-                    if error.code() == ErrorCode::ConcurrentUpdate && rounds < NOTE_ROUNDS =>
+                    if matches!(
+                        error.code(),
+                        ErrorCode::ConcurrentUpdate | ErrorCode::SourcesChanged
+                    ) && rounds < NOTE_ROUNDS =>
                 {
                     rounds += 1;
                 }

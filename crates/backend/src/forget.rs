@@ -47,6 +47,9 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 use crate::memory::MemoryWorkspace;
+use crate::redact::{
+    RedactPlan, RedactScrub, redact_archives, redact_internal_files, redact_store, redact_topics,
+};
 use crate::wire::{Code, WireError};
 
 /// The ledger of forgets, at the root of the memory workspace: one JSON line per forget, synced
@@ -157,6 +160,10 @@ pub struct LedgerEntry {
     pub matching_sha256: Option<String>,
     /// Git history as it was rewritten: old commit → new commit.
     pub rewrite: Vec<(String, String)>,
+    /// A redact (`scriptorium redact`), not a forget: every clone redacts its own copy with its
+    /// own rules; the selectors above are empty.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redact: bool,
 }
 
 /// What a forget did.
@@ -202,23 +209,23 @@ impl ForgetError {
     }
 }
 
-fn failed(code: Code, message: impl std::fmt::Display) -> ForgetError {
+pub(crate) fn failed(code: Code, message: impl std::fmt::Display) -> ForgetError {
     ForgetError::Failed(WireError::new(code, message.to_string()))
 }
 
-fn txn_failed(error: &scriptorium_txn::Error) -> ForgetError {
+pub(crate) fn txn_failed(error: &scriptorium_txn::Error) -> ForgetError {
     ForgetError::Failed(WireError::from_txn(error))
 }
 
-fn store_failed(error: &scriptorium_session_dag::Error) -> ForgetError {
+pub(crate) fn store_failed(error: &scriptorium_session_dag::Error) -> ForgetError {
     ForgetError::Failed(WireError::new(error.code().into(), error.to_string()))
 }
 
-fn git_failed(error: &scriptorium_history::Error) -> ForgetError {
+pub(crate) fn git_failed(error: &scriptorium_history::Error) -> ForgetError {
     ForgetError::Failed(WireError::new(error.code().into(), error.to_string()))
 }
 
-fn hex_sha256(text: &str) -> String {
+pub(crate) fn hex_sha256(text: &str) -> String {
     let digest = sha2::Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -499,6 +506,9 @@ struct Intent {
     /// The install's revision and commit, once it ran.
     #[serde(default)]
     installed: Option<(String, Option<String>)>,
+    /// A redact's plan: the purge is a redact, and `plan` is empty but for its id.
+    #[serde(default)]
+    redact: Option<RedactPlan>,
 }
 
 fn intent_path(root: &Path) -> PathBuf {
@@ -558,9 +568,43 @@ pub fn execute(
         known: BTreeMap::new(),
         entry: None,
         installed: None,
+        redact: None,
     };
     save_intent(&root, &intent)?;
     run(memory, Some(store), intent, remote)
+}
+
+/// Carries out a redact (see [`crate::redact`]) as a purge of this module: the same lock,
+/// intent, steps and resume.
+pub(crate) fn execute_redact(
+    memory: &MemoryWorkspace,
+    store: Option<&dyn SessionStore>,
+    plan: RedactPlan,
+    remote: Option<&str>,
+) -> Result<ForgetReport, ForgetError> {
+    let root = memory.workspace().root().to_path_buf();
+    let _owner = own(&root)?.ok_or_else(another_under_way)?;
+    if read_intent(&root)?.is_some() {
+        resume_owned(memory, store, &root, remote)?;
+        return Err(ForgetError::Failed(WireError::new(
+            Code::Busy,
+            "a forget a crash had interrupted was finished first: plan this one again",
+        )));
+    }
+    let intent = Intent {
+        version: 1,
+        plan: ForgetPlan { id: plan.id.clone(), ..ForgetPlan::default() },
+        at: rfc3339_now(),
+        done: 0,
+        old_refs: BTreeMap::new(),
+        rewrite: None,
+        known: BTreeMap::new(),
+        entry: None,
+        installed: None,
+        redact: Some(plan),
+    };
+    save_intent(&root, &intent)?;
+    run(memory, store, intent, remote)
 }
 
 /// Finishes a forget a crash interrupted, if there is one (every command that opens the home
@@ -629,6 +673,7 @@ pub fn apply_entry(
     if read_ledger(&root).iter().any(|e| e.id == entry.id) {
         return Ok(());
     }
+    let redact = entry.redact.then(|| RedactPlan { id: entry.id.clone(), ..RedactPlan::default() });
     let mut plan = ForgetPlan {
         id: entry.id.clone(),
         sessions: entry.sessions.clone(),
@@ -654,6 +699,7 @@ pub fn apply_entry(
         old_refs: BTreeMap::new(),
         rewrite: None,
         installed: None,
+        redact,
     };
     save_intent(&root, &intent)?;
     run(memory, store, intent, None).map(drop)
@@ -662,13 +708,51 @@ pub fn apply_entry(
 /// The history scrub of ledger entries this clone made but a remote does not know: what a
 /// fetched commit of the remote holds that those forgets removed (see
 /// `MemoryWorkspace::sync`).
-pub fn scrub_for(entries: &[LedgerEntry]) -> Result<impl Scrub, ForgetError> {
+pub fn scrub_for(
+    memory: &MemoryWorkspace,
+    entries: &[LedgerEntry],
+) -> Result<Box<dyn Scrub>, ForgetError> {
     let mut plan = ForgetPlan::default();
     for entry in entries {
         plan.records.extend(entry.records.iter().cloned());
         plan.blocks.extend(entry.blocks.iter().cloned());
     }
-    HistoryScrub::new(&plan)
+    let forget = HistoryScrub::new(&plan)?;
+    Ok(if entries.iter().any(|e| e.redact) {
+        Box::new(Both(forget, RedactScrub { redactor: memory.redactor().clone() }))
+    } else {
+        Box::new(forget)
+    })
+}
+
+/// Two scrubs, one after the other.
+struct Both<A, B>(A, B);
+
+impl<A: Scrub, B: Scrub> Scrub for Both<A, B> {
+    fn blob(&self, path: &str, bytes: &[u8]) -> Scrubbed {
+        match self.0.blob(path, bytes) {
+            Scrubbed::Remove => Scrubbed::Remove,
+            Scrubbed::Keep => self.1.blob(path, bytes),
+            Scrubbed::Replace(first) => match self.1.blob(path, &first) {
+                Scrubbed::Keep => Scrubbed::Replace(first),
+                other => other,
+            },
+        }
+    }
+
+    fn message(&self, message: &str) -> Option<String> {
+        let first = self.0.message(message);
+        let second = self.1.message(first.as_deref().unwrap_or(message));
+        second.or(first)
+    }
+}
+
+/// The history scrub of the purge `intent` carries out.
+fn scrub_of(memory: &MemoryWorkspace, intent: &Intent) -> Result<Box<dyn Scrub>, ForgetError> {
+    Ok(match intent.redact {
+        Some(_) => Box::new(RedactScrub { redactor: memory.redactor().clone() }),
+        None => Box::new(HistoryScrub::new(&intent.plan)?),
+    })
 }
 
 /// Whether a forget is under way in the workspace at `root` (its intent exists).
@@ -692,6 +776,11 @@ fn run(
     // 1. The session store (a sync without one leaves it to the importers' ledger check).
     if intent.done < 1
         && let Some(store) = store
+        && intent.redact.is_some()
+    {
+        redact_store(store, memory.redactor())?;
+    } else if intent.done < 1
+        && let Some(store) = store
     {
         for (session, nodes) in &intent.plan.nodes {
             let ids: Vec<NodeId> = nodes.iter().cloned().map(NodeId).collect();
@@ -707,13 +796,17 @@ fn run(
     }
     // 2. The archive.
     if intent.done < 2 {
-        ws.tombstone_sources(&intent.plan.records, LockTimeout::DEFAULT)
-            .map_err(|e| txn_failed(&e))?;
+        if intent.redact.is_some() {
+            redact_archives(ws, memory.redactor())?;
+        } else {
+            ws.tombstone_sources(&intent.plan.records, LockTimeout::DEFAULT)
+                .map_err(|e| txn_failed(&e))?;
+        }
         step(&mut intent, 2)?;
     }
     // 3. Git history, under the write lock (every commit is made under it).
     if intent.done < 3 {
-        let scrub = HistoryScrub::new(&intent.plan)?;
+        let scrub = scrub_of(memory, &intent)?;
         let rewritten = ws
             .with_write_lock(LockTimeout::DEFAULT, || -> Result<_, ForgetError> {
                 if intent.old_refs.is_empty() {
@@ -724,7 +817,7 @@ fn run(
                     // objects are still there: the prune comes last), so the map is complete.
                     history.set_refs(&intent.old_refs).map_err(|e| git_failed(&e))?;
                 }
-                history.rewrite(&scrub, &intent.known).map_err(|e| git_failed(&e))
+                history.rewrite(&*scrub, &intent.known).map_err(|e| git_failed(&e))
             })
             .map_err(|e| txn_failed(&e))??;
         intent.rewrite = Some(rewritten.map);
@@ -741,20 +834,24 @@ fn run(
     // topics): the same rewrite again takes them too (a no-op for what it already rewrote).
     // Then the search index from scratch, and the internal files that may quote the content.
     if intent.done < 5 {
-        let scrub = HistoryScrub::new(&intent.plan)?;
+        let scrub = scrub_of(memory, &intent)?;
         let known = replaced_map(&intent);
-        ws.with_write_lock(LockTimeout::DEFAULT, || history.rewrite(&scrub, &known))
+        ws.with_write_lock(LockTimeout::DEFAULT, || history.rewrite(&*scrub, &known))
             .map_err(|e| txn_failed(&e))?
             .map_err(|e| git_failed(&e))?;
         memory.rebuild_index().map_err(|e| failed(Code::IndexError, e))?;
         ws.discard_caches(LockTimeout::DEFAULT).map_err(|e| txn_failed(&e))?;
-        scrub_internal_files(&root, &intent.plan);
+        if intent.redact.is_some() {
+            redact_internal_files(&root, memory.redactor());
+        } else {
+            scrub_internal_files(&root, &intent.plan);
+        }
         step(&mut intent, 5)?;
     }
     // 6. The old objects, at the remote and here.
     let remote_state = match remote {
         None => "none".to_owned(),
-        Some(remote) => replace_remote(ws, history, &root, remote, &intent)?,
+        Some(remote) => replace_remote(memory, history, &root, remote, &intent)?,
     };
     let objects_left = ws
         .with_write_lock(LockTimeout::DEFAULT, || history.prune())
@@ -792,16 +889,27 @@ fn install_forget(
         blocks: plan.blocks.iter().cloned().collect(),
         matching_sha256: plan.matching_sha256.clone(),
         rewrite: intent.rewrite.clone().unwrap_or_default(),
+        redact: intent.redact.is_some(),
     });
     append_ledger(root, &entry)?;
-    let message = format!(
-        "memory: forget {}\n\n{TRAILER} sessions={} nodes={} records={} blocks={}",
-        plan.id,
-        plan.sessions.len(),
-        plan.node_count(),
-        plan.records.len(),
-        plan.blocks.len()
-    );
+    let message = match &intent.redact {
+        Some(redact) => format!(
+            "memory: redact {}\n\n{} messages={} records={} topics={}",
+            plan.id,
+            crate::redact::TRAILER,
+            redact.messages,
+            redact.records,
+            redact.topics.len()
+        ),
+        None => format!(
+            "memory: forget {}\n\n{TRAILER} sessions={} nodes={} records={} blocks={}",
+            plan.id,
+            plan.sessions.len(),
+            plan.node_count(),
+            plan.records.len(),
+            plan.blocks.len()
+        ),
+    };
     let mut staged = memory
         .workspace()
         .begin(BeginOptions {
@@ -813,11 +921,14 @@ fn install_forget(
         })
         .map_err(|e| txn_failed(&e))?;
     let files: Vec<TopicFile> = staged.baseline_files().cloned().collect();
-    let tree = forget_in_tree(&files, &plan.forgetting()?);
-    for file in &tree.changed {
-        staged
-            .write_file(&format!("topics/{}", file.path), &file.text)
-            .map_err(|e| txn_failed(&e))?;
+    let changed: Vec<(String, String)> = if intent.redact.is_some() {
+        redact_topics(&files, memory.redactor())
+    } else {
+        let tree = forget_in_tree(&files, &plan.forgetting()?);
+        tree.changed.into_iter().map(|file| (file.path, file.text)).collect()
+    };
+    for (path, text) in &changed {
+        staged.write_file(&format!("topics/{path}"), text).map_err(|e| txn_failed(&e))?;
     }
     let installed = staged
         .validate()
@@ -977,7 +1088,7 @@ fn scrub_internal_files(root: &Path, plan: &ForgetPlan) {
 /// is a local path is pruned too. `pending` when the remote cannot be reached, or holds commits
 /// this clone has not seen: the next sync rewrites those, merges and replaces the branch.
 fn replace_remote(
-    ws: &scriptorium_txn::Workspace,
+    memory: &MemoryWorkspace,
     history: &History,
     root: &Path,
     remote: &str,
@@ -1010,12 +1121,14 @@ fn replace_remote(
     match pushed {
         Ok(scriptorium_history::Pushed::Updated | scriptorium_history::Pushed::UpToDate) => {
             // The fetch above kept the remote's old tip here: the history must not keep it.
-            let scrub = HistoryScrub::new(&intent.plan)?;
-            ws.with_write_lock(LockTimeout::DEFAULT, || {
-                history.rewrite(&scrub, &replaced_map(intent))
-            })
-            .map_err(|e| txn_failed(&e))?
-            .map_err(|e| git_failed(&e))?;
+            let scrub = scrub_of(memory, intent)?;
+            memory
+                .workspace()
+                .with_write_lock(LockTimeout::DEFAULT, || {
+                    history.rewrite(&*scrub, &replaced_map(intent))
+                })
+                .map_err(|e| txn_failed(&e))?
+                .map_err(|e| git_failed(&e))?;
             if let Some(dir) = crate::sync::local_remote_dir(root, remote) {
                 scriptorium_history::prune_repository(&dir).map_err(|e| git_failed(&e))?;
             }

@@ -49,6 +49,7 @@ pub mod memory;
 pub mod models;
 pub mod privacy;
 pub mod project;
+pub mod redact;
 pub mod runtime;
 pub mod sessions;
 pub mod summary;

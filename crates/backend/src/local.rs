@@ -102,7 +102,8 @@ impl LocalBackend {
             max_turns: config.memory.writer.max_turns,
             ..WriterConfig::default()
         };
-        let writer = Writer::new(memory.workspace().clone(), store.shared(), model, writer_config);
+        let writer = Writer::new(memory.workspace().clone(), store.shared(), model, writer_config)
+            .with_redactor(memory.redactor().clone());
         Ok(LocalBackend {
             inner: Arc::new(Inner {
                 home: home.to_path_buf(),

@@ -395,10 +395,11 @@ impl Derived {
                 txn_id: event.installed.txn_id.as_str(),
                 message: &message,
                 // A failed views rebuild may have left files the list does not name: scan all.
-                // A forget's commit also holds the ledger (`forgotten.jsonl`, outside the
+                // A forget's (or a redact's) commit also holds the ledger (`forgotten.jsonl`, outside the
                 // trees a transaction installs): its tree is taken from every file.
                 changed: (after.views_error.is_none()
-                    && !event.installed.message.contains(crate::forget::TRAILER))
+                    && !event.installed.message.contains(crate::forget::TRAILER)
+                    && !event.installed.message.contains(crate::redact::TRAILER))
                 .then_some(changed.as_slice()),
                 time: now(),
                 merge: merge.as_ref().map(|m| m.theirs.as_str()),

@@ -370,11 +370,11 @@ impl MemoryWorkspace {
         if missing.is_empty() {
             return Ok((fetched.to_owned(), None));
         }
-        let scrub = crate::forget::scrub_for(&missing).map_err(|e| e.wire())?;
+        let scrub = crate::forget::scrub_for(self, &missing).map_err(|e| e.wire())?;
         let known: std::collections::BTreeMap<String, String> =
             missing.iter().flat_map(|e| e.rewrite.iter().cloned()).collect();
         self.workspace()
-            .with_write_lock(LockTimeout::DEFAULT, || history.rewrite(&scrub, &known))
+            .with_write_lock(LockTimeout::DEFAULT, || history.rewrite(&*scrub, &known))
             .map_err(|e| txn_error(&e))?
             .map_err(|e| git_error(&e))?;
         let tracking = format!("{}{branch}", scriptorium_history::FETCHED_PREFIX);

@@ -94,23 +94,16 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    if !args.yes {
-        if !std::io::stdin().is_terminal() {
-            return Err(crate::output::problem(
-                Code::ConfirmationRequired,
-                "nothing was forgotten: a forget cannot be undone, and standard input is not a \
-                 terminal to ask on; run it again with --yes (or --dry-run to see what would go)",
-            ));
-        }
-        print_plan(&plan);
-        eprint!("forget all of this, everywhere, for good? [y/N] ");
-        let _ = std::io::stderr().flush();
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            outln!("nothing was forgotten");
-            return Ok(ExitCode::SUCCESS);
-        }
+    if !args.yes
+        && !confirm(
+            || print_plan(&plan),
+            "forget all of this, everywhere, for good?",
+            "nothing was forgotten: a forget cannot be undone, and standard input is not a \
+             terminal to ask on; run it again with --yes (or --dry-run to see what would go)",
+        )?
+    {
+        outln!("nothing was forgotten");
+        return Ok(ExitCode::SUCCESS);
     }
     let remote = remote(home)?;
     let report = forget::execute(&memory, &*store, plan, remote.as_deref())
@@ -131,11 +124,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             "forgotten: revision {}, {} commit(s) rewritten, old git objects pruned{}",
             report.revision,
             report.commits_rewritten,
-            match report.remote.as_str() {
-                "replaced" => ", the sync remote's history replaced",
-                "pending" => "; the sync remote was not reachable: the next `sync` replaces it",
-                _ => "",
-            }
+            remote_note(&report.remote)
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -146,8 +135,31 @@ fn shown(plan: &ForgetPlan) -> ForgetPlan {
     ForgetPlan { matching: None, ..plan.clone() }
 }
 
+/// Shows what would change (`show`) and asks `question` on the terminal (`true`: the owner said
+/// yes); without a terminal to ask on, the error `CONFIRMATION_REQUIRED` saying `refusal`.
+pub(crate) fn confirm(show: impl FnOnce(), question: &str, refusal: &str) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        return Err(crate::output::problem(Code::ConfirmationRequired, refusal));
+    }
+    show();
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// What a purge's outcome at the sync remote (`replaced`, `pending`, `none`) adds to its line.
+pub(crate) fn remote_note(remote: &str) -> &'static str {
+    match remote {
+        "replaced" => ", the sync remote's history replaced",
+        "pending" => "; the sync remote was not reachable: the next `sync` replaces it",
+        _ => "",
+    }
+}
+
 /// The sync remote a forget replaces the history of (`[sync] remote`).
-fn remote(home: &Home) -> anyhow::Result<Option<String>> {
+pub(crate) fn remote(home: &Home) -> anyhow::Result<Option<String>> {
     let config = crate::config(home)?;
     Ok(std::env::var("SCRIPTORIUM_SYNC_REMOTE")
         .ok()

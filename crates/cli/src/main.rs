@@ -27,6 +27,7 @@ mod model;
 mod note;
 mod output;
 mod rebuild;
+mod redact;
 mod repair;
 mod search;
 mod serve;
@@ -133,6 +134,10 @@ enum Command {
     /// Forget a conversation, a record, a block or a text everywhere: the session store, the
     /// archive, the topics, git history and the sync remote.
     Forget(forget::Args),
+    /// Redact, everywhere, every secret and `<private>` span the redaction rules now match in a
+    /// home written before them: the session store, the archive, the topics, git history and
+    /// the sync remote.
+    Redact(redact::Args),
     /// Validate a memory workspace's topics/ and sources/ and print every diagnostic.
     Check(check::Args),
     /// Repair what the workspace refuses to guess (a lost workspace ID).
@@ -181,6 +186,7 @@ impl Command {
             Command::Rebuild(args) => args.json,
             Command::Sync(args) => args.json,
             Command::Forget(args) => args.json,
+            Command::Redact(args) => args.json,
             Command::Check(args) => args.json,
             Command::Repair(args) => args.json,
             Command::Import(args) => args.json,
@@ -287,6 +293,7 @@ fn main() -> ExitCode {
         Command::Import(args) => import::run(&home, args),
         Command::Sessions(args) => sessions::run(&home, args),
         Command::Forget(args) => forget::run(&home, &args),
+        Command::Redact(args) => redact::run(&home, &args),
         Command::Write(args) => write::run(&home, args),
         Command::Sleep(args) => write::sleep(&home, args),
         Command::Watch(args) => watch::run(&home, &args),

@@ -203,7 +203,8 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let Some(store) = crate::existing_session_store(home)? else {
         bail!("no sessions at {} (run `scriptorium import` first)", home.sessions().display());
     };
-    let writer = Writer::new(memory.workspace().clone(), store.shared(), model, config);
+    let writer = Writer::new(memory.workspace().clone(), store.shared(), model, config)
+        .with_redactor(memory.redactor().clone());
     let mut sessions = match &args.session {
         Some(id) => vec![SessionId(id.clone())],
         None => all_sessions(&*store)?,
@@ -344,6 +345,10 @@ fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
                 }
                 for id in &batch.block_ids {
                     outln!("    new block ^{id}");
+                }
+                if !batch.redacted.is_empty() {
+                    let counts = scriptorium_redact::Counts(batch.redacted.clone());
+                    outln!("    redacted {}", scriptorium_backend::privacy::describe(&counts));
                 }
                 for organized in &batch.organized {
                     print_organize("    organize", organized);

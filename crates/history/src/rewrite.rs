@@ -196,6 +196,27 @@ impl History {
         Ok(RewritePlan { root: self.root.clone(), outcome, moves, marker })
     }
 
+    /// What [`History::rewrite`] would change, without writing anything: every new object is
+    /// hashed, none is stored, and no ref moves (a dry run's count of the commits and blobs a
+    /// scrub would rewrite).
+    pub fn rewrite_dry_run(&self, scrub: &dyn Scrub) -> Result<Rewritten, Error> {
+        let open = self.open()?;
+        let mut rewriter = Rewriter::new(&open.repo, scrub, HashMap::new());
+        rewriter.dry = true;
+        for (name, old) in &open.refs()? {
+            rewriter.target(name, *old)?;
+        }
+        Ok(Rewritten {
+            map: rewriter
+                .map
+                .iter()
+                .map(|(old, new)| (old.to_hex().to_string(), new.to_hex().to_string()))
+                .collect(),
+            blobs: rewriter.changed_blobs.len(),
+            head: None,
+        })
+    }
+
     /// Every ref that names an object, and that object (hex): the refs under `refs/`, loose or
     /// packed, and `HEAD` when it is detached (a symbolic `HEAD` is its branch). What
     /// [`History::set_refs`] puts back: a caller records it before a rewrite so that one a
@@ -390,6 +411,8 @@ struct Rewriter<'r> {
     changed_blobs: HashSet<ObjectId>,
     /// Commits rewritten by this call, in order.
     map: Vec<(ObjectId, ObjectId)>,
+    /// Hash new objects without writing them ([`History::rewrite_dry_run`]).
+    dry: bool,
 }
 
 /// A commit read, waiting for its parents to be decided.
@@ -417,6 +440,7 @@ impl<'r> Rewriter<'r> {
             blobs: HashMap::new(),
             changed_blobs: HashSet::new(),
             map: Vec::new(),
+            dry: false,
         }
     }
 
@@ -674,12 +698,7 @@ impl<'r> Rewriter<'r> {
             Scrubbed::Keep => Some(id),
             Scrubbed::Replace(bytes) if bytes == blob.data => Some(id),
             Scrubbed::Replace(bytes) => {
-                let new = self.repo.write_blob(&bytes).map_err(|source| Error::Write {
-                    op: "write blob",
-                    path: Some(path_text.clone()),
-                    source,
-                })?;
-                Some(new.detach())
+                Some(self.write(gix::objs::Kind::Blob, &bytes, "write blob")?)
             }
             Scrubbed::Remove => None,
         };
@@ -720,6 +739,10 @@ impl<'r> Rewriter<'r> {
         data: &[u8],
         op: &'static str,
     ) -> Result<ObjectId, Error> {
+        if self.dry {
+            return gix::objs::compute_hash(self.repo.object_hash(), kind, data)
+                .map_err(|source| Error::write(op, None, source));
+        }
         self.repo
             .write_object(Raw { kind, data })
             .map(gix::Id::detach)

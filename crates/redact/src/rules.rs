@@ -473,6 +473,9 @@ impl RuleSet {
                 for list in rule.allowlist.into_iter().chain(rule.allowlists) {
                     allowlists.push(Allowlist::from_spec(list, &what)?);
                 }
+                // The generic rule's secret class takes `.` already (a trailing period joins
+                // the secret); its windowed search is proven for the regex exactly as written.
+                let regex = if rule.id == GENERIC_ID { regex } else { in_prose(&regex) };
                 rules.push(Rule {
                     source: goregex::translate(&regex),
                     locator: Locator::of(&regex),
@@ -500,6 +503,26 @@ impl RuleSet {
         }
         Ok(RuleSet { rules, global, excluded })
     }
+}
+
+/// gitleaks' generic rule, left exactly as written (see [`in_prose`]).
+pub(crate) const GENERIC_ID: &str = "generic-api-key";
+
+/// The end of a token as gitleaks' rules require it after the secret: a quote, a backtick,
+/// whitespace, `;`, an escaped newline or the end of the text. Code ends a token so; prose also
+/// ends one with sentence punctuation.
+const CODE_TERMINATOR: &str = r#"(?:[\x60'"\s;]|\\[nr]|$)"#;
+
+/// [`CODE_TERMINATOR`] that also takes the punctuation that ends a token in a sentence
+/// (`my key is sk_live_…, and`, `(token ghp_…)`, `… is ghp_….`).
+const PROSE_TERMINATOR: &str = r#"(?:[\x60'"\s;.,:!?)\]>]|\\[nr]|$)"#;
+
+/// A rule's regex as it runs on messages: [`CODE_TERMINATOR`] widened to
+/// [`PROSE_TERMINATOR`] (the one change made to gitleaks' rules; the secret itself is matched
+/// as gitleaks matches it, the punctuation stays outside it). Without it, the stripe rule misses
+/// "the key is sk_live_….", the most ordinary way a person pastes one.
+fn in_prose(regex: &str) -> String {
+    regex.replace(CODE_TERMINATOR, PROSE_TERMINATOR)
 }
 
 fn clone_allowlist(a: &Allowlist) -> Allowlist {
@@ -607,6 +630,22 @@ mod load_tests {
                 "pkcs12-file: path-only rule: it flags files by name, and a message has no path",
             ]
         );
+    }
+
+    #[test]
+    fn tokens_end_at_sentence_punctuation_as_in_code() {
+        let set = RuleSet::load(GITLEAKS_TOML, SCRIPTORIUM_TOML).expect("loads");
+        let widened = set.rules.iter().filter(|r| r.go_source.contains(PROSE_TERMINATOR)).count();
+        assert!(widened > 100, "gitleaks' rules end tokens so: {widened}");
+        assert!(
+            set.rules.iter().all(|r| !r.go_source.contains(CODE_TERMINATOR) || r.id == GENERIC_ID)
+        );
+        let key = format!("sk_live_{}", "Zq8Lm2Xv9Pq4Rt7WbN3cK6dF");
+        for text in [format!("the key is {key}."), format!("({key}), then"), format!("{key}!")] {
+            let out = crate::Redactor::builtin().redact(&text).text.into_owned();
+            assert!(!out.contains(&key), "{out}");
+            assert!(out.contains("[REDACTED:stripe-access-token]"), "{out}");
+        }
     }
 
     #[test]

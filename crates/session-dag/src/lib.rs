@@ -4,10 +4,11 @@
 //! Key decision: one append-only, fsynced log per session ([`EmbeddedStore`]), so a crash can
 //! only tear the last line, which is skipped on read; a small registry cache lists sessions
 //! without reading their logs, and is checked against the logs' lengths so it can never lie for
-//! long. Sessions are loaded lazily: reading one session never reads another. The one
-//! exception to append-only is a forget ([`SessionStore::forget`]), which must take bytes out
-//! of the file: it writes the session's whole log again and renames it over the old one (see
-//! [`store`], *Forgetting*).
+//! long. Sessions are loaded lazily: reading one session never reads another. The exceptions
+//! to append-only are a forget ([`SessionStore::forget`]) and a rewrite of texts
+//! ([`SessionStore::rewrite_texts`], a redaction after the fact), which must take bytes out of
+//! the file: they write the session's whole log again and rename it over the old one (see
+//! [`store`], *Rewriting*).
 //!
 //! The on-disk format is described in [`store`] (directory layout, durability), [`store::log`]
 //! (records), [`store::naming`] (file names) and [`store::registry`] (the listing cache).
@@ -16,13 +17,14 @@
 //!
 //! - A loaded session is held in memory whole (its nodes and an ID index); there is no eviction.
 //! - [`SessionStore::node`] and [`SessionStore::walk_ancestors`] are served from memory: a
-//!   store instance sees nodes that *other processes* appended, or forgot, only after its next
-//!   write to, or `branch`/`tips`/`session`/`nodes`/[`EmbeddedStore::refresh`] of, that
-//!   session.
+//!   store instance sees nodes that *other processes* appended, forgot or rewrote only after
+//!   its next write to, or `branch`/`tips`/`session`/`nodes`/[`EmbeddedStore::refresh`] of,
+//!   that session.
 //! - Logs are never compacted: metadata patches and head moves stay as lines forever (a
-//!   forget's rewrite keeps them too).
-//! - A forget rewrites the file, but the file system may keep the old log's blocks until it
-//!   reuses them, and backups or snapshots of the directory keep their copies.
+//!   rewrite keeps them too).
+//! - A forget or a rewrite of texts rewrites the file, but the file system may keep the old
+//!   log's blocks until it reuses them, and backups or snapshots of the directory keep their
+//!   copies.
 //! - Locking uses `flock` (advisory, per open file): every writer must go through this crate.
 //!   Network file systems without `flock` are not supported.
 //!

@@ -350,6 +350,39 @@ pub trait SessionStore {
         Err(crate::Error::Unsupported { operation: "forget" })
     }
 
+    /// Rewrites the texts of `session` in place (a redaction of what was stored before it
+    /// redacted): every node's content and every title the store holds for the session are
+    /// passed to `map`, which returns the new text, or `None` to keep it (returning the same
+    /// text keeps it too). Empty texts are not passed: a forgotten node's content stays empty.
+    /// Nothing else changes: IDs, parents, roles, kinds, speakers, `created_at`, metadata
+    /// (written markers included), rewound flags, the head, `updated_at` and the project.
+    ///
+    /// Returns how many nodes changed, plus 1 when a title changed (the current one, or one
+    /// that only a store keeping superseded titles still holds); 0, with nothing written, when
+    /// `map` changes nothing (so a second call with an idempotent `map` returns 0).
+    /// Atomic per session (every changed text or none). As with [`SessionStore::forget`], the
+    /// old texts do not survive it: the embedded store rewrites the session's log, PostgreSQL
+    /// updates the rows in place (see each store for what the disk may still hold). Nodes
+    /// keep their IDs, so [`SessionStore::append_batch`] of the same nodes again adds nothing
+    /// (their old texts included: a caller that imports again maps them the same way first).
+    ///
+    /// `map` runs on the calling thread while the store holds the session's lock; it is called
+    /// once per stored text, in no promised order. A store that keeps superseded copies passes
+    /// those too (the embedded store's log holds every title the session ever had), so `map`
+    /// may see one text more than once, and sees superseded titles that
+    /// [`SessionStore::session`] no longer shows. A session that does not exist is
+    /// [`crate::Error::SessionNotFound`].
+    ///
+    /// The default implementation reports [`crate::Error::Unsupported`].
+    fn rewrite_texts(
+        &self,
+        session: &SessionId,
+        map: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Result<usize, crate::Error> {
+        let _ = (session, map);
+        Err(crate::Error::Unsupported { operation: "rewrite_texts" })
+    }
+
     /// Sets (or clears) the human title of an existing session. Does not change `updated_at`.
     ///
     /// The default implementation reports [`crate::Error::Unsupported`].

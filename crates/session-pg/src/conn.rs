@@ -115,17 +115,70 @@ impl Worker {
         &self,
         job: impl FnOnce(&mut Conn) -> Result<R, Error> + Send + 'static,
     ) -> Result<R, Error> {
-        let gone = || Error::Database {
-            message: "the connection thread stopped".into(),
-            retryable: false,
-        };
+        self.submit(job)?.recv().map_err(|_| gone())?
+    }
+
+    /// Runs `job` on the connection as [`Worker::run`] does, answering on the calling thread
+    /// every question it asks through its [`Asker`] with `answer`: work that cannot leave the
+    /// caller's thread (a borrowed closure) done in the middle of the job, say inside its
+    /// transaction. When `answer` panics, the job's question fails (and the job with it).
+    pub(crate) fn run_asking<Q: Send + 'static, A: Send + 'static, R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Conn, &Asker<Q, A>) -> Result<R, Error> + Send + 'static,
+        answer: &mut dyn FnMut(Q) -> A,
+    ) -> Result<R, Error> {
+        let (questions, asked) = mpsc::channel();
+        let (answers, answered) = mpsc::channel();
+        let asker = Asker { questions, answers: answered };
+        let result = self.submit(move |conn| {
+            let result = job(conn, &asker);
+            // Ends the caller's loop below.
+            drop(asker);
+            result
+        })?;
+        for question in asked {
+            if answers.send(answer(question)).is_err() {
+                break;
+            }
+        }
+        result.recv().map_err(|_| gone())?
+    }
+
+    /// Queues `job`; its result comes on the returned channel.
+    fn submit<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Conn) -> Result<R, Error> + Send + 'static,
+    ) -> Result<mpsc::Receiver<Result<R, Error>>, Error> {
         let (reply, answer) = mpsc::sync_channel(1);
         let job: Job = Box::new(move |conn| {
             // The caller may have gone (it cannot: it waits); a failed send only drops `R`.
             let _ = reply.send(job(conn));
         });
         self.jobs.as_ref().ok_or_else(gone)?.send(job).map_err(|_| gone())?;
-        answer.recv().map_err(|_| gone())?
+        Ok(answer)
+    }
+}
+
+fn gone() -> Error {
+    Error::Database { message: "the connection thread stopped".into(), retryable: false }
+}
+
+/// How a job of [`Worker::run_asking`] asks the calling thread a question.
+pub(crate) struct Asker<Q, A> {
+    questions: mpsc::Sender<Q>,
+    answers: mpsc::Receiver<A>,
+}
+
+impl<Q, A> Asker<Q, A> {
+    /// The calling thread's answer to `question`; an error when the caller stopped answering
+    /// (its `answer` panicked).
+    pub(crate) fn ask(&self, question: Q) -> Result<A, Error> {
+        let stopped = || Error::Database {
+            message: "the caller stopped answering the connection thread".into(),
+            retryable: false,
+        };
+        self.questions.send(question).map_err(|_| stopped())?;
+        self.answers.recv().map_err(|_| stopped())
     }
 }
 

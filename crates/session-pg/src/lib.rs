@@ -11,9 +11,11 @@
 //!
 //! The invariants are those of the embedded store:
 //!
-//! - Nodes are append-only: never deleted, only their metadata and rewound flag change, and a
-//!   forget empties their content and speaker and keeps only the markers of their metadata
-//!   (enforced again by triggers in the schema, which let exactly that through).
+//! - Nodes are append-only: never deleted, only their metadata and rewound flag change, a
+//!   forget empties their content and speaker and keeps only the markers of their metadata,
+//!   and a rewrite of texts (a redaction after the fact) replaces a non-empty content in a
+//!   transaction that declares itself one (enforced again by triggers in the schema, which let
+//!   exactly that through).
 //! - `append_batch` is one transaction: all of the batch or none of it.
 //! - `merge_metadata` is one read of the batch's nodes by primary key and one `UPDATE` of the
 //!   changed ones: O(batch); it appends no node and leaves `updated_at` alone.

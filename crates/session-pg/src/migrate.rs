@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_forget.sql",
         sql: include_str!("../migrations/0002_forget.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_rewrite.sql",
+        sql: include_str!("../migrations/0003_rewrite.sql"),
+    },
 ];
 
 /// The advisory lock key that serializes migrations (`'scrptrm1'` as a big-endian integer).

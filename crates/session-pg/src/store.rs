@@ -1,5 +1,6 @@
-//! [`PgStore`]: the [`SessionStore`] calls as SQL (schema: `migrations/0001_sessions.sql`, and
-//! `0002_forget.sql`, which lets a forget through the append-only guard).
+//! [`PgStore`]: the [`SessionStore`] calls as SQL (schema: `migrations/0001_sessions.sql`,
+//! `0002_forget.sql`, which lets a forget through the append-only guard, and
+//! `0003_rewrite.sql`, which lets a declared rewrite of texts through).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use scriptorium_session_dag::{
 };
 
 use crate::codec::{self, node_from_row};
-use crate::conn::{Conn, Worker, db_error};
+use crate::conn::{Asker, Conn, Worker, db_error};
 use crate::tls::Tls;
 
 /// The node columns, in the order [`node_from_row`] reads them (a macro for `concat!`).
@@ -100,6 +101,16 @@ const FORGET_WRITE: &str = "UPDATE nodes AS n SET content = ''::bytea, speaker =
     FROM unnest($2::bytea[], $3::text[]) AS u(nid, metadata)
     WHERE n.sid = $1 AND n.nid = u.nid";
 const SET_PROJECT: &str = "UPDATE sessions SET project = $2 WHERE sid = $1";
+/// The texts a rewrite passes to its map: every non-empty content, in append order.
+const REWRITE_READ: &str =
+    "SELECT nid, content FROM nodes WHERE sid = $1 AND content <> ''::bytea ORDER BY seq";
+/// The change `migrations/0003_rewrite.sql` lets through in a transaction that declared it
+/// ([`DECLARE_REWRITE`]).
+const REWRITE_WRITE: &str = "UPDATE nodes AS n SET content = u.content
+    FROM unnest($2::bytea[], $3::bytea[]) AS u(nid, content)
+    WHERE n.sid = $1 AND n.nid = u.nid";
+/// A rewrite's declaration, for this transaction only.
+const DECLARE_REWRITE: &str = "SET LOCAL scriptorium.rewrite_texts = 'on'";
 
 /// The first chunk of an ancestor walk; each next one is four times larger, up to
 /// [`WALK_CHUNK_MAX`].
@@ -347,6 +358,49 @@ fn merge_in(
     Ok(!changed.is_empty())
 }
 
+/// The transaction of [`SessionStore::rewrite_texts`] on the worker: locks the session, asks
+/// the calling thread to map its texts (the non-empty contents in append order, then the
+/// title when it has one), writes what changed and commits; rolls back when nothing did.
+/// Returns how many nodes changed, and whether the title did.
+fn rewrite_in(
+    conn: &mut Conn,
+    session: &SessionId,
+    asker: &Asker<Vec<String>, Vec<Option<String>>>,
+) -> Result<(usize, bool), Error> {
+    let [create, lock] = conn.prepared([CREATE_SESSION, LOCK_SESSION])?.1;
+    let statements = Statements { create, lock };
+    let (client, [read, write, set_title]) =
+        conn.prepared([REWRITE_READ, REWRITE_WRITE, SET_TITLE])?;
+    let mut tx = client.transaction().map_err(db_error)?;
+    let locked = lock_session(&mut tx, &statements, session, Create::No)?;
+    let key = session.0.as_bytes();
+    let mut ids: Vec<Vec<u8>> = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    for row in tx.query(&read, &[&key]).map_err(db_error)? {
+        ids.push(row.get(0));
+        texts.push(codec::text(row.get(1))?);
+    }
+    let old_title = locked.title.filter(|t| !t.is_empty());
+    let titled = old_title.is_some();
+    texts.extend(old_title);
+    let mut mapped = asker.ask(texts)?;
+    let title = if titled { mapped.pop().flatten() } else { None };
+    let (changed_ids, changed): (Vec<Vec<u8>>, Vec<Vec<u8>>) =
+        ids.into_iter().zip(mapped).filter_map(|(id, new)| Some((id, new?.into_bytes()))).unzip();
+    if changed.is_empty() && title.is_none() {
+        return Ok((0, false));
+    }
+    if !changed.is_empty() {
+        tx.batch_execute(DECLARE_REWRITE).map_err(db_error)?;
+        tx.execute(&write, &[&key, &changed_ids, &changed]).map_err(db_error)?;
+    }
+    if let Some(title) = &title {
+        tx.execute(&set_title, &[&key, &title.as_bytes()]).map_err(db_error)?;
+    }
+    tx.commit().map_err(db_error)?;
+    Ok((changed.len(), title.is_some()))
+}
+
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user@host:port/database`, or the
     /// `key=value` form) with the system clock, and brings its schema up to date. TLS follows
@@ -512,6 +566,22 @@ impl PgStore {
             tx.execute(set, &[&sid.0.as_bytes(), &bytes]).map_err(db_error)?;
             Ok(())
         })
+    }
+
+    /// After a forget or a rewrite committed, and best effort, a `VACUUM (SKIP_LOCKED)` of the
+    /// tables it changed, so the old row versions leave the tables' pages (and their TOAST
+    /// tables'). A vacuum that cannot take its lock at once, or that fails, is skipped: the
+    /// change stands, autovacuum does the work later.
+    fn vacuum(&self, nodes: bool, sessions: bool) {
+        let tables = match (nodes, sessions) {
+            (true, true) => "nodes, sessions",
+            (true, false) => "nodes",
+            (false, true) => "sessions",
+            (false, false) => return,
+        };
+        let vacuum = format!("VACUUM (SKIP_LOCKED) {tables}");
+        let _ =
+            self.worker.run(move |conn| conn.client()?.batch_execute(&vacuum).map_err(db_error));
     }
 
     /// Up to `limit` nodes (all when `None`) from `start` toward the root, nearest first.
@@ -756,17 +826,39 @@ impl SessionStore for PgStore {
                 }
                 Ok((changed.len(), title))
             })?;
-        let tables = match (changed > 0, title) {
-            (true, true) => "nodes, sessions",
-            (true, false) => "nodes",
-            (false, true) => "sessions",
-            (false, false) => return Ok(changed),
-        };
-        let vacuum = format!("VACUUM (SKIP_LOCKED) {tables}");
-        // Best effort: the forget committed; a vacuum that fails leaves the work to autovacuum.
-        let _ =
-            self.worker.run(move |conn| conn.client()?.batch_execute(&vacuum).map_err(db_error));
+        self.vacuum(changed > 0, title);
         Ok(changed)
+    }
+
+    /// Atomicity: one transaction under the session's row lock: one read of the session's
+    /// non-empty contents (the title came with the lock), `map` on the calling thread, one
+    /// `UPDATE` of the contents that change (in a transaction that declares itself a rewrite,
+    /// which the schema's guard lets through: `migrations/0003_rewrite.sql`) and one of the
+    /// title. `updated_at` stays. Then the vacuum of [`SessionStore::forget`], and what the
+    /// database may still hold is what a forget leaves (see there).
+    ///
+    /// `map` sees every text once: PostgreSQL keeps no superseded title. The session's
+    /// contents are held in memory at once (as [`SessionStore::nodes`] holds its nodes), and
+    /// the session stays locked while `map` runs.
+    fn rewrite_texts(
+        &self,
+        session: &SessionId,
+        map: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Result<usize, Error> {
+        let sid = session.clone();
+        let mut answer = |texts: Vec<String>| -> Vec<Option<String>> {
+            texts
+                .iter()
+                .map(
+                    |text| if text.is_empty() { None } else { map(text).filter(|new| new != text) },
+                )
+                .collect()
+        };
+        let (changed, title) = self
+            .worker
+            .run_asking(move |conn, asker| rewrite_in(conn, &sid, asker), &mut answer)?;
+        self.vacuum(changed > 0, title);
+        Ok(changed + usize::from(title))
     }
 
     fn set_project(&self, session: &SessionId, project: Option<String>) -> Result<(), Error> {

@@ -394,6 +394,29 @@ fn cluster_with(name: &str, tls: Tls) -> Result<Option<Arc<Cluster>>, String> {
     Cluster::start_with(name, tls).map(|c| Some(Arc::new(c)))
 }
 
+/// The real `pg_dump` of database `url` (with the scratch cluster's binaries), as a backup would
+/// run it, without the `\restrict` and `\unrestrict` lines newer versions frame it with (their
+/// key is random per dump, and no data of the database).
+pub fn dump(url: &str) -> Result<Vec<u8>, String> {
+    let bin = bin_dir().ok_or("no PostgreSQL binaries")?;
+    let out = std::process::Command::new(bin.join("pg_dump"))
+        .arg("--dbname")
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("pg_dump: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("pg_dump: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let framing =
+        |line: &[u8]| line.starts_with(b"\\restrict ") || line.starts_with(b"\\unrestrict ");
+    let mut dump = Vec::with_capacity(out.stdout.len());
+    for line in out.stdout.split_inclusive(|&b| b == b'\n').filter(|line| !framing(line)) {
+        dump.extend_from_slice(line);
+    }
+    Ok(dump)
+}
+
 /// A trial that needs the scratch cluster: run with it; ignored (not run) when `cluster` is
 /// `Ok(None)`; failing with the reason when the cluster could not start.
 pub fn pg_trial<F>(

@@ -56,7 +56,7 @@
 //! ```
 
 mod archive;
-mod json;
+pub(crate) mod json;
 mod redact;
 mod topic;
 mod view;
@@ -65,12 +65,13 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 pub(crate) use archive::replace_frames;
 pub use archive::{
-    TOMBSTONE_LABEL, extends_with_tombstones, is_tombstone, sources_matching, tombstone_archive,
-    tombstone_frame, tombstone_record,
+    TOMBSTONE_LABEL, is_tombstone, sources_matching, tombstone_archive, tombstone_frame,
+    tombstone_record,
 };
 pub use redact::redact;
 pub use topic::{TopicForget, TreeForget, forget_in_topic, forget_in_tree};
 pub use view::forget_in_view;
+pub(crate) use view::topic_id;
 
 use crate::diag::Diagnostic;
 use crate::source::id::parse_d_handle;
@@ -323,7 +324,7 @@ pub(crate) fn parent_dir(path: &str) -> &str {
 }
 
 /// A line break of Python's `str.splitlines`.
-fn is_line_break(c: char) -> bool {
+pub(crate) fn is_line_break(c: char) -> bool {
     matches!(
         c,
         '\n' | '\r'

@@ -17,6 +17,9 @@
 //!   resynchronizes, idempotent append planning, legacy read-only forms, and
 //!   [`source::ArchiveResolver`], which resolves citations against the archive.
 //! - [`tokens`]: o200k_base token counts.
+//! - [`forget`] and [`rewrite`]: the pure rewrites of every stored text that a forget and a
+//!   redaction apply to the live files and to the blobs of the git history, never breaking the
+//!   structure the readers rely on.
 //!
 //! # Limitations
 //!
@@ -63,6 +66,7 @@ pub mod forget;
 pub mod merge;
 pub mod project;
 pub mod python;
+pub mod rewrite;
 pub mod source;
 pub mod tokens;
 pub mod topic;
@@ -70,5 +74,6 @@ mod workspace_id;
 
 pub use diag::{Code, Diagnostic};
 pub use forget::{ForgetError, Forgetting};
+pub use rewrite::RewriteError;
 pub use topic::{BlockId, TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
 pub use workspace_id::{InvalidWorkspaceId, WorkspaceId};

@@ -10,7 +10,9 @@
 //! precedes it there. A paragraph the merge keeps keeps the footnote definitions it cites, even
 //! where the other side removed them (with a block that was their only citer), whichever side a
 //! conflict was resolved for. Archives are append-only and content-addressed: two versions of one
-//! archive merge by union of their frames (ours, then theirs' frames ours lacks).
+//! archive merge by union of their frames (ours, then theirs' frames ours lacks); the one change
+//! in place an archive may see, a frame replaced by one that [supersedes] it (its tombstone,
+//! its redaction), wins over the original on either side.
 //!
 //! Pure: no IO. The merged texts still go through normalization and validation (a transaction)
 //! before anything is installed; a merge that produces an invalid tree (say, one block ID in two
@@ -18,8 +20,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::forget::{is_tombstone, replace_frames};
+use crate::rewrite::is_redaction;
 use crate::source::frame::append_frames_to;
-use crate::source::{is_v2_source_path, scan};
+use crate::source::{Frame, is_v2_source_path, scan};
 use crate::topic::{Document, LineKind, citations};
 
 /// Which side wins a conflict, when the person resolving it has chosen one.
@@ -281,10 +285,15 @@ pub struct ArchiveConflict {
 /// both must be complete v2 archives, and theirs' frames ours lacks are appended to ours in
 /// their order, byte for byte. The result scans complete and holds every frame of both.
 ///
-/// A forgotten record is never brought back: when one side holds the
-/// [tombstone](crate::forget::is_tombstone) of a source and the other its original frame, the
-/// merge keeps the tombstone, at the place the frame has in ours. The merged text then does not
-/// start with ours.
+/// A frame both sides hold with different bytes is a conflict (its reason names the source
+/// ID), unless one of the two [supersedes] the other: a [tombstone](crate::forget::is_tombstone)
+/// over any frame (a forgotten record is never brought back), a
+/// [redaction](crate::rewrite::is_redaction) over its original (a redacted secret is never
+/// brought back). The merge keeps the superseding frame, at the place the frame has in ours;
+/// when it is theirs, the merged text does not start with ours. Which frame wins depends only
+/// on the two frames, so when both sides hold the same source IDs in the same order,
+/// `merge_archive(a, b)` and `merge_archive(b, a)` give the same bytes (with frames only one
+/// side has, each side's own come first, as in any union).
 pub fn merge_archive(
     rel_path: &str,
     ours: Option<&str>,
@@ -311,46 +320,89 @@ pub fn merge_archive(
         return Err(conflict("one version does not scan complete"));
     }
     let mut added = Vec::new();
-    // Our frames that theirs forgot: replaced by their tombstones, byte for byte.
-    let mut forgotten: Vec<(&crate::source::Frame<'_>, String)> = Vec::new();
+    // Our frames that theirs superseded: replaced by theirs, byte for byte.
+    let mut replaced: Vec<(&Frame<'_>, String)> = Vec::new();
     for frame in &other.frames {
         if let Some(existing) = mine.frame(frame.source_id) {
             let rendered = frame.render();
             if existing.render() != rendered {
-                match (crate::forget::is_tombstone(existing), crate::forget::is_tombstone(frame)) {
-                    (true, false) => {}
-                    (false, true) => forgotten.push((existing, rendered)),
-                    _ => return Err(conflict(&format!("source {} differs", frame.source_id))),
+                if supersedes(frame, existing) {
+                    replaced.push((existing, rendered));
+                } else if !supersedes(existing, frame) {
+                    return Err(conflict(&format!(
+                        "source {} differs, and neither version is a tombstone or a redaction \
+                         of the other",
+                        frame.source_id
+                    )));
                 }
             }
             continue;
         }
         added.push(frame);
     }
-    let base = if forgotten.is_empty() {
+    let base = if replaced.is_empty() {
         std::borrow::Cow::Borrowed(ours)
     } else {
-        forgotten.sort_by_key(|(frame, _)| frame.line);
-        std::borrow::Cow::Owned(crate::forget::replace_frames(ours, &forgotten))
+        replaced.sort_by_key(|(frame, _)| frame.line);
+        std::borrow::Cow::Owned(replace_frames(ours, &replaced))
     };
     let rendered: Vec<String> = added.iter().map(|f| f.render()).collect();
     let merged =
         if rendered.is_empty() { base.into_owned() } else { append_frames_to(&base, &rendered) };
     let check = scan(rel_path, &merged);
-    let same = |f: &&crate::source::Frame<'_>| {
+    let same = |f: &&Frame<'_>| {
         check.frame(f.source_id).is_some_and(|g| g.record == f.record && g.meta == f.meta)
     };
-    let tombstoned = |(f, _): &(&crate::source::Frame<'_>, String)| {
-        check.frame(f.source_id).is_some_and(crate::forget::is_tombstone)
+    let taken = |(f, new): &(&Frame<'_>, String)| {
+        check.frame(f.source_id).is_some_and(|g| g.render() == *new)
     };
     if !check.complete
         || check.frames.len() != mine.frames.len() + added.len()
         || !added.iter().all(same)
-        || !forgotten.iter().all(tombstoned)
+        || !replaced.iter().all(taken)
     {
         return Err(conflict("the appended frames would read differently"));
     }
     Ok(Some(merged))
+}
+
+/// Whether the frame `new` may stand where the frame `old` of the same source ID stood: `new`
+/// is a [tombstone](crate::forget::is_tombstone) and `old` is not, or `new` is a
+/// [redaction](crate::rewrite::is_redaction) of `old`. Never true both ways, nor for equal
+/// frames: a merge keeps the frame that supersedes the other, and an archive may become its
+/// superseding version ([`extends_archive`]).
+pub fn supersedes(new: &Frame<'_>, old: &Frame<'_>) -> bool {
+    new.source_id == old.source_id
+        && ((is_tombstone(new) && !is_tombstone(old)) || is_redaction(new, old))
+}
+
+/// Whether `merged` is the archive `current` (both at `rel_path`) with frames appended and some
+/// of its frames replaced, in place, by frames that [supersede](supersedes) them (their
+/// tombstones, their redactions): everything an archive may become besides the owner's
+/// promotion, and what [`merge_archive`] returns when the other clone forgot or redacted a
+/// record this one holds. Both must scan complete unless `merged` simply extends `current`.
+pub fn extends_archive(rel_path: &str, current: &str, merged: &str) -> bool {
+    if merged.starts_with(current) {
+        return true;
+    }
+    let (before, after) = (scan(rel_path, current), scan(rel_path, merged));
+    if !before.complete || !after.complete || after.frames.len() < before.frames.len() {
+        return false;
+    }
+    let mut replaced = Vec::new();
+    for (old, new) in before.frames.iter().zip(&after.frames) {
+        if old.source_id != new.source_id {
+            return false;
+        }
+        let rendered = new.render();
+        if old.render() != rendered {
+            if !supersedes(new, old) {
+                return false;
+            }
+            replaced.push((old, rendered));
+        }
+    }
+    merged.starts_with(&replace_frames(current, &replaced))
 }
 
 #[cfg(test)]
@@ -512,6 +564,50 @@ mod tests {
         // A frame both sides hold with different bytes cannot be joined.
         let forged = archive(&[(1, "one"), (2, "TWO")]);
         assert!(merge_archive(path, Some(&ours), Some(&forged)).is_err());
+    }
+
+    const ARCHIVE: &str = "sources/claude-code/_v2/t.md";
+
+    #[test]
+    fn a_redaction_wins_over_its_original_on_either_side() {
+        let original = archive(&[(1, "one KEY"), (2, "two <private>p</private>"), (3, "three")]);
+        let redacted = archive(&[(1, "one [REDACTED:k]"), (2, "two "), (3, "three")]);
+        for (ours, theirs) in [(&original, &redacted), (&redacted, &original)] {
+            let merged = merge_archive(ARCHIVE, Some(ours), Some(theirs)).unwrap();
+            assert_eq!(merged.as_deref(), Some(redacted.as_str()));
+        }
+        // Not a redaction: other text around the marker.
+        let other = archive(&[(1, "eno [REDACTED:k]"), (2, "two "), (3, "three")]);
+        let err = merge_archive(ARCHIVE, Some(&original), Some(&other)).unwrap_err();
+        assert!(err.reason.contains("source claude-code/t/m1 differs"), "{err}");
+        assert!(merge_archive(ARCHIVE, Some(&other), Some(&original)).is_err());
+    }
+
+    #[test]
+    fn an_archive_may_grow_and_lose_records_to_tombstones_and_redactions_only() {
+        let text = archive(&[(1, "one"), (2, "two KEY")]);
+        let forgotten = crate::forget::tombstone_archive(
+            ARCHIVE,
+            &text,
+            &["claude-code/t/m1".to_owned()].into(),
+        )
+        .unwrap()
+        .unwrap();
+        let grown = append_frames_to(
+            &forgotten,
+            &[crate::forget::tombstone_frame("claude-code/t/m3", "x")],
+        );
+        let redacted = archive(&[(1, "one"), (2, "two [REDACTED:k]")]);
+        let both = archive(&[(1, "one"), (2, "two [REDACTED:k]"), (4, "four")]);
+        for merged in [&text, &forgotten, &grown, &redacted, &both] {
+            assert!(extends_archive(ARCHIVE, &text, merged), "{merged}");
+        }
+        // Not back, not another record, not fewer records.
+        assert!(!extends_archive(ARCHIVE, &forgotten, &text));
+        assert!(!extends_archive(ARCHIVE, &redacted, &text));
+        assert!(!extends_archive(ARCHIVE, &text, &archive(&[(1, "ONE"), (2, "two KEY")])));
+        assert!(!extends_archive(ARCHIVE, &text, &archive(&[(1, "one")])));
+        assert!(!extends_archive(ARCHIVE, &text, &archive(&[(2, "two KEY"), (1, "one")])));
     }
 
     #[test]

@@ -14,6 +14,11 @@ use scriptorium_topics_format::source::{
     AppendPlan, ArchiveRecord, ArchiveTree as _, PlannedWrite, plan_append,
 };
 
+/// A rewrite of one archive ([`Workspace::rewrite_archives`]): its workspace-relative path and
+/// text → the new text, `None` to keep it, `Err` (why) to refuse the whole rewrite.
+pub type ArchiveRewrite<'a> =
+    dyn Fn(&str, &str) -> std::result::Result<Option<String>, String> + 'a;
+
 /// The outcome of [`Workspace::archive_sources`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -159,7 +164,9 @@ impl Workspace {
     /// Under the write lock, before anything is written: every path is preflighted as an
     /// append's (inside `sources/`, no case-fold collision, no symlink on the way); each file
     /// must still hold `current` (else `CONCURRENT_UPDATE`: merge again) and `merged` must
-    /// extend it (else `APPEND_ONLY_REQUIRED`: the archive is append-only).
+    /// extend it, frames replaced by their tombstones or redactions aside
+    /// (`scriptorium_topics_format::merge::extends_archive`; else `APPEND_ONLY_REQUIRED`: the
+    /// archive is append-only).
     pub fn extend_archives(
         &self,
         files: &[ArchiveExtension],
@@ -199,9 +206,10 @@ impl Workspace {
                 });
             }
             let held = live.as_deref().unwrap_or_default();
-            // Appended frames, and the other clone's tombstones of forgotten records (a merge
-            // keeps a tombstone over the original): nothing else may change an archive.
-            if !scriptorium_topics_format::forget::extends_with_tombstones(
+            // Appended frames, and the other clone's tombstones of forgotten records and
+            // redactions of redacted ones (a merge keeps either over the original): nothing
+            // else may change an archive.
+            if !scriptorium_topics_format::merge::extends_archive(
                 &file.rel_path,
                 held,
                 &file.merged,
@@ -278,7 +286,6 @@ impl Workspace {
         let _lock = self.lock(lock_timeout)?;
         recover(self.fs(), self.layout(), self.inner.ids.as_ref())?;
         let current = self.current()?;
-        let tree = LiveSources::new(self.inner.fs.clone(), self.layout().root.clone());
         let mut by_archive: std::collections::BTreeMap<String, std::collections::HashSet<String>> =
             std::collections::BTreeMap::new();
         for source in sources {
@@ -289,10 +296,62 @@ impl Workspace {
                 by_archive.entry(path).or_default().insert(source.clone());
             }
         }
+        let writes = self.plan_rewrites(by_archive.keys().cloned(), &|rel_path, text| {
+            scriptorium_topics_format::forget::tombstone_archive(
+                rel_path,
+                text,
+                &by_archive[rel_path],
+            )
+            .map_err(|error| error.to_string())
+        })?;
+        self.write_and_announce(writes, current, sources.iter().cloned().collect())
+    }
+
+    /// Rewrites every archive under `sources/` through `rewrite` (workspace-relative path and
+    /// text → the new text, `None` to keep it, `Err` to refuse the whole rewrite): the texts a
+    /// `redact` cleans in place. `rewrite` must keep each frame's place, anchor and source ID
+    /// (`scriptorium_topics_format::forget::rewrite_archive` does), so every citation still
+    /// resolves. Under the write lock, with the guarantees of
+    /// [`tombstone_sources`](Self::tombstone_sources); nothing is written when any archive is
+    /// refused.
+    pub fn rewrite_archives(
+        &self,
+        rewrite: &ArchiveRewrite<'_>,
+        lock_timeout: LockTimeout,
+    ) -> Result<ArchiveOutcome> {
+        let _lock = self.lock(lock_timeout)?;
+        recover(self.fs(), self.layout(), self.inner.ids.as_ref())?;
+        let current = self.current()?;
+        let tree = LiveSources::new(self.inner.fs.clone(), self.layout().root.clone());
+        let mut files = Vec::new();
+        let mut dirs = vec!["sources".to_owned()];
+        while let Some(dir) = dirs.pop() {
+            for name in tree.list_dir(&dir).unwrap_or_default() {
+                let rel = format!("{dir}/{name}");
+                if tree.list_dir(&rel).is_some() {
+                    dirs.push(rel);
+                } else {
+                    files.push(rel);
+                }
+            }
+        }
+        files.sort();
+        let writes = self.plan_rewrites(files.into_iter(), rewrite)?;
+        self.write_and_announce(writes, current, Vec::new())
+    }
+
+    /// The writes of `rewrite` applied to the archives at `paths` (missing ones skipped). Every
+    /// archive is read and rewritten before anything is written.
+    fn plan_rewrites(
+        &self,
+        paths: impl Iterator<Item = String>,
+        rewrite: &ArchiveRewrite<'_>,
+    ) -> Result<Vec<PlannedWrite>> {
+        let tree = LiveSources::new(self.inner.fs.clone(), self.layout().root.clone());
         let mut writes = Vec::new();
-        for (rel_path, forgotten) in by_archive {
+        for rel_path in paths {
             let text = match tree.read(&rel_path) {
-                FileLookup::Text(text) => text.to_string(),
+                FileLookup::Text(text) => text,
                 FileLookup::Missing => continue,
                 FileLookup::NotRegularFile => {
                     return Err(Error::Archive {
@@ -309,12 +368,10 @@ impl Workspace {
                     source: std::io::Error::other(error),
                 });
             }
-            let rewritten =
-                scriptorium_topics_format::forget::tombstone_archive(&rel_path, &text, &forgotten)
-                    .map_err(|error| Error::Invalid {
-                        code: crate::ErrorCode::AppendOnlyRequired,
-                        message: format!("{rel_path}: {error}"),
-                    })?;
+            let rewritten = rewrite(&rel_path, &text).map_err(|error| Error::Invalid {
+                code: crate::ErrorCode::AppendOnlyRequired,
+                message: format!("{rel_path}: {error}"),
+            })?;
             if let Some(new_text) = rewritten {
                 writes.push(PlannedWrite {
                     rel_path,
@@ -324,6 +381,6 @@ impl Workspace {
                 });
             }
         }
-        self.write_and_announce(writes, current, sources.iter().cloned().collect())
+        Ok(writes)
     }
 }

@@ -197,7 +197,7 @@ mod state;
 pub mod validate;
 mod workspace;
 
-pub use archive::{ArchiveExtension, ArchiveOutcome};
+pub use archive::{ArchiveExtension, ArchiveOutcome, ArchiveRewrite};
 pub use begin::{BeginOptions, Resolver};
 pub use change::{
     ChangeForm, ChangeLimits, FileAction, FileChange, NewSource, Surface, UpdateContext,

@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scriptorium_markers::{WorkspaceId, boundary_plan, first_batch, mark, pending};
+use scriptorium_redact::{Counts, Redactor};
 use scriptorium_session_dag::{Node, NodeId, Role, SessionId, SessionStore};
+use scriptorium_topics_format::rewrite::{rewrite_in_view, rewrite_topic};
 use scriptorium_topics_format::source::ArchiveRecord;
 use scriptorium_topics_format::source::id::bounded_handle_part;
 use scriptorium_topics_format::tokens;
@@ -112,6 +114,11 @@ pub struct BatchReport {
     pub txn_id: String,
     /// Organize passes this batch triggered.
     pub organized: Vec<OrganizeReport>,
+    /// What this write redacted, by rule (never a value): from records the store still held
+    /// unredacted (a home filled before redaction existed: run `scriptorium redact`), and from
+    /// the topic text the model wrote. Empty when there was nothing to redact.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub redacted: BTreeMap<String, usize>,
 }
 
 /// What a completed write did (empty: nothing was owed or due).
@@ -145,6 +152,7 @@ pub struct Writer {
     model: Arc<dyn Model>,
     config: WriterConfig,
     clock: Arc<dyn Fn() -> OffsetDateTime + Send + Sync>,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for Writer {
@@ -177,14 +185,28 @@ impl Writer {
         model: Arc<dyn Model>,
         config: WriterConfig,
     ) -> Self {
-        Writer { ws, store: Some(store), model, config, clock: Arc::new(OffsetDateTime::now_utc) }
+        Writer {
+            ws,
+            store: Some(store),
+            model,
+            config,
+            clock: Arc::new(OffsetDateTime::now_utc),
+            redactor: Redactor::builtin(),
+        }
     }
 
     /// A writer without sessions: it can only [`Writer::reorganize`] (a `write` fails with
     /// `SESSION_NODES_UNAVAILABLE`).
     #[expect(clippy::disallowed_methods, reason = "the default behind the writer's injected clock")]
     pub fn organizer(ws: Workspace, model: Arc<dyn Model>, config: WriterConfig) -> Self {
-        Writer { ws, store: None, model, config, clock: Arc::new(OffsetDateTime::now_utc) }
+        Writer {
+            ws,
+            store: None,
+            model,
+            config,
+            clock: Arc::new(OffsetDateTime::now_utc),
+            redactor: Redactor::builtin(),
+        }
     }
 
     fn store(&self) -> Result<&(dyn SessionStore + Send + Sync), WriteFailure> {
@@ -197,6 +219,16 @@ impl Writer {
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Fn() -> OffsetDateTime + Send + Sync>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// The same writer redacting with `redactor` (the owner's patterns and allowlist; the
+    /// built-in rules by default). What the writer reads from the store is redacted again
+    /// before it is archived or sent to the model (a store filled before redaction existed),
+    /// and so is every topic text the model writes, before it is validated.
+    #[must_use]
+    pub fn with_redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
         self
     }
 
@@ -280,6 +312,8 @@ impl Writer {
         if batch.is_empty() {
             return Ok(Pass::NotDue);
         }
+        let mut redacted = Counts::default();
+        let batch: &[Node] = &self.redacted_nodes(batch, &mut redacted);
         let batch_tokens: usize = batch.iter().map(|n| tokens::count(&n.content)).sum();
         if !force && !self.due(batch, batch_tokens) {
             return Ok(Pass::NotDue);
@@ -342,6 +376,7 @@ impl Writer {
                 recovered: true,
                 txn_id: self.ws.installed_txn_id().map_err(WriteFailure::from)?,
                 organized: Vec::new(),
+                redacted: redacted.0,
             }));
         }
         let prompt_turns: Vec<prompt::Turn<'_>> = turns
@@ -371,7 +406,10 @@ impl Writer {
         counters.local_tokens += batch_tokens as u64;
         counters.write_commits_since_global += 1;
         let (installed, repaired, rebases) = match self.run_and_install(staged, task, counters) {
-            Ok(Ran::Installed { installed, repaired, rebases }) => (*installed, repaired, rebases),
+            Ok(Ran::Installed { installed, repaired, rebases, redacted: output }) => {
+                redacted.add(&output);
+                (*installed, repaired, rebases)
+            }
             Ok(Ran::NoChange(what)) => return Ok(Pass::NoChange(what)),
             // Another write of this session installed the batch meanwhile (the install
             // refused it under the lock, or found the workspace moved by that install): mark it
@@ -408,7 +446,45 @@ impl Writer {
             recovered: false,
             txn_id: installed.txn_id.as_str().to_owned(),
             organized,
+            redacted: redacted.0,
         }))
+    }
+
+    /// `nodes` with their content redacted, adding what was redacted to `counts`.
+    fn redacted_nodes(&self, nodes: &[Node], counts: &mut Counts) -> Vec<Node> {
+        nodes
+            .iter()
+            .map(|node| {
+                let redaction = self.redactor.redact(&node.content);
+                if redaction.counts.is_empty() {
+                    return node.clone();
+                }
+                counts.add(&redaction.counts);
+                Node { content: redaction.text.into_owned(), ..node.clone() }
+            })
+            .collect()
+    }
+
+    /// Redacts the topic files the model changed in `staged`, block by block (block IDs and
+    /// citations are never touched), adding what was redacted to `counts`.
+    fn redact_stage(&self, staged: &mut Staged, counts: &mut Counts) -> Result<(), WriteFailure> {
+        let found = std::cell::RefCell::new(Counts::default());
+        let map = |text: &str| {
+            let redaction = self.redactor.redact(text);
+            if redaction.counts.is_empty() {
+                return None;
+            }
+            found.borrow_mut().add(&redaction.counts);
+            Some(redaction.text.into_owned())
+        };
+        for change in staged.changes().map_err(WriteFailure::from)? {
+            let Some(text) = &change.text else { continue };
+            if let Some(clean) = rewrite_topic(text, &map) {
+                staged.write_file(&change.path, &clean).map_err(WriteFailure::from)?;
+            }
+        }
+        counts.add(&found.into_inner());
+        Ok(())
     }
 
     /// Finishes a batch that an earlier write installed but did not mark (it died in between):
@@ -453,6 +529,7 @@ impl Writer {
             recovered: true,
             txn_id: found.txn_id.clone(),
             organized,
+            redacted: BTreeMap::new(),
         }))
     }
 
@@ -496,12 +573,14 @@ impl Writer {
         let mut current = task;
         let mut repaired = false;
         let mut rebases = 0;
+        let mut redacted = Counts::default();
         loop {
             let summary = self.run_model(&mut staged, &current)?;
+            self.redact_stage(&mut staged, &mut redacted)?;
             let organize = matches!(current.kind, TaskKind::Organize | TaskKind::OrganizeRepair);
             let violations = match self.settle(staged, &opts, &counters, organize, &mut rebases)? {
                 Settled::Installed(installed) => {
-                    return Ok(Ran::Installed { installed, repaired, rebases });
+                    return Ok(Ran::Installed { installed, repaired, rebases, redacted });
                 }
                 Settled::NoChange => return Ok(Ran::NoChange(summary)),
                 Settled::Rejected(violations) => violations,
@@ -625,7 +704,8 @@ impl Writer {
         Ok(run_summary(&report, tools.log()))
     }
 
-    /// Appends one line to `.scriptorium/agent-history.jsonl` (best effort).
+    /// Appends one line to `.scriptorium/agent-history.jsonl` (best effort), redacted: the
+    /// prompt is already, but the model's reply and tool calls are its own text.
     fn audit(
         &self,
         task: &Task,
@@ -650,6 +730,12 @@ impl Writer {
             }
             Err(error) => line["error"] = error.to_string().into(),
         }
+        let line = line.to_string();
+        let map = |text: &str| {
+            let redaction = self.redactor.redact(text);
+            (!redaction.counts.is_empty()).then(|| redaction.text.into_owned())
+        };
+        let line = rewrite_in_view("agent-history.jsonl", &line, &map).unwrap_or(line);
         let path = self.ws.root().join(".scriptorium").join("agent-history.jsonl");
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path);
         if let Ok(mut file) = file {
@@ -791,7 +877,8 @@ const MAX_REBASES: u32 = 16;
 enum Ran {
     /// Installed, whether a repair turn was needed, and how many times the changes were
     /// carried onto a newer revision.
-    Installed { installed: Box<Installed>, repaired: bool, rebases: u32 },
+    /// And what was redacted from the model's changes.
+    Installed { installed: Box<Installed>, repaired: bool, rebases: u32, redacted: Counts },
     /// The model changed no topic file; what it did (see [`run_summary`]).
     NoChange(String),
 }

@@ -239,6 +239,30 @@ fn claude_env(command: &mut Command, user: &Path, model: &MockModel) {
         .env_remove("CLAUDE_CONFIG_DIR");
 }
 
+/// A user's home (a temporary directory) in which `scriptorium setup claude-code` installed the
+/// hooks and the MCP server of the Scriptorium home `home`.
+fn claude_code_set_up(home: &Path) -> tempfile::TempDir {
+    let user = tempfile::tempdir().expect("a user home");
+    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home)
+        .args(["setup", "claude-code"])
+        .env("HOME", user.path())
+        .output()
+        .expect("setup runs");
+    assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
+    user
+}
+
+/// The `[model]` configuration that makes the Claude Code CLI at `claude` the writer.
+fn claude_writer(claude: &Path) -> String {
+    format!(
+        "[model]\nkind = \"command\"\ncommand = [{}, \"-p\", \"--permission-mode\", \
+         \"acceptEdits\"]\ntimeout_secs = 240\n",
+        Value::from(claude.to_string_lossy())
+    )
+}
+
 /// Runs `command`, killing it if it has not ended after `limit` (a hung CLI must fail the test,
 /// not hang the suite; the limit is far above any normal run).
 fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
@@ -288,15 +312,7 @@ fn claude_code_receives_the_core_and_the_recall_and_its_session_is_captured_and_
     add_core(home.path());
 
     // The user's own home, where setup writes Claude Code's configuration.
-    let user = tempfile::tempdir().expect("a user home");
-    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
-        .arg("--home")
-        .arg(home.path())
-        .args(["setup", "claude-code"])
-        .env("HOME", user.path())
-        .output()
-        .expect("setup runs");
-    assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
+    let user = claude_code_set_up(home.path());
 
     let model = MockModel::start();
     let project = user.path().join("garden-project");
@@ -587,21 +603,9 @@ fn claude_code_as_the_writer_with_the_hooks_installed_writes_once_and_never_feed
     let reaper = Reaper::new(home.path());
     // Claude Code is the writer, next to the hooks setup installed: the configuration that ran
     // away (each writer run's hooks imported it and started another write).
-    let config = format!(
-        "[model]\nkind = \"command\"\ncommand = [{}, \"-p\", \"--permission-mode\", \
-         \"acceptEdits\"]\ntimeout_secs = 240\n",
-        Value::from(claude.to_string_lossy())
-    );
+    let config = claude_writer(&claude);
     std::fs::write(home.path().join("scriptorium.toml"), config).expect("the configuration");
-    let user = tempfile::tempdir().expect("a user home");
-    let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
-        .arg("--home")
-        .arg(home.path())
-        .args(["setup", "claude-code"])
-        .env("HOME", user.path())
-        .output()
-        .expect("setup runs");
-    assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
+    let user = claude_code_set_up(home.path());
 
     // The user's session; its SessionEnd hook starts the write, which runs the writer.
     let model = MockModel::start_with(user_and_writer_answer);
@@ -755,4 +759,184 @@ fn codex_as_the_writer_with_the_hooks_installed_never_feeds_itself() {
     );
     let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
     assert!(log.is_empty(), "no hook failed: {log}");
+}
+
+/// The planted secrets and private text of the privacy test, assembled at run time (so that no scanner flags this file): an AWS key pair and a GitHub token
+/// the user pastes, a home address in a `<private>` span, an OpenAI key the assistant echoes, a
+/// Stripe key the writer's model puts in a topic.
+mod planted {
+    pub(super) fn aws_id() -> String {
+        format!("AKIA{}", "QX7RZ2M4KT6WN3PB")
+    }
+    pub(super) fn aws_secret() -> String {
+        format!("{}{}", "wJ3lr9XUtnFEMIK7MDEN", "GbPxRfiCYz4QpL2a8Vh0")
+    }
+    pub(super) fn github() -> String {
+        format!("ghp_{}", "R7kq2Vx9Lm4Tz8Wb3Nc6Pd1Hf5Js0Ya2Eu7G")
+    }
+    pub(super) const ADDRESS: &str = "14 Rue des Lilas, 69003 Lyon";
+    pub(super) fn openai() -> String {
+        let half = "Xq3vN8dK2pLm7RtY5wZb9HcF4jGs6TaE1uQo0iVy3kDr8NxM2sWp7LfB5gJh9CzA4nUe6KtY1q";
+        format!("sk-proj-{half}T3BlbkFJ{}", half.chars().rev().collect::<String>())
+    }
+    pub(super) fn stripe() -> String {
+        format!("sk_live_{}", "4eC39HqLyjWDarjtT1zdp7dc")
+    }
+    pub(super) fn all() -> Vec<String> {
+        vec![aws_id(), aws_secret(), github(), ADDRESS.to_owned(), openai(), stripe()]
+    }
+    /// The user's prompt.
+    pub(super) fn prompt() -> String {
+        format!(
+            "Dana's deploy is broken. aws_access_key_id = {} and aws_secret_access_key = {}; \
+             the GitHub token is {}. Send the parts to <private>{ADDRESS}</private> please.",
+            aws_id(),
+            aws_secret(),
+            github()
+        )
+    }
+}
+
+/// The user's Claude Code and the writer's for the privacy test: the user's session gets an
+/// answer echoing an OpenAI key; a write task gets a `Write` of a topic quoting the task's first
+/// turn as the writer was given it, plus a Stripe key of the model's own, citing that turn.
+fn privacy_answer(path: &str, body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return answer(path, body);
+    }
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let model = request["model"].as_str().unwrap_or("claude-mock");
+    let mut text = String::new();
+    strings_of(&request, &mut text);
+    if !text.contains("Task: write memory") {
+        let echo = format!("Set OPENAI_API_KEY={} and run the deploy again.", planted::openai());
+        return ("text/event-stream", message_stream(model, &Block::Text(echo)));
+    }
+    let answered = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"));
+    let first: Option<Value> = text
+        .lines()
+        .filter(|line| line.starts_with("{\"ref\":"))
+        .find_map(|line| serde_json::from_str(line).ok());
+    let (Some(cwd), false, Some(first)) = (claude_cwd(&text), answered, first) else {
+        return ("text/event-stream", message_stream(model, &Block::Text("Done.".to_owned())));
+    };
+    let said = first["content"].as_str().unwrap_or_default().split_whitespace().collect::<Vec<_>>();
+    let content = format!(
+        "# Dana\n\nDana wrote: {} Her deploy key is {}.[^e1]\n\n\
+         [^e1]: Time: `2026-12-01`; Sources: [the request]({})\n",
+        said.join(" "),
+        planted::stripe(),
+        first["ref"].as_str().unwrap_or_default()
+    );
+    // One topic per session (a later session's write must not replace what the test reads).
+    let session = first["ref"].as_str().unwrap_or_default().split('/').nth(1).unwrap_or_default();
+    let file = format!("{cwd}/topics/people/dana-{}.md", session.get(..8).unwrap_or(session));
+    let input = json!({ "file_path": file, "content": content });
+    ("text/event-stream", message_stream(model, &Block::Tool("Write", input)))
+}
+
+#[test]
+fn nothing_planted_reaches_a_file_an_object_a_remote_or_the_writers_model() {
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
+    let home = home_with_note();
+    add_core(home.path());
+    let reaper = Reaper::new(home.path());
+    let remotes = tempfile::tempdir().expect("a directory for the remote");
+    let remote = crate::support::bare_remote(remotes.path());
+    let config = format!(
+        "{}\n[sync]\nremote = {}\n",
+        claude_writer(&claude),
+        Value::from(remote.to_string_lossy())
+    );
+    std::fs::write(home.path().join("scriptorium.toml"), config).expect("the configuration");
+    let user = claude_code_set_up(home.path());
+
+    // The session with the secrets; its hooks import it and start the write.
+    let model = MockModel::start_with(privacy_answer);
+    let project = user.path().join("deploy-project");
+    std::fs::create_dir(&project).expect("a project directory");
+    let mut command = Command::new(&claude);
+    command.args(["-p", &planted::prompt()]).current_dir(&project);
+    claude_env(&mut command, user.path(), &model);
+    let out = run_bounded(command, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OPENAI_API_KEY"), "the echo");
+    reaper.settle(Duration::from_secs(600));
+    let user_requests = model.bodies().len();
+    let out = scriptorium(home.path(), &["sync", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+
+    // A second session gets the memory (the core, the recall) from the hooks.
+    let mut command = Command::new(&claude);
+    command.args(["-p", "What do you remember about Dana's deploy?"]).current_dir(&project);
+    claude_env(&mut command, user.path(), &model);
+    let out = run_bounded(command, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    reaper.settle(Duration::from_secs(600));
+
+    // The writer ran, and wrote what it was given: the redacted turn, its own key redacted.
+    let written = crate::support::files_holding(&home.path().join("memory/topics"), "deploy is");
+    let first_topic = written
+        .iter()
+        .find(|path| std::fs::read_to_string(path).is_ok_and(|t| t.contains("is broken")))
+        .unwrap_or_else(|| panic!("the first session's topic: {written:?}"));
+    let dana = std::fs::read_to_string(first_topic).expect("the topic the writer wrote");
+    for marker in ["[REDACTED:aws-access-token]", "[REDACTED:github-pat]", "[REDACTED:stripe"] {
+        assert!(dana.contains(marker), "{marker} in {dana}");
+    }
+    assert!(
+        dana.contains("Send the parts to  please") || dana.contains("Send the parts to please")
+    );
+    let writes =
+        std::fs::read_to_string(home.path().join("logs/hook-writes.log")).unwrap_or_default();
+    assert!(writes.contains("redacted"), "the write said what it redacted: {writes}");
+    // Nothing planted anywhere: files (binary ones too), git objects, the remote, and every
+    // request the mock received but the first session's own (what the user typed and the
+    // assistant answered went to the model before Scriptorium saw it) and a writer run's
+    // follow-ups, which carry back the tool calls its model made (the Stripe key).
+    let bodies = model.bodies();
+    let is_writer = |body: &str| body.contains("Task: write memory");
+    let writer: Vec<&String> = bodies.iter().map(|(_, b)| b).filter(|b| is_writer(b)).collect();
+    let first: Vec<&String> =
+        bodies[..user_requests].iter().map(|(_, b)| b).filter(|b| !is_writer(b)).collect();
+    let later: Vec<&String> =
+        bodies[user_requests..].iter().map(|(_, b)| b).filter(|b| !is_writer(b)).collect();
+    assert!(!writer.is_empty() && !first.is_empty() && !later.is_empty(), "all ran");
+    assert!(first.iter().any(|b| b.contains(&planted::github())), "the mock saw what was typed");
+    assert!(
+        later.iter().any(|body| body.contains("recalled memory context, NOT new")),
+        "the second session was given the memory"
+    );
+    for secret in planted::all() {
+        let files = crate::support::files_holding(home.path(), &secret);
+        assert!(files.is_empty(), "{secret} is in {files:?}");
+        assert!(!crate::support::git_objects_hold(&home.path().join("memory"), &secret));
+        assert!(!crate::support::git_objects_hold(&remote, &secret), "{secret} at the remote");
+        let told = later.iter().filter(|body| body.contains(&secret)).count();
+        assert_eq!(told, 0, "{secret} was given to the next session");
+        if secret != planted::stripe() {
+            let given = writer.iter().filter(|body| body.contains(&secret)).count();
+            assert_eq!(given, 0, "{secret} was given to the writer's model");
+        }
+    }
+    crate::support::check_clean(home.path());
+    // A re-import of the transcript adds nothing.
+    let transcript = std::fs::read_dir(user.path().join(".claude/projects"))
+        .expect("Claude Code's projects")
+        .flatten()
+        .flat_map(|dir| std::fs::read_dir(dir.path()).into_iter().flatten().flatten())
+        .map(|entry| entry.path())
+        .find(|path| {
+            std::fs::read_to_string(path).is_ok_and(|text| text.contains("Dana's deploy is broken"))
+        })
+        .expect("the first session's transcript");
+    let again = crate::support::ok(&scriptorium(
+        home.path(),
+        &["import", "claude-code", &transcript.to_string_lossy(), "--json"],
+    ));
+    assert_eq!(again["new_nodes"], 0, "nothing new: {again}");
 }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::support::{append_session, home_with_note, scriptorium};
+use crate::support::{append_session, check_clean, home_with_note, scriptorium};
 
 /// A `command` writer: a POSIX shell script run by `sh -c` in the stage, its task on stdin,
 /// with `$1` the `scriptorium` binary and `$2` the home. `$REF` holds the task's first turn's
@@ -55,11 +55,6 @@ fn batch_of(out: &std::process::Output) -> Value {
 
 fn grep(home: &Path, text: &str) -> String {
     String::from_utf8_lossy(&scriptorium(home, &["grep", text]).stdout).into_owned()
-}
-
-fn check_clean(home: &Path) {
-    let out = scriptorium(home, &["check"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]

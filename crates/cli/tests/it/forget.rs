@@ -5,11 +5,13 @@
 //! point finishes on the next command.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{git, scriptorium};
+use crate::support::{
+    bare_remote, check_clean, files_holding, fsck_clean, git, git_objects_hold, ok, scriptorium,
+};
 
 /// The real Claude Code transcripts of the test data: the session forgotten, and one that stays.
 const FORGOTTEN: &str = "codemie-code/claude/incremental-simple/turn-2.jsonl";
@@ -17,59 +19,6 @@ const FORGOTTEN_ID: &str = "3fb74381-1bf4-475e-8c6f-442d872b1bcf";
 const KEPT: &str = "codemie-code/claude/session-624a4a58.jsonl";
 /// Phrases only the forgotten session holds (its user turns).
 const PHRASES: [&str; 2] = ["show tools", "tell me more about agent module"];
-
-fn ok(out: &Output) -> Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-}
-
-/// Every occurrence of `phrase` in any file under `dir` (binary files included), by path.
-fn files_holding(dir: &Path, phrase: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else { continue };
-        if kind.is_dir() {
-            out.extend(files_holding(&path, phrase));
-        } else if kind.is_file()
-            && std::fs::read(&path)
-                .is_ok_and(|bytes| bytes.windows(phrase.len()).any(|w| w == phrase.as_bytes()))
-        {
-            out.push(path);
-        }
-    }
-    out
-}
-
-/// Whether any object of the git repository at `dir` holds `phrase` (every object, loose or
-/// packed, reachable or not, as `git cat-file --batch-all-objects` lists them).
-fn git_objects_hold(dir: &Path, phrase: &str) -> bool {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["cat-file", "--batch-all-objects", "--batch"])
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    out.stdout.windows(phrase.len()).any(|w| w == phrase.as_bytes())
-}
-
-fn fsck_clean(dir: &Path) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["fsck", "--full", "--strict"])
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "fsck: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-fn check_clean(home: &Path) {
-    let out = scriptorium(home, &["check"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
-}
 
 /// A home that imported and wrote both transcripts (journal writer), synced with `remote` when
 /// given.
@@ -88,17 +37,6 @@ fn written_home(data: &Path, home: &Path, remote: Option<&Path>) {
         &["import", "claude-code", a.to_str().expect("utf-8"), b.to_str().expect("utf-8")],
     ));
     ok(&scriptorium(home, &["write", "--all", "--force"]));
-}
-
-fn bare_remote(dir: &Path) -> PathBuf {
-    let remote = dir.join("remote.git");
-    let out = Command::new("git")
-        .args(["init", "--quiet", "--bare", "--initial-branch=main"])
-        .arg(&remote)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success());
-    remote
 }
 
 #[test]

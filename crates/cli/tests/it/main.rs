@@ -16,6 +16,7 @@ mod outside;
 mod pg_tls;
 mod read;
 mod recall;
+mod redact;
 mod sessions;
 mod setup;
 mod support;

@@ -1,7 +1,9 @@
 //! Helpers for running the `scriptorium` binary in tests.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use serde_json::Value;
 
 /// A home with an initialized workspace and the example archive (archived before any
 /// transaction, as the runtime does).
@@ -145,4 +147,69 @@ pub(crate) fn append_named_session(home: &Path, session: &str, texts: &[&str]) {
         store.append(&SessionId(session.into()), node).expect("append");
         parent = Some(id);
     }
+}
+
+/// The JSON a command printed, after checking it exited 0.
+pub(crate) fn ok(out: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// Every occurrence of `phrase` in any file under `dir` (binary files included), by path.
+pub(crate) fn files_holding(dir: &Path, phrase: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            out.extend(files_holding(&path, phrase));
+        } else if kind.is_file()
+            && std::fs::read(&path)
+                .is_ok_and(|bytes| bytes.windows(phrase.len()).any(|w| w == phrase.as_bytes()))
+        {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Whether any object of the git repository at `dir` holds `phrase` (every object, loose or
+/// packed, reachable or not, as `git cat-file --batch-all-objects` lists them).
+pub(crate) fn git_objects_hold(dir: &Path, phrase: &str) -> bool {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout.windows(phrase.len()).any(|w| w == phrase.as_bytes())
+}
+
+pub(crate) fn fsck_clean(dir: &Path) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["fsck", "--full", "--strict"])
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "fsck: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+pub(crate) fn check_clean(home: &Path) {
+    let out = scriptorium(home, &["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+pub(crate) fn bare_remote(dir: &Path) -> PathBuf {
+    let remote = dir.join("remote.git");
+    let out = Command::new("git")
+        .args(["init", "--quiet", "--bare", "--initial-branch=main"])
+        .arg(&remote)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success());
+    remote
 }

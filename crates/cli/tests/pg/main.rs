@@ -180,6 +180,86 @@ fn import_and_write_use_the_configured_database(cluster: &Cluster) -> Result<(),
     Ok(())
 }
 
+/// Whether `needle` occurs in `haystack`.
+fn holds(haystack: &[u8], needle: &str) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Whether a `pg_dump` holds `text` as it is or as the hex of its UTF-8 bytes (how it prints a
+/// `bytea`, the type the store keeps texts in).
+fn dump_holds(dump: &[u8], text: &str) -> bool {
+    let hex: String = text.bytes().map(|b| format!("{b:02x}")).collect();
+    holds(dump, text) || holds(dump, &hex)
+}
+
+/// Every file under `dir` holding `needle` (binary ones too).
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_holding(&path, needle));
+        } else if std::fs::read(&path).is_ok_and(|bytes| holds(&bytes, needle)) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// With the session store in PostgreSQL, the doors redact before anything reaches the database
+/// (a `pg_dump` holds no secret and no private span), and `scriptorium redact` cleans what an
+/// older home stored there: here, a token the owner had allowed and a code name no pattern
+/// matched yet.
+fn secrets_never_reach_the_database_and_redact_cleans_it(cluster: &Cluster) -> Result<(), Failed> {
+    let url = cluster.create_database()?;
+    let tmp = tempfile::tempdir()?;
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    // Assembled here so that no scanner flags this file.
+    let aws = format!("AKIA{}", "QX7RZ2M4KT6WN3PB");
+    let token = format!("ghp_{}", "R7kq2Vx9Lm4Tz8Wb3Nc6Pd1Hf5Js0Ya2Eu7G");
+    let (address, codename) = ("14 Rue des Lilas, 69003 Lyon", "NIGHTINGALE-4471");
+    let config = |privacy: &str| format!("[sessions]\nstore = \"{url}\"\n\n[privacy]\n{privacy}\n");
+    std::fs::write(home.join("scriptorium.toml"), config(&format!("allow = ['^{token}$']")))?;
+    let chat = tmp.path().join("chat.jsonl");
+    let lines = [
+        serde_json::json!({"id": "m1", "role": "user", "content": format!(
+            "The {codename} deploy uses aws_access_key_id = {aws}; ship to <private>{address}</private>.")}),
+        serde_json::json!({"id": "m2", "parent": "m1", "role": "assistant",
+            "content": format!("Use the token {token} for the {codename} repository.")}),
+    ];
+    std::fs::write(&chat, lines.map(|l| l.to_string()).join("\n") + "\n")?;
+    let chat = chat.to_str().ok_or("utf-8")?;
+    json(&scriptorium(&home, &["init", "--json"]))?;
+    let imported = json(&scriptorium(&home, &["import", "jsonl", chat, "--json"]))?;
+    // The message, and the session title taken from it.
+    assert_eq!(imported["redacted"]["aws-access-token"], 2, "{imported}");
+    assert!(imported["redacted"]["private"].as_u64().is_some_and(|n| n >= 1), "{imported}");
+    json(&scriptorium(&home, &["write", "--all", "--force", "--json"]))?;
+    let dump = pg::dump(&url)?;
+    assert!(!dump_holds(&dump, &aws) && !dump_holds(&dump, address), "the doors redacted");
+    assert!(dump_holds(&dump, &token), "the allowed token is kept");
+    assert!(dump_holds(&dump, codename), "what no rule matches is kept");
+
+    std::fs::write(
+        home.join("scriptorium.toml"),
+        config(r#"patterns = [{ id = "codename", regex = 'NIGHTINGALE-\d+' }]"#),
+    )?;
+    let done = json(&scriptorium(&home, &["redact", "--yes", "--json"]))?;
+    assert_eq!(done["redacted"], true, "{done}");
+    assert!(done["plan"]["messages"].as_u64().is_some_and(|n| n >= 2), "{done}");
+    let dump = pg::dump(&url)?;
+    for secret in [aws.as_str(), token.as_str(), address, codename] {
+        assert!(!dump_holds(&dump, secret), "{secret} is in the database");
+        assert_eq!(files_holding(&home, secret), Vec::<PathBuf>::new(), "{secret} in a file");
+    }
+    assert!(dump_holds(&dump, "[REDACTED:codename]"), "the store says what was redacted");
+    let again = json(&scriptorium(&home, &["import", "jsonl", chat, "--json"]))?;
+    assert_eq!(again["new_nodes"], 0, "nothing new: {again}");
+    assert!(!dump_holds(&pg::dump(&url)?, codename), "a re-import brings nothing back");
+    Ok(())
+}
+
 /// `sslmode=require` gets TLS (a server without it would be refused), and a certificate from a
 /// CA the machine does not trust is refused whatever the mode.
 fn tls_is_verified(cluster: &Cluster) -> Result<(), Failed> {
@@ -388,6 +468,11 @@ fn main() -> std::process::ExitCode {
             "import_and_write_use_the_configured_database",
             &cluster,
             import_and_write_use_the_configured_database,
+        ),
+        pg_trial(
+            "secrets_never_reach_the_database_and_redact_cleans_it",
+            &cluster,
+            secrets_never_reach_the_database_and_redact_cleans_it,
         ),
         pg_trial(
             "an_unreachable_database_is_retryable_with_a_stable_code",

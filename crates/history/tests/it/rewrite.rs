@@ -528,3 +528,21 @@ fn a_rewrite_interrupted_between_ref_moves_finishes_when_run_again() {
     let err = whole_history.set_refs(&old_refs).expect_err("pruned");
     assert_eq!(err.code(), ErrorCode::RevisionNotFound, "{err}");
 }
+
+#[test]
+fn a_dry_run_counts_what_the_rewrite_changes_and_writes_nothing() {
+    let ws = Ws::new();
+    let history = build(&ws, false);
+    scrub_live(&ws);
+    let objects = ws.git(&["cat-file", "--batch-all-objects", "--batch-check"]);
+    let state = snapshot(&ws);
+    let dry = history.rewrite_dry_run(&Forget::default()).expect("dry run");
+    assert_eq!(dry.map.len(), 20 - FIRST_AFFECTED, "every commit that holds the phrase");
+    assert!(dry.blobs > 0);
+    let after = ws.git(&["cat-file", "--batch-all-objects", "--batch-check"]);
+    assert!(after == objects, "no object written");
+    assert_eq!(snapshot(&ws), state, "no ref moved");
+    let done = history.rewrite(&Forget::default(), &no_known()).expect("rewrite");
+    assert_eq!(dry.map, done.map, "the dry run names the commits the rewrite makes");
+    assert_eq!(dry.blobs, done.blobs);
+}

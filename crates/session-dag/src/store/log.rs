@@ -4,7 +4,7 @@
 //!
 //! | `op` | fields | meaning |
 //! |---|---|---|
-//! | `session` | `v` (1), `id`, `rewrites` (absent when 0) | header, the first line of every log; `rewrites` counts the forgets that rewrote the log |
+//! | `session` | `v` (1), `id`, `rewrites` (absent when 0) | header, the first line of every log; `rewrites` counts the rewrites of the log (forgets, rewrites of texts) |
 //! | `node` | `node` (a [`Node`]), `head` | a node was appended; `head: true` moves the head to it |
 //! | `batch` | `n` | the next `n` lines are `node` records written by one `append_batch`; they count only when all `n` are present |
 //! | `head` | `node`, `at` | the head moved at `at` (ms) |
@@ -15,7 +15,7 @@
 //!
 //! Unknown fields are ignored, so later versions may add some.
 //!
-//! A log only grows, except when a forget rewrites it whole (see [`super::rewrite`]): the
+//! A log only grows, except when a forget or a rewrite of texts writes it again whole (see [`super::rewrite`]): the
 //! rewritten log's header carries the next `rewrites` count, so a reader that remembers the
 //! header line it read knows whether the bytes after its offset continue what it read.
 
@@ -41,7 +41,8 @@ pub(crate) enum Record {
         v: u32,
         /// The session ID.
         id: SessionId,
-        /// How many times a forget rewrote the log (absent: never).
+        /// How many times a rewrite (a forget, a rewrite of texts) wrote the log again
+        /// (absent: never).
         #[serde(default, skip_serializing_if = "is_zero")]
         rewrites: u64,
     },

@@ -6,7 +6,7 @@
 //! - `s_<escaped id>.log` / `h_<sha256>.log`: one log per session (names: see [`naming`]);
 //!   format: see [`log`].
 //! - `registry.jsonl`, `registry.lock`: the listing cache (see [`registry`]).
-//! - `<log name>.tmp`: a forget's new log while it is written (see [`rewrite`]); one left by a
+//! - `<log name>.tmp`: a rewrite's new log while it is written (see [`rewrite`]); one left by a
 //!   crash is removed by the next write of its session.
 //!
 //! # Durability and concurrency
@@ -18,24 +18,28 @@
 //! take a shared lock while reading a log, so they never see a half-written line of a live
 //! writer; what they find unfinished is a crash's leftovers, which are skipped with a warning.
 //!
-//! # Forgetting: the one rewrite
+//! # Rewriting: forgets and rewrites of texts
 //!
-//! [`SessionStore::forget`] cannot append: the forgotten bytes must leave the file. Under the
-//! log's exclusive lock it catches up, writes the whole new log ([`rewrite`]) to
-//! `<log name>.tmp` (created exclusively, 0600), locks that file too, fsyncs it, renames it
-//! over the log and fsyncs the directory, then lets both locks go. A crash leaves the old log
-//! or the new one, never a mix; the temporary file a crash leaves is removed by the next write
-//! of the session.
+//! [`SessionStore::forget`] and [`SessionStore::rewrite_texts`] cannot append: the old bytes
+//! must leave the file. Under the log's exclusive lock a rewrite catches up, writes the whole
+//! new log ([`rewrite`]) to `<log name>.tmp` (created exclusively, 0600), locks that file too
+//! and fsyncs it; then, under the registry lock, removes every registry line of the session
+//! (one atomic replace of the registry), renames the new log over the old one and fsyncs the
+//! directory, and lets the registry lock go; then it reads the new log back (this store's cache
+//! holds the new texts) and records the session's registry entry. A crash leaves the old log or
+//! the new one, never a mix, and once the new log has the name the registry holds nothing of
+//! the old one (see [`registry`]); the temporary file a crash leaves is removed by the next
+//! write of the session.
 //!
 //! The rule that makes the handoff safe: **a lock counts only on the file the log's name
 //! points to.** Everyone opens the log by its path, locks it, and then compares the inode it
-//! locked with the inode at the path; when they differ (a forget renamed a new log over the one
-//! it opened while it waited for the lock), it drops that file and opens the path again. So no
-//! writer ever appends to a replaced log, and no reader reads one after the forget finished;
-//! and since the new log is locked before it is renamed into place, nobody reaches it before
-//! it is durable. A store also remembers the inode and the first line (whose `rewrites` count
-//! a forget increments) of the log it read: when either differs, or the log got shorter, it
-//! reads the log again from the start instead of continuing at its old offset.
+//! locked with the inode at the path; when they differ (a rewrite renamed a new log over the
+//! one it opened while it waited for the lock), it drops that file and opens the path again.
+//! So no writer ever appends to a replaced log, and no reader reads one after the rewrite
+//! finished; and since the new log is locked before it is renamed into place, nobody reaches
+//! it before it is durable. A store also remembers the inode and the first line (whose
+//! `rewrites` count a rewrite increments) of the log it read: when either differs, or the log
+//! got shorter, it reads the log again from the start instead of continuing at its old offset.
 //!
 //! # Privacy and symlinks
 //!
@@ -175,6 +179,25 @@ enum Plan<R> {
     Write { bytes: Vec<u8>, records: Vec<Record>, result: R },
 }
 
+/// A rewritten log written and fsynced beside the log, locked, not yet published; dropped
+/// unpublished, it is removed.
+#[must_use = "a staged log is removed unless it is published"]
+struct StagedLog {
+    file: File,
+    tmp: Unpublished,
+}
+
+/// The path of a staged log, removed when dropped before it is published.
+struct Unpublished(Option<PathBuf>);
+
+impl Drop for Unpublished {
+    fn drop(&mut self) {
+        if let Some(tmp) = self.0.take() {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
 pub(crate) fn io_error(path: &Path, source: std::io::Error) -> Error {
     Error::Io { path: path.to_path_buf(), source }
 }
@@ -196,7 +219,7 @@ enum LockKind {
 }
 
 /// Opens the file at `path` (see [`files::open`]) and locks it, making sure the lock is on the
-/// file the path names once the lock is held: a forget may have renamed a new log over the
+/// file the path names once the lock is held: a rewrite may have renamed a new log over the
 /// one opened while the lock was awaited; then the path is opened again. `Ok(None)`: there is
 /// no file (and `access` does not create one).
 fn open_locked(path: &Path, access: Access, kind: LockKind) -> Result<Option<File>, Error> {
@@ -217,7 +240,7 @@ fn open_locked(path: &Path, access: Access, kind: LockKind) -> Result<Option<Fil
     }
 }
 
-/// Removes the temporary file a forget left behind (a crash); nothing when there is none.
+/// Removes the temporary file a rewrite left behind (a crash); nothing when there is none.
 fn remove_leftover(tmp: &Path) -> Result<(), Error> {
     match std::fs::remove_file(tmp) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(tmp, e)),
@@ -512,7 +535,7 @@ impl EmbeddedStore {
 
     /// Reads and applies the log beyond `state.loaded_len` through `file` (locked by the
     /// caller). A log that is not the one `state` read (another inode, another first line, or
-    /// shorter than what was applied: a forget rewrote it) is read again from the start.
+    /// shorter than what was applied: a rewrite replaced it) is read again from the start.
     fn read_tail(&self, file: &mut File, state: &mut SessionState) -> Result<(), Error> {
         let path = state.path.clone();
         let meta = file.metadata().map_err(|e| io_error(&path, e))?;
@@ -549,31 +572,100 @@ impl EmbeddedStore {
         Ok(())
     }
 
-    /// Publishes `bytes` as `state`'s log: written to `tmp` (created exclusively and locked
-    /// before it is reachable by the log's name), fsynced, renamed over the log, the directory
-    /// fsynced; then `state` is read again from the new log. The caller holds the old log's
-    /// exclusive lock and the session mutex.
-    fn replace_log(&self, state: &mut SessionState, tmp: &Path, bytes: &[u8]) -> Result<(), Error> {
-        let path = state.path.clone();
-        let mut new = files::open(tmp, Access::CreateNew, Symlinks::Refuse)?
+    /// Writes `bytes`, a rewritten log, to `tmp` (created exclusively and locked before it is
+    /// reachable by the log's name) and fsyncs it. Dropping the result unpublished removes it.
+    fn stage_log(&self, tmp: &Path, bytes: &[u8]) -> Result<StagedLog, Error> {
+        let file = files::open(tmp, Access::CreateNew, Symlinks::Refuse)?
             .expect("a file opened with create exists");
+        let staged = StagedLog { file, tmp: Unpublished(Some(tmp.to_path_buf())) };
+        let mut file = &staged.file;
         let written = (|| -> std::io::Result<()> {
-            new.lock()?;
-            new.write_all(bytes)?;
-            new.sync_all()
+            file.lock()?;
+            file.write_all(bytes)?;
+            file.sync_all()
         })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(tmp);
-            return Err(io_error(tmp, e));
-        }
-        if let Err(e) = std::fs::rename(tmp, &path) {
-            let _ = std::fs::remove_file(tmp);
+        written.map_err(|e| io_error(tmp, e))?;
+        Ok(staged)
+    }
+
+    /// Publishes `staged` as `state`'s log: renames it over the log and fsyncs the directory;
+    /// `state` is then empty, to be read again from the returned file (still locked). The
+    /// caller holds the old log's exclusive lock and the session mutex.
+    fn publish_log(&self, state: &mut SessionState, staged: StagedLog) -> Result<File, Error> {
+        let path = state.path.clone();
+        let StagedLog { file, tmp: mut unpublished } = staged;
+        let tmp = unpublished.0.take().expect("a staged log is published once");
+        if let Err(e) = std::fs::rename(&tmp, &path) {
+            let _ = std::fs::remove_file(&tmp);
             return Err(io_error(&path, e));
         }
         // From here the log is the new file: whatever fails, `state` must not stay the old one's.
-        *state = SessionState::new(state.id.clone(), path.clone());
+        *state = SessionState::new(state.id.clone(), path);
         sync_dir(&self.dir).map_err(|e| io_error(&self.dir, e))?;
-        self.read_tail(&mut new, state)
+        Ok(file)
+    }
+
+    /// Rewrites `session`'s log whole (see the module docs, *Rewriting*). Under the session
+    /// mutex and the log's exclusive lock: catches up, lets `edit` make the [`rewrite::Edit`]
+    /// from the session's state (`None`: nothing to do), writes the new log and fsyncs it;
+    /// then, holding the registry lock with every line of the session removed from it, renames
+    /// the new log over the old one and fsyncs the directory; then reads it back, and records
+    /// its registry entry. Returns the edit once it ran, and whether the log was replaced
+    /// (`false`: no line changed, nothing was written).
+    ///
+    /// A registry that cannot be cleaned fails the call before the log is replaced when
+    /// `strict` says so of the edit (a title it changed may be in the registry); otherwise it
+    /// is a warning, and the new log is published all the same.
+    fn rewrite_log<E: rewrite::Edit>(
+        &self,
+        session: &SessionId,
+        edit: impl FnOnce(&SessionState) -> Option<E>,
+        strict: impl FnOnce(&E) -> bool,
+    ) -> Result<Option<(E, bool)>, Error> {
+        let slot = self.slot(session);
+        let (edit, entry) = {
+            let mut guard = lock(&slot);
+            let state = guard
+                .get_or_insert_with(|| SessionState::new(session.clone(), self.log_path(session)));
+            let path = state.path.clone();
+            let Some(mut file) =
+                open_locked(&path, Access::Append { create: false }, LockKind::Exclusive)?
+            else {
+                return Err(Error::SessionNotFound(session.clone()));
+            };
+            self.read_tail(&mut file, state)?;
+            if !state.exists() {
+                return Err(Error::SessionNotFound(session.clone()));
+            }
+            let tmp = self.dir.join(naming::temporary_log_file_name(session));
+            remove_leftover(&tmp)?;
+            let Some(mut edit) = edit(state) else { return Ok(None) };
+            let loaded = usize::try_from(state.loaded_len).expect("a loaded log fits in memory");
+            let mut buf = vec![0; loaded];
+            file.read_exact_at(&mut buf, 0).map_err(|e| io_error(&path, e))?;
+            let Some(bytes) = rewrite::rewrite(&buf, &path, session, &mut edit) else {
+                return Ok(Some((edit, false)));
+            };
+            drop(buf);
+            let staged = self.stage_log(&tmp, &bytes)?;
+            let held = match registry::hold_without(&self.dir, session) {
+                Ok(held) => Some(held),
+                Err(err) if strict(&edit) => return Err(err),
+                // Only a cache that a listing repairs.
+                Err(err) => {
+                    self.warn_registry(&err);
+                    None
+                }
+            };
+            let mut new = self.publish_log(state, staged)?;
+            drop(held);
+            self.read_tail(&mut new, state)?;
+            (edit, registry_entry(state))
+        };
+        if let Err(err) = registry::append(&self.dir, &[entry]) {
+            self.warn_registry(&err);
+        }
+        Ok(Some((edit, true)))
     }
 
     /// Runs one mutation: under the session mutex and the log's exclusive lock, catches up,
@@ -885,64 +977,55 @@ impl SessionStore for EmbeddedStore {
         self.with_state(session, true, |state| state.nodes.clone())
     }
 
-    /// Atomicity: the log is rewritten whole (see the module docs, *Forgetting*): a crash
+    /// Atomicity: the log is rewritten whole (see the module docs, *Rewriting*): a crash
     /// leaves the old log or the new one. Writes nothing when no line would change. The
-    /// registry loses the session's old lines (and so its old title) in one atomic replace.
+    /// registry loses the session's old lines (and so its old titles) in one atomic replace
+    /// before the new log takes the old one's name.
     fn forget(
         &self,
         session: &SessionId,
         nodes: &[NodeId],
         erase_title: bool,
     ) -> Result<usize, Error> {
-        let slot = self.slot(session);
-        let (changed, entry) = {
-            let mut guard = lock(&slot);
-            let state = guard
-                .get_or_insert_with(|| SessionState::new(session.clone(), self.log_path(session)));
-            let path = state.path.clone();
-            let Some(mut file) =
-                open_locked(&path, Access::Append { create: false }, LockKind::Exclusive)?
-            else {
-                return Err(Error::SessionNotFound(session.clone()));
-            };
-            self.read_tail(&mut file, state)?;
-            if !state.exists() {
-                return Err(Error::SessionNotFound(session.clone()));
-            }
-            let tmp = self.dir.join(naming::temporary_log_file_name(session));
-            remove_leftover(&tmp)?;
-            let targets: HashSet<NodeId> =
-                nodes.iter().filter(|id| state.index.contains_key(*id)).cloned().collect();
-            let changed = targets
-                .iter()
-                .filter_map(|id| state.get(id))
-                .filter(|node| **node != node.forgotten())
-                .count();
-            if targets.is_empty() && !erase_title {
-                return Ok(0);
-            }
-            let loaded = usize::try_from(state.loaded_len).expect("a loaded log fits in memory");
-            let mut buf = vec![0; loaded];
-            file.read_exact_at(&mut buf, 0).map_err(|e| io_error(&path, e))?;
-            match rewrite::forget(&buf, &path, session, &targets, erase_title) {
-                None => (changed, None),
-                Some(bytes) => {
-                    self.replace_log(state, &tmp, &bytes)?;
-                    (changed, Some(registry_entry(state)))
-                }
-            }
-        };
-        let stale = if entry.is_some() { registry::Stale::Every } else { registry::Stale::Titled };
-        if entry.is_some() || erase_title {
-            match registry::scrub(&self.dir, session, stale, entry) {
-                Ok(_) => {}
-                // The title may still be in the cache: the forget is not done.
-                Err(err) if erase_title => return Err(err),
-                // Only a cache that a listing repairs.
-                Err(err) => self.warn_registry(&err),
-            }
+        let mut changed = 0;
+        let outcome = self.rewrite_log(
+            session,
+            |state| {
+                let targets: HashSet<NodeId> =
+                    nodes.iter().filter(|id| state.index.contains_key(*id)).cloned().collect();
+                changed = targets
+                    .iter()
+                    .filter_map(|id| state.get(id))
+                    .filter(|node| **node != node.forgotten())
+                    .count();
+                (!targets.is_empty() || erase_title)
+                    .then_some(rewrite::Forget { targets, erase_title })
+            },
+            |_| erase_title,
+        )?;
+        if erase_title && !matches!(outcome, Some((_, true))) {
+            // The log holds no title, but the registry may (a forget of an earlier build that
+            // crashed between its rename and its scrub; a registry restored from a copy): the
+            // forget is done only once that is gone too.
+            registry::scrub_titles(&self.dir, session)?;
         }
         Ok(changed)
+    }
+
+    /// Atomicity: as [`SessionStore::forget`]: the log is rewritten whole (see the module docs,
+    /// *Rewriting*), `map` running under the log's lock on every `node` line's content and
+    /// every `title` line's title (superseded ones, and duplicate node lines, included); a
+    /// crash leaves the old log or the new one. Writes nothing when `map` changes nothing. The
+    /// registry loses the session's old lines in one atomic replace before the new log takes
+    /// the old one's name; this store's cache is read again from the new log.
+    fn rewrite_texts(
+        &self,
+        session: &SessionId,
+        map: &mut dyn FnMut(&str) -> Option<String>,
+    ) -> Result<usize, Error> {
+        let outcome =
+            self.rewrite_log(session, |_| Some(rewrite::MapTexts::new(map)), |edit| edit.title)?;
+        Ok(outcome.map_or(0, |(edit, _)| edit.nodes.len() + usize::from(edit.title)))
     }
 
     fn list_sessions(&self, page: Page) -> Result<Vec<Session>, Error> {

@@ -9,7 +9,7 @@
 //!   200 bytes. Such a name cannot be decoded; the log's first line (the `session`
 //!   header record) carries the ID.
 //!
-//! A forget writes the new log to `<log file name>.tmp` before renaming it over the log; that
+//! A rewrite (a forget, a rewrite of texts) writes the new log to `<log file name>.tmp` before renaming it over the log; that
 //! name is never a log's.
 
 use sha2::{Digest, Sha256};
@@ -23,7 +23,7 @@ pub(crate) const MAX_ESCAPED: usize = 200;
 /// The file extension of a session log.
 pub(crate) const LOG_EXTENSION: &str = ".log";
 
-/// The name of the file a forget writes `session`'s new log to before renaming it over the log
+/// The name of the file a rewrite writes `session`'s new log to before renaming it over the log
 /// (`<log file name>.tmp`; never a log name, see [`decode_log_file_name`]).
 pub(crate) fn temporary_log_file_name(session: &SessionId) -> String {
     format!("{}.tmp", log_file_name(session))

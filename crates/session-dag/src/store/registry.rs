@@ -15,11 +15,14 @@
 //! is compacted: written to `registry.tmp`, fsynced, renamed over the old one, and the
 //! directory fsynced.
 //!
-//! A forget that erases a session's title must leave no copy of it here (`scrub`): it
-//! replaces the registry with one that holds no line of that session but the new entry. An
-//! entry read from a log before a forget replaced it must not be written after the scrub
-//! either, so every write checks, under the registry lock, that each entry's log still has the
-//! inode the entry was read from, and drops the entries whose log was replaced.
+//! A rewrite of a session's log (a forget, a rewrite of texts) must leave no copy of the old
+//! texts here, titles included: before it renames its new log over the old one, it takes the
+//! registry lock and replaces the registry with one that holds no line of that session
+//! (`hold_without`), and lets the lock go only once the new log has the name. An entry read
+//! from the old log must not be written after that either, so every write checks, under the
+//! registry lock, that each entry's log still has the inode the entry was read from, and drops
+//! the entries whose log was replaced. A forget of a title that the log no longer holds
+//! removes the session's titled lines all the same (`scrub_titles`).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -121,44 +124,61 @@ pub(crate) fn rewrite(dir: &Path, entries: &[Entry]) -> Result<(), crate::Error>
     replace(dir, &lines(current(dir, entries)))
 }
 
-/// Which of a session's registry lines [`scrub`] removes.
+/// Which of a session's registry lines [`remove_lines`] removes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stale {
+enum Stale {
     /// Those that hold a title (the log was not rewritten, its title is gone).
     Titled,
-    /// Every one (the log was rewritten: its old lines describe another file, and one with a
-    /// larger `len` would win over the new log's forever).
+    /// Every one (the log is being rewritten: its old lines describe another file, and one
+    /// with a larger `len` would win over the new log's forever).
     Every,
 }
 
-/// Removes `session`'s `stale` lines from the registry, and every trace of a title: under the
-/// registry lock, when such a line exists, or a line cannot be read (a torn line may hold a
-/// title), or a rewrite's temporary file was left behind, the registry is replaced (temporary
-/// file, fsync, rename, directory fsync) by its other lines and `entry`; otherwise `entry` is
-/// appended. Returns whether the registry was replaced.
-pub(crate) fn scrub(
-    dir: &Path,
-    session: &SessionId,
-    stale: Stale,
-    entry: Option<Entry>,
-) -> Result<bool, crate::Error> {
+/// Removes from the registry every line of `session` that holds a title, and every line that
+/// cannot be read (a torn line may hold a title): a forget of the title of a log it did not
+/// have to rewrite (the title was erased before, but a crash may have left it here). Under
+/// the registry lock; atomic (see [`remove_lines`]). Returns whether the registry was
+/// replaced.
+pub(crate) fn scrub_titles(dir: &Path, session: &SessionId) -> Result<bool, crate::Error> {
     let _lock = lock(dir)?;
+    remove_lines(dir, session, Stale::Titled)
+}
+
+/// The registry lock, held while a rewritten log of a session takes the old one's name; the
+/// registry holds no line of that session (see [`hold_without`]).
+#[must_use = "the registry is locked only while this is held"]
+pub(crate) struct Held {
+    _lock: File,
+}
+
+/// Locks the registry and removes every line of `session` from it, and every line that cannot
+/// be read (atomic, see [`remove_lines`]), for a rewrite that is about to rename its new log
+/// over the session's: while the lock is held nobody appends a line, and once the new log has
+/// the name, a line read from the old one is dropped by every write ([`current`]). So no line
+/// describing the old log, nor any title it held, is in the registry once the new log is
+/// published, whatever crashes when.
+pub(crate) fn hold_without(dir: &Path, session: &SessionId) -> Result<Held, crate::Error> {
+    let lock = lock(dir)?;
+    remove_lines(dir, session, Stale::Every)?;
+    Ok(Held { _lock: lock })
+}
+
+/// Removes `session`'s `stale` lines, and every line that cannot be read: when there is such
+/// a line, or a rewrite's temporary file was left behind, the registry is replaced (temporary
+/// file, fsync, rename, directory fsync) by its other lines. Returns whether it was replaced.
+/// The caller holds the registry lock.
+fn remove_lines(dir: &Path, session: &SessionId, stale: Stale) -> Result<bool, crate::Error> {
     let path = dir.join(REGISTRY_FILE);
     let mut bytes = Vec::new();
     if let Some(mut file) = files::open(&path, Access::Read, Symlinks::Refuse)? {
         file.read_to_end(&mut bytes).map_err(|e| io_error(&path, e))?;
     }
-    let fresh: Vec<Entry> = entry.into_iter().collect();
     let mut keep = Vec::with_capacity(bytes.len());
     let mut found = false;
     for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         match serde_json::from_slice::<Entry>(line) {
-            Ok(old) if old.s == *session => {
-                found |= stale == Stale::Every || old.t.is_some();
-                if stale == Stale::Titled && old.t.is_none() {
-                    keep.extend_from_slice(line);
-                    keep.push(b'\n');
-                }
+            Ok(old) if old.s == *session && (stale == Stale::Every || old.t.is_some()) => {
+                found = true;
             }
             Ok(_) => {
                 keep.extend_from_slice(line);
@@ -167,26 +187,18 @@ pub(crate) fn scrub(
             Err(_) => found = true,
         }
     }
-    let tmp = dir.join(REGISTRY_TMP);
-    let leftover = std::fs::symlink_metadata(&tmp).is_ok();
+    let leftover = std::fs::symlink_metadata(dir.join(REGISTRY_TMP)).is_ok();
     if !found && !leftover {
-        let buf = lines(current(dir, &fresh));
-        if !buf.is_empty() {
-            let mut file = files::open(&path, Access::Append { create: true }, Symlinks::Refuse)?
-                .expect("a file opened with create exists");
-            file.write_all(&buf).map_err(|e| io_error(&path, e))?;
-        }
         return Ok(false);
     }
-    keep.extend(lines(current(dir, &fresh)));
     replace(dir, &keep)?;
     Ok(true)
 }
 
 /// The entries whose log still has the inode (or, for an entry without one, the length) the
-/// entry was read from. Called under the registry lock: a forget replaces a log before it
-/// scrubs the registry under that lock, so an entry read from the old log is dropped here or
-/// by the scrub.
+/// entry was read from. Called under the registry lock: a rewrite removes the session's lines
+/// and renames its new log over the old one under that lock ([`hold_without`]), so an entry
+/// read from the old log is dropped by that removal or here.
 fn current<'a>(dir: &Path, entries: &'a [Entry]) -> impl Iterator<Item = &'a Entry> {
     entries.iter().filter(move |entry| {
         let log = dir.join(super::naming::log_file_name(&entry.s));

@@ -35,7 +35,8 @@ pub(crate) struct SessionState {
     /// The inode of the log `loaded_len` is an offset into (0 before the first read).
     pub(crate) ino: u64,
     /// The log's first line as read, line end included (empty before the first read): a log
-    /// whose first line differs was rewritten by a forget, and is read again from the start.
+    /// whose first line differs was rewritten (a forget, a rewrite of texts), and is read
+    /// again from the start.
     pub(crate) header: Vec<u8>,
 }
 

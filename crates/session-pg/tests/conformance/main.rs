@@ -26,17 +26,9 @@ impl Backing for Database {
         Box::new(PgStore::connect_with_clock(&self.0, clock).expect("store connects"))
     }
 
-    /// The real `pg_dump` of the scratch cluster's server binaries, as a backup would run it.
+    /// The real `pg_dump` of the database (`pg::dump`).
     fn dump(&self) -> Vec<u8> {
-        let bin = pg::bin_dir().expect("a running cluster has its binaries");
-        let out = std::process::Command::new(bin.join("pg_dump"))
-            .arg("--dbname")
-            .arg(&self.0)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("pg_dump runs");
-        assert!(out.status.success(), "pg_dump: {}", String::from_utf8_lossy(&out.stderr));
-        out.stdout
+        pg::dump(&self.0).expect("pg_dump runs")
     }
 }
 

@@ -13,11 +13,13 @@ use scriptorium_testkit::{Failed, Trial};
 type Check = fn(&Cluster) -> Result<(), Failed>;
 
 pub(crate) fn trials(cluster: &Result<Option<Arc<Cluster>>, String>) -> Vec<Trial> {
-    let checks: [(&str, Check); 9] = [
+    let checks: [(&str, Check); 11] = [
         ("migrations_apply_once_even_when_processes_race", migrations_apply_once),
         ("a_schema_newer_than_the_build_is_refused", newer_schema_is_refused),
         ("the_schema_refuses_deleting_or_rewriting_nodes", schema_is_append_only),
         ("the_schema_lets_a_forget_through_and_nothing_else", schema_lets_only_a_forget_through),
+        ("the_schema_lets_a_declared_rewrite_of_content_through", schema_lets_a_declared_rewrite),
+        ("a_rewrite_leaves_no_row_version_holding_an_old_text", rewrite_leaves_no_row_version),
         ("a_version_1_database_with_sessions_is_migrated_and_forgets", version_1_is_migrated),
         ("the_ancestor_walk_follows_the_primary_key", walk_uses_the_index),
         ("connection_failures_have_a_stable_code_and_no_password", connection_errors),
@@ -157,6 +159,116 @@ fn schema_lets_only_a_forget_through(cluster: &Cluster) -> Result<(), Failed> {
     raw.execute(r#"UPDATE nodes SET metadata = '{"k":"v"}'"#, &[])?;
     raw.execute("UPDATE nodes SET rewound = TRUE", &[])?;
     refused(&mut raw, "UPDATE nodes SET rewound = FALSE");
+    Ok(())
+}
+
+/// Schema version 3 lets a rewrite of texts change `content` in a transaction that declares
+/// itself one, when the speaker stays and the old content is not empty (a forgotten node's
+/// content never comes back). Nothing else of the guard moves, and the declaration ends with
+/// its transaction.
+fn schema_lets_a_declared_rewrite(cluster: &Cluster) -> Result<(), Failed> {
+    const DECLARE: &str = "SET LOCAL scriptorium.rewrite_texts = 'on'";
+    let url = cluster.create_database()?;
+    let store = PgStore::connect(&url)?;
+    let s = SessionId("s".into());
+    let mut spoken = suite_node("m1");
+    spoken.speaker =
+        Some(scriptorium_session_dag::Speaker { id: "owner/local".into(), display: "Ana".into() });
+    store.append(&s, spoken.clone())?;
+    store.append(&s, suite_node("m2"))?;
+    store.forget(&s, &[suite_node("m2").id], false)?;
+    let mut raw = client(&url)?;
+    refused(&mut raw, "UPDATE nodes SET content = 'rewritten'::bytea WHERE nid = 'm1'::bytea");
+    for statement in [
+        "UPDATE nodes SET content = 'x'::bytea, speaker = NULL WHERE nid = 'm1'::bytea",
+        r#"UPDATE nodes SET speaker = '{"id":"x","display":"x"}' WHERE nid = 'm1'::bytea"#,
+        "UPDATE nodes SET content = 'back'::bytea WHERE nid = 'm2'::bytea",
+        "UPDATE nodes SET content = 'x'::bytea, created_at = 5 WHERE nid = 'm1'::bytea",
+        "UPDATE nodes SET content = 'x'::bytea, parent = 'm2'::bytea WHERE nid = 'm1'::bytea",
+        "DELETE FROM nodes WHERE nid = 'm1'::bytea",
+    ] {
+        let mut tx = raw.transaction()?;
+        tx.batch_execute(DECLARE)?;
+        let err = tx.execute(statement, &[]).expect_err(statement);
+        let message = err.as_db_error().map(|e| e.message().to_owned()).unwrap_or_default();
+        assert!(message.contains("append-only"), "{statement}: {err:?}");
+    }
+    // The rewrite as the store writes it: the content alone, declared.
+    let mut tx = raw.transaction()?;
+    tx.batch_execute(DECLARE)?;
+    tx.execute("UPDATE nodes SET content = 'rewritten'::bytea WHERE nid = 'm1'::bytea", &[])?;
+    tx.commit()?;
+    let node = store.node(&s, &spoken.id)?.expect("still there");
+    assert_eq!(node, scriptorium_session_dag::Node { content: "rewritten".into(), ..spoken });
+    let m2 = store.node(&s, &suite_node("m2").id)?.expect("still there");
+    assert!(m2.content.is_empty() && m2.is_forgotten());
+    // The declaration ended with its transaction.
+    refused(&mut raw, "UPDATE nodes SET content = 'again'::bytea WHERE nid = 'm1'::bytea");
+    Ok(())
+}
+
+/// How many row versions (live or dead) on the pages of `relation` hold `text`, read with
+/// `pageinspect`, which shows what a dump does not: the versions an UPDATE left behind.
+fn versions_holding(raw: &mut Client, relation: &str, text: &str) -> Result<i64, Failed> {
+    let row = raw.query_one(
+        "SELECT count(*) FROM generate_series(0,
+                 (pg_relation_size($1::text::regclass) / current_setting('block_size')::bigint)
+                 - 1) AS block,
+             LATERAL heap_page_items(get_raw_page($1::text, block)) AS item
+         WHERE item.t_data IS NOT NULL AND position($2::bytea IN item.t_data) > 0",
+        &[&relation, &text.as_bytes()],
+    )?;
+    Ok(row.get(0))
+}
+
+/// A rewrite's vacuum takes the old row versions out of the tables' pages (the nodes', their
+/// TOAST table's, the sessions'): no version, live or dead, holds an old text afterwards.
+/// (Autovacuum is off for these tables, so nothing but the rewrite's own vacuum prunes them,
+/// and nothing holds a lock that would make it skip.)
+fn rewrite_leaves_no_row_version(cluster: &Cluster) -> Result<(), Failed> {
+    const SECRET: &str = "Zanzibar-7f3a";
+    let url = cluster.create_database()?;
+    let store = PgStore::connect(&url)?;
+    let mut raw = client(&url)?;
+    raw.batch_execute(
+        "CREATE EXTENSION pageinspect;
+         ALTER TABLE nodes SET (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+         ALTER TABLE sessions SET (autovacuum_enabled = false);",
+    )?;
+    let toast: String = raw
+        .query_one(
+            "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = 'nodes'::regclass",
+            &[],
+        )?
+        .get(0);
+    // A long text no compression shrinks, so it is stored out of line as it is.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let noise: String = (0..6_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'!' + u8::try_from(state % 90).expect("below 90"))
+        })
+        .collect();
+    let s = SessionId("s".into());
+    let mut short = suite_node("m1");
+    short.content = format!("pay with {SECRET}");
+    let mut long = suite_node("m2");
+    long.parent = Some(short.id.clone());
+    long.content = format!("{}{SECRET}{noise}", &noise[..100]);
+    store.append_batch(&s, vec![short, long])?;
+    store.set_title(&s, Some(format!("Trip to {SECRET}")))?;
+    let relations = ["nodes", toast.as_str(), "sessions"];
+    for relation in relations {
+        assert!(versions_holding(&mut raw, relation, SECRET)? > 0, "planted in {relation}");
+    }
+    let mut redact = |text: &str| text.contains(SECRET).then(|| text.replace(SECRET, "[gone]"));
+    assert_eq!(store.rewrite_texts(&s, &mut redact)?, 2 + 1);
+    for relation in relations {
+        assert_eq!(versions_holding(&mut raw, relation, SECRET)?, 0, "{relation}");
+    }
+    assert!(versions_holding(&mut raw, toast.as_str(), "[gone]")? > 0, "the new text is there");
     Ok(())
 }
 

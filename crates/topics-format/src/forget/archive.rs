@@ -123,33 +123,6 @@ pub fn sources_matching(rel_path: &str, text: &str, forgetting: &Forgetting) -> 
         .collect()
 }
 
-/// Whether `merged` is the archive `current` (both at `rel_path`) with frames appended and some
-/// of its frames replaced by their tombstones: what an archive may become besides an append,
-/// and what [`merge_archive`](crate::merge::merge_archive) returns when the other clone forgot a
-/// record this one holds. Both must scan complete unless `merged` simply extends `current`.
-pub fn extends_with_tombstones(rel_path: &str, current: &str, merged: &str) -> bool {
-    if merged.starts_with(current) {
-        return true;
-    }
-    let (before, after) = (scan(rel_path, current), scan(rel_path, merged));
-    if !before.complete || !after.complete || after.frames.len() < before.frames.len() {
-        return false;
-    }
-    let mut tombstoned = Vec::new();
-    for (old, new) in before.frames.iter().zip(&after.frames) {
-        if old.source_id != new.source_id {
-            return false;
-        }
-        if old.render() != new.render() {
-            if !is_tombstone(new) || is_tombstone(old) {
-                return false;
-            }
-            tombstoned.push((old, new.render()));
-        }
-    }
-    merged.starts_with(&replace_frames(current, &tombstoned))
-}
-
 /// The archive at `rel_path` with the tombstones of the forgotten records and of every record
 /// holding the literal, scanned once: `None` when it is not a v2 archive that scans complete
 /// (nothing to tombstone there), `Some(None)` when nothing changes.
@@ -288,25 +261,6 @@ mod tests {
             tombstone_archive("sources/openprogram/t.md", legacy, &set(&["openprogram/t/m2"])),
             Ok(None)
         );
-    }
-
-    #[test]
-    fn an_archive_may_grow_and_lose_records_to_tombstones_only() {
-        let text = archive(&[("m1", "one"), ("m2", "two")]);
-        let forgotten =
-            tombstone_archive(PATH, &text, &set(&["openprogram/t/m1"])).unwrap().unwrap();
-        let grown = crate::source::frame::append_frames_to(
-            &forgotten,
-            &[tombstone_frame("openprogram/t/m3", "x")],
-        );
-        assert!(extends_with_tombstones(PATH, &text, &text));
-        assert!(extends_with_tombstones(PATH, &text, &forgotten));
-        assert!(extends_with_tombstones(PATH, &text, &grown));
-        // Not back, not another record, not fewer records.
-        assert!(!extends_with_tombstones(PATH, &forgotten, &text));
-        let other = archive(&[("m1", "ONE"), ("m2", "two")]);
-        assert!(!extends_with_tombstones(PATH, &text, &other));
-        assert!(!extends_with_tombstones(PATH, &text, &archive(&[("m1", "one")])));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A JSON value that keeps its objects' key order, read with serde and written the way Python's
 //! `json.dumps(…, ensure_ascii=False)` writes one line (`", "` and `": "` separators), which is
 //! how `recent_events.jsonl` and `relations.json` are written (see
-//! `docs/format.md#derived-views`).
+//! `docs/format.md#derived-views`); and [`map_strings`], which rewrites the strings of any JSON
+//! text in place, leaving every other byte as it was.
 
 use std::fmt;
 
@@ -107,6 +108,51 @@ impl Json {
     }
 }
 
+/// Whether `text` is one JSON text (surrounding whitespace allowed).
+pub(crate) fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+/// `text`, which must be one JSON text ([`is_json`]), with every string literal (object keys
+/// included) whose decoded value `map` changes written again (as [`push_json_string`] writes
+/// one); every other byte (whitespace, numbers, punctuation, the escapes of unchanged strings)
+/// stays. `None` when no string changes. A literal that does not decode to a `String` (a lone
+/// surrogate escape) is left as it is.
+pub(crate) fn map_strings(
+    text: &str,
+    map: &mut dyn FnMut(&str) -> Option<String>,
+) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(at) = bytes.get(i..).and_then(|rest| rest.iter().position(|&b| b == b'"')) {
+        // Outside strings, valid JSON holds `"` only where a string literal starts.
+        let start = i + at;
+        let mut end = start + 1;
+        while let Some(&b) = bytes.get(end) {
+            match b {
+                b'\\' => end += 2,
+                b'"' => break,
+                _ => end += 1,
+            }
+        }
+        let literal = text.get(start..=end)?;
+        i = end + 1;
+        let Ok(value) = serde_json::from_str::<String>(literal) else { continue };
+        if let Some(new) = map(&value).filter(|new| *new != value) {
+            out.push_str(&text[copied..start]);
+            push_json_string(&mut out, &new);
+            copied = end + 1;
+        }
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
 impl<'de> Deserialize<'de> for Json {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Json, D::Error> {
         deserializer.deserialize_any(JsonVisitor)
@@ -186,5 +232,19 @@ mod tests {
             assert_eq!(out, line);
         }
         assert_eq!(Json::parse("{"), None);
+    }
+
+    #[test]
+    fn strings_are_mapped_in_place() {
+        let mut upper = |s: &str| s.contains('a').then(|| s.replace('a', "A\"\n"));
+        let text = "{ \"a\" : [1.50, \"b\\u00e9\", \"x\\\"a\\\\\"],\n  \"n\": null }\n";
+        assert_eq!(
+            map_strings(text, &mut upper).as_deref(),
+            Some(
+                "{ \"A\\\"\\n\" : [1.50, \"b\\u00e9\", \"x\\\"A\\\"\\n\\\\\"],\n  \"n\": null }\n"
+            )
+        );
+        assert_eq!(map_strings("{\"b\": 1}", &mut upper), None);
+        assert!(is_json(text) && !is_json("{\"a\": "));
     }
 }

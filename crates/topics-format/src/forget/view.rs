@@ -179,7 +179,7 @@ fn timeline_row<'r>(
 }
 
 /// The block a `[Topic]` link target names: its `#^<id>` (or `#mem_…`) fragment.
-fn topic_id(target: &str) -> Option<&str> {
+pub(crate) fn topic_id(target: &str) -> Option<&str> {
     let fragment = target.split_once('#')?.1;
     let id = fragment.strip_prefix('^').unwrap_or(fragment);
     (is_block_id(id) || is_memory_id(id)).then_some(id)

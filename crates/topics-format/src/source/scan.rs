@@ -516,22 +516,23 @@ fn parse_count(digits: &str) -> Option<u32> {
 
 /// `^\[[^]]*\]\s+.+?: .*$` (full match) with Python's `\s`.
 pub(crate) fn is_record_header(line: &str) -> bool {
-    let Some(rest) = line.strip_prefix('[') else {
-        return false;
-    };
-    let Some(close) = rest.find(']') else {
-        return false;
-    };
-    let after = &rest[close + 1..];
-    let Some(first) = after.chars().next().filter(|c| is_space(*c)) else {
-        return false;
-    };
+    record_content_start(line).is_some()
+}
+
+/// Where the content of a record text starts: the byte offset right after the `: ` that ends
+/// the header `[<timestamp>]<whitespace><label>: ` of its first line, as the header rule reads
+/// it (the label is the shortest run of at least one character before a `: `). `None` when the
+/// first line is not a record header.
+pub(crate) fn record_content_start(record: &str) -> Option<usize> {
+    let line = record.split('\n').next().unwrap_or(record);
+    let rest = line.strip_prefix('[')?;
+    let close = 1 + rest.find(']')?;
+    let first = line[close + 1..].chars().next().filter(|c| is_space(*c))?;
     // `.+?` needs one character after that first whitespace; `": "` may follow anywhere later.
-    let tail = &after[first.len_utf8()..];
-    let Some(second) = tail.chars().next() else {
-        return false;
-    };
-    tail[second.len_utf8()..].contains(": ")
+    let label = close + 1 + first.len_utf8();
+    let second = line[label..].chars().next()?;
+    let search = label + second.len_utf8();
+    Some(search + line[search..].find(": ")? + 2)
 }
 
 #[cfg(test)]
@@ -546,6 +547,13 @@ mod tests {
         for bad in ["t] a: b", "[t]a: b", "[t] : x", "[t] a:b", "[t] a", "[t", "[t]]"] {
             assert!(!is_record_header(bad), "{bad:?}");
         }
+        fn content(record: &str) -> Option<&str> {
+            record_content_start(record).map(|at| &record[at..])
+        }
+        assert_eq!(content("[t] a: b: c\nd: e"), Some("b: c\nd: e"));
+        assert_eq!(content("[t]  : x"), Some("x"));
+        assert_eq!(content("[] a: "), Some(""));
+        assert_eq!(content("[t] a\nb: c"), None);
     }
 
     #[test]

@@ -93,8 +93,8 @@ mod segment;
 mod text;
 
 pub(crate) use grammar::{
-    BLOCK_LINK, block_suffix, citation_groups, citations, definition_match, links,
-    split_bare_sources,
+    BLOCK_LINK, any_suffix, block_link_targets, block_suffix, citation_groups, citations,
+    definition_match, links, split_bare_sources,
 };
 pub use grammar::{is_block_id, is_footnote_id, is_local_label, is_memory_id, is_valid_temporal};
 pub use ids::{

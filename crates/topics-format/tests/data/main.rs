@@ -1,8 +1,12 @@
 //! Data-driven suites over third-party data (`SCRIPTORIUM_TEST_DATA`): reported as not run when
 //! the data is absent, never as passed.
 
+#[path = "../common/redact.rs"]
+mod redact;
+
 mod archive;
 mod forget;
+mod rewrite;
 mod topics;
 
 fn main() -> std::process::ExitCode {
@@ -10,5 +14,6 @@ fn main() -> std::process::ExitCode {
     trials.extend(topics::trials());
     trials.extend(archive::trials());
     trials.extend(forget::trials());
+    trials.extend(rewrite::trials());
     scriptorium_testkit::run(trials)
 }

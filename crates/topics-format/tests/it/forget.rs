@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use scriptorium_topics_format::forget::{
-    Forgetting, extends_with_tombstones, forget_in_topic, forget_in_tree, is_tombstone, redact,
-    tombstone_archive, tombstone_frame,
+    Forgetting, forget_in_topic, forget_in_tree, is_tombstone, redact, tombstone_archive,
+    tombstone_frame,
 };
-use scriptorium_topics_format::merge::merge_archive;
+use scriptorium_topics_format::merge::{extends_archive, merge_archive};
 use scriptorium_topics_format::source::{
     ArchiveRecord, ArchiveResolver, anchor_for, check_archive, plan_append, render_archive, scan,
 };
@@ -159,8 +159,8 @@ fn a_merge_keeps_the_tombstone_at_the_originals_place() {
     assert!(scan(ARCHIVE, &merged).complete && scan(ARCHIVE, &back).complete);
     // What a sync installs: ours extended, but for the tombstone (theirs already held it).
     assert!(!merged.starts_with(ours.as_str()));
-    assert!(extends_with_tombstones(ARCHIVE, &ours, &merged));
-    assert!(extends_with_tombstones(ARCHIVE, &theirs, &back));
+    assert!(extends_archive(ARCHIVE, &ours, &merged));
+    assert!(extends_archive(ARCHIVE, &theirs, &back));
     // A tombstone arriving for a record this side never had is simply added.
     let only_tomb = render_archive(&[record("u1", 1, "one"), tomb("u6", 6)]);
     let merged =

@@ -1,8 +1,11 @@
 //! Source archiving (see `docs/format.md#appending`): idempotent, preflighted before any write,
-//! refusing truncated archives, symlinks and escaping paths.
+//! refusing truncated archives, symlinks and escaping paths; a sync's merged archive may only
+//! extend the archive, its frames aside that the other clone forgot or redacted.
 
+use scriptorium_topics_format::rewrite::rewrite_archive;
 use scriptorium_topics_format::source::ArchiveRecord;
-use scriptorium_txn::{ErrorCode, LockTimeout, Workspace};
+use scriptorium_topics_format::source::frame::append_frames_to;
+use scriptorium_txn::{ArchiveExtension, ErrorCode, LockTimeout, Workspace};
 
 use super::{fixture, records, tree_state};
 
@@ -111,4 +114,51 @@ fn archives_are_created_owner_only() {
     assert_eq!(mode("sources/newprov"), 0o700);
     assert_eq!(mode("sources/newprov/_v2"), 0o700);
     assert_eq!(mode("sources/newprov/_v2/t1.md"), 0o600);
+}
+
+/// The other clone redacted the archive (`scriptorium redact`) and archived a record since: the
+/// merge keeps its redacted frames over this clone's originals, and the extension installs it.
+/// Any other change of an archived record is refused, and so is the way back.
+#[test]
+fn a_merged_archive_may_replace_records_by_their_redactions() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    let path = "sources/openprogram/_v2/garden.md";
+    let file = dir.path().join(path);
+    let current = std::fs::read_to_string(&file).expect("archive");
+    let redact =
+        |text: &str| text.contains("garden").then(|| text.replace("garden", "[REDACTED:owner-1]"));
+    let redacted = rewrite_archive(path, &current, &redact).expect("complete").expect("changed");
+    let theirs = append_frames_to(&redacted, &[records(6..=6)[0].render()]);
+    let merged =
+        scriptorium_topics_format::merge::merge_archive(path, Some(&current), Some(&theirs))
+            .expect("merges")
+            .expect("text");
+    assert_eq!(merged, theirs);
+    let extend = |current: &str, merged: &str| {
+        let extension = ArchiveExtension {
+            rel_path: path.into(),
+            current: Some(current.to_owned()),
+            merged: merged.to_owned(),
+        };
+        ws.extend_archives(&[extension], LockTimeout::DEFAULT)
+    };
+
+    // Another text for a record, not its redaction.
+    let other = current.replace("about the garden", "about the forest");
+    let before = tree_state(dir.path(), false);
+    let err = extend(&current, &other).expect_err("not an extension");
+    assert_eq!(err.code(), ErrorCode::AppendOnlyRequired, "{err}");
+    assert_eq!(tree_state(dir.path(), false), before);
+
+    let outcome = extend(&current, &merged).expect("a redaction extends the archive");
+    assert_eq!(outcome.changed_files, [path]);
+    assert_ne!(outcome.revision, outcome.previous_revision);
+    assert_eq!(std::fs::read_to_string(&file).expect("archive"), merged);
+
+    // The originals do not come back.
+    let back = append_frames_to(&current, &[records(6..=6)[0].render()]);
+    let err = extend(&merged, &back).expect_err("not an extension");
+    assert_eq!(err.code(), ErrorCode::AppendOnlyRequired, "{err}");
+    assert_eq!(std::fs::read_to_string(&file).expect("archive"), merged);
 }
