@@ -302,3 +302,30 @@ fn a_forget_killed_at_any_point_is_finished_by_the_next_command() {
     }
     eprintln!("{finished_by_next} of {runs} killed forgets were finished by the next command");
 }
+
+#[test]
+fn sessions_remove_forgets_the_session_after_saying_what_goes() {
+    let Some(data) = scriptorium_testkit::data_dir() else {
+        assert!(!scriptorium_testkit::data_required(), "the test data is required");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let home = dir.path().join("home");
+    written_home(&data, &home, None);
+    let planned =
+        ok(&scriptorium(&home, &["sessions", "remove", FORGOTTEN_ID, "--dry-run", "--json"]));
+    assert_eq!(planned["forgotten"], false, "{planned}");
+    assert_eq!(planned["plan"]["sessions"][0], FORGOTTEN_ID, "{planned}");
+    assert!(!files_holding(&home, PHRASES[0]).is_empty(), "a dry run changes nothing");
+    // Without a terminal and without --yes, nothing goes.
+    let refused = scriptorium(&home, &["sessions", "remove", FORGOTTEN_ID, "--json"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("CONFIRMATION_REQUIRED"));
+    let done = ok(&scriptorium(&home, &["sessions", "remove", FORGOTTEN_ID, "--yes", "--json"]));
+    assert_eq!(done["forgotten"], true, "{done}");
+    for phrase in PHRASES {
+        assert_eq!(files_holding(&home, phrase), Vec::<PathBuf>::new(), "{phrase} stays");
+        assert!(!git_objects_hold(&home.join("memory"), phrase));
+    }
+    check_clean(&home);
+}
