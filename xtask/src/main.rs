@@ -13,6 +13,9 @@
 //! - `snapshots [--accept]`: the snapshot suites (insta) of every package that has them; a
 //!   changed snapshot fails and leaves a `.snap.new` beside it; with `--accept` the new
 //!   snapshots replace the old ones, and the files that changed are listed for review.
+//! - `gen-workspace --blocks N[k|m] --out DIR [--seed S]`: a generated memory workspace of N
+//!   blocks in the OpenProgram layout (`generator.rs`; the benches and tests include the same
+//!   generator), deterministic from the seed.
 //! - `crash`: the kill supervisors, in release, for N iterations each: the transaction engine's
 //!   and the binary's (`scriptorium edit` and `scriptorium write` killed at random points). CI
 //!   runs a few as part of the tests; run many locally.
@@ -26,6 +29,8 @@ use anyhow::{Context, bail};
 
 mod bench;
 mod deps;
+mod generator;
+mod gen_workspace;
 mod tidy;
 
 fn main() -> ExitCode {
@@ -38,10 +43,11 @@ fn main() -> ExitCode {
         Some("crash") => crash(&args[1..]),
         Some("snapshots") => snapshots(&args[1..]),
         Some("recall") => recall(),
+        Some("gen-workspace") => gen_workspace::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci|deps|tidy|bench [criterion args]|snapshots [--accept]|crash \
-                 [--iterations N]|recall>"
+                 [--iterations N]|recall|gen-workspace --blocks N --out DIR [--seed S]>"
             );
             return ExitCode::from(2);
         }
