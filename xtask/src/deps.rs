@@ -9,9 +9,10 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 
-/// The crates of layers L0 and L1 (see `ARCHITECTURE.md#code-map`). `redact` is an L0 crate
-/// of no dependency of ours, usable from every layer above.
+/// The crates of layers L0 and L1 (see `ARCHITECTURE.md#code-map`). `redact` and `ids` are L0
+/// crates of no dependency of ours, usable from every layer above.
 const L0_L1: &[&str] = &[
+    "scriptorium-ids",
     "scriptorium-topics-format",
     "scriptorium-redact",
     "scriptorium-workspace-fs",
@@ -24,6 +25,7 @@ const L0_L1: &[&str] = &[
 ];
 /// L0–L2.5: what `backend` may use (the writer, and the model clients above it).
 const UP_TO_L2_5: &[&str] = &[
+    "scriptorium-ids",
     "scriptorium-topics-format",
     "scriptorium-redact",
     "scriptorium-workspace-fs",
@@ -43,6 +45,7 @@ const UP_TO_L2_5: &[&str] = &[
 /// through `backend::engine`), so no face runs its own begin → validate → install. Never the
 /// model clients either: models are built by `backend` (`models::build`).
 const FACE: &[&str] = &[
+    "scriptorium-ids",
     "scriptorium-topics-format",
     "scriptorium-redact",
     "scriptorium-workspace-fs",
@@ -55,6 +58,7 @@ const FACE: &[&str] = &[
 ];
 /// [`FACE`] and the server: what `cli` may use.
 const CLI: &[&str] = &[
+    "scriptorium-ids",
     "scriptorium-topics-format",
     "scriptorium-redact",
     "scriptorium-workspace-fs",
@@ -69,6 +73,7 @@ const CLI: &[&str] = &[
 /// Every library crate but the model clients (reached through `backend`): what the end-to-end
 /// tests may use.
 const ALL_LIBRARIES: &[&str] = &[
+    "scriptorium-ids",
     "scriptorium-topics-format",
     "scriptorium-redact",
     "scriptorium-workspace-fs",
@@ -88,12 +93,13 @@ const ALL_LIBRARIES: &[&str] = &[
 /// dependencies alike). `scriptorium-testkit` is additionally allowed as a dev-dependency of any
 /// package and never as a normal one.
 const ALLOWED: &[(&str, &[&str])] = &[
-    ("scriptorium-topics-format", &[]),
+    ("scriptorium-ids", &[]),
+    ("scriptorium-topics-format", &["scriptorium-ids"]),
     ("scriptorium-redact", &[]),
     ("scriptorium-workspace-fs", &["scriptorium-topics-format"]),
     ("scriptorium-session-dag", &[]),
     ("scriptorium-session-pg", &["scriptorium-session-dag"]),
-    ("scriptorium-markers", &["scriptorium-session-dag", "scriptorium-topics-format"]),
+    ("scriptorium-markers", &["scriptorium-session-dag", "scriptorium-ids"]),
     ("scriptorium-txn", &["scriptorium-topics-format", "scriptorium-workspace-fs"]),
     ("scriptorium-views", &["scriptorium-topics-format", "scriptorium-workspace-fs"]),
     ("scriptorium-search", &["scriptorium-topics-format", "scriptorium-workspace-fs"]),
@@ -109,6 +115,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
 ];
 
 const TESTKIT: &str = "scriptorium-testkit";
+
+/// Packages one of ours must never reach, directly or through another of ours, and why. The
+/// table above already refuses the direct edge; this names the rule, and holds it for paths
+/// through a sibling (whose own edges may be allowed) too.
+const NEVER_REACHES: &[(&str, &str, &str)] = &[(
+    "scriptorium-markers",
+    "scriptorium-topics-format",
+    "the markers crate knows no Markdown (its WorkspaceId comes from scriptorium-ids)",
+)];
 
 /// Edges allowed as dev-dependencies only: a test or bench reads real data through a sibling
 /// it must never depend on (`redact`'s precision suite and bench use `session-dag`'s importers).
@@ -177,7 +192,38 @@ pub(crate) fn allowed(edge: &Edge, table: &BTreeMap<&str, &[&str]>) -> Result<()
     }
 }
 
-/// Fails on any edge the layering does not allow, and on packages missing from the table.
+/// The [`NEVER_REACHES`] rules `edges` break: for each, the path by which `from` reaches the
+/// package it must not (its own edges of every kind, then normal and build edges onward: a
+/// sibling's dev-dependencies are not built into it).
+pub(crate) fn forbidden_paths(edges: &[Edge]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for &(from, to, why) in NEVER_REACHES {
+        // Breadth first, remembering each package's predecessor to name the path.
+        let mut previous: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([from]);
+        while let Some(at) = queue.pop_front() {
+            for edge in edges.iter().filter(|e| e.from == at) {
+                let onward = at == from || edge.kind != "dev";
+                if onward && edge.to != from && !previous.contains_key(edge.to.as_str()) {
+                    previous.insert(&edge.to, at);
+                    queue.push_back(&edge.to);
+                }
+            }
+        }
+        if previous.contains_key(to) {
+            let mut path = vec![to];
+            while let Some(&before) = path.last().and_then(|p| previous.get(p)) {
+                path.push(before);
+            }
+            path.reverse();
+            problems.push(format!("{} must not depend on {to}: {why}", path.join(" -> ")));
+        }
+    }
+    problems
+}
+
+/// Fails on any edge the layering does not allow, on packages missing from the table, and on
+/// any [`NEVER_REACHES`] rule broken.
 pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
     let table: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
     let (packages, edges) = edges(root)?;
@@ -187,6 +233,7 @@ pub(crate) fn check(root: &Path) -> anyhow::Result<()> {
         .map(|p| format!("{p} is not in the layering table (xtask/src/deps.rs)"))
         .collect();
     problems.extend(edges.iter().filter_map(|e| allowed(e, &table).err()));
+    problems.extend(forbidden_paths(&edges));
     if !problems.is_empty() {
         bail!("crate layering violated:\n  {}", problems.join("\n  "));
     }
@@ -244,5 +291,54 @@ mod tests {
             }
             assert!(allowed(&edge(face, "scriptorium-backend", "normal"), &table).is_ok());
         }
+    }
+
+    fn edge(from: &str, to: &str, kind: &str) -> Edge {
+        Edge { from: from.into(), to: to.into(), kind: kind.into() }
+    }
+
+    #[test]
+    fn markers_never_reach_the_topic_format() {
+        let (markers, format) = ("scriptorium-markers", "scriptorium-topics-format");
+        let table: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+        for kind in ["normal", "dev", "build"] {
+            assert!(allowed(&edge(markers, format, kind), &table).is_err(), "{kind}");
+        }
+        assert!(allowed(&edge(markers, "scriptorium-ids", "normal"), &table).is_ok());
+        assert!(allowed(&edge(format, "scriptorium-ids", "normal"), &table).is_ok());
+
+        let today = [
+            edge(markers, "scriptorium-ids", "normal"),
+            edge(markers, "scriptorium-session-dag", "normal"),
+            edge(format, "scriptorium-ids", "normal"),
+        ];
+        assert!(forbidden_paths(&today).is_empty());
+        // Directly, of any kind.
+        let direct = [edge(markers, format, "dev")];
+        let problems = forbidden_paths(&direct);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("scriptorium-markers -> scriptorium-topics-format must not")
+        );
+        // Through a sibling whose own edge the table would allow: the path is named.
+        let through = [
+            edge(markers, "scriptorium-session-dag", "normal"),
+            edge("scriptorium-session-dag", format, "normal"),
+        ];
+        let problems = forbidden_paths(&through);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(
+                "scriptorium-markers -> scriptorium-session-dag -> scriptorium-topics-format"
+            ),
+            "{}",
+            problems[0]
+        );
+        // A sibling's dev-dependency is not built into the markers crate.
+        let dev_of_sibling = [
+            edge(markers, "scriptorium-session-dag", "normal"),
+            edge("scriptorium-session-dag", format, "dev"),
+        ];
+        assert!(forbidden_paths(&dev_of_sibling).is_empty());
     }
 }

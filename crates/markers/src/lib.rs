@@ -115,12 +115,12 @@ pub enum Error {
     },
     /// A workspace ID that is not `w-` followed by 8 lower-case hex digits.
     #[error(transparent)]
-    InvalidWorkspaceId(#[from] scriptorium_topics_format::InvalidWorkspaceId),
+    InvalidWorkspaceId(#[from] scriptorium_ids::InvalidWorkspaceId),
 }
 
 /// A workspace ID, `w-` followed by 8 lower-case hex digits (e.g. `w-4f21c8e0`): the value of a
 /// written marker (the engine's own type).
-pub use scriptorium_topics_format::WorkspaceId;
+pub use scriptorium_ids::WorkspaceId;
 
 /// The node metadata key the Claude Code importer sets (`"true"`) on a sub-agent's messages.
 pub const SIDECHAIN_KEY: &str = "is_sidechain";

@@ -70,10 +70,11 @@ pub mod rewrite;
 pub mod source;
 pub mod tokens;
 pub mod topic;
-mod workspace_id;
 
 pub use diag::{Code, Diagnostic};
 pub use forget::{ForgetError, Forgetting};
 pub use rewrite::RewriteError;
 pub use topic::{BlockId, TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
-pub use workspace_id::{InvalidWorkspaceId, WorkspaceId};
+/// The workspace identity (`.scriptorium/workspace-id`), re-exported from `scriptorium-ids`, where
+/// the markers crate reaches it without this crate.
+pub use scriptorium_ids::{InvalidWorkspaceId, WorkspaceId};
