@@ -7,9 +7,11 @@
 //!   redaction: the parse, the writer's own sessions left out (the same
 //!   [`Intake::is_inside_memory`]), forgotten nodes turned into shells (the same ledger), and
 //!   `import_into`.
-//! - `intake/import_150mb_redacted`: the real [`Intake`] with [`Redactor::builtin`]: every node
-//!   and title redacted, the counts summed into the report and added to the workspace's totals
-//!   (the memory workspace has its `.scriptorium/`, as a real one does). Budget: median ≤ 1.2 ×
+//! - `intake/import_150mb_redacted`: the real [`Intake`] with [`Redactor::builtin`], as
+//!   `scriptorium import` drives it: every node and title redacted, the counts summed into the
+//!   report and added to the workspace's totals once for the folder
+//!   ([`Intake::import_unit_of_many`], then [`Intake::record`]; the memory workspace has its
+//!   `.scriptorium/`, as a real one does). Budget: median ≤ 1.2 ×
 //!   the plain median.
 //! - `intake/redact_only_150mb`: the redaction alone, what the redacted import adds to the plain
 //!   one: every node content and title of the corpus (parsed beforehand) through the same
@@ -230,7 +232,9 @@ fn import_plain(root: &Path, home: &Home) -> Outcome {
 
 fn import_redacted(root: &Path, home: &Home) -> Outcome {
     let door = Intake::new(&home.memory, Redactor::builtin());
-    import_folder(root, |unit| door.import_unit(&home.store, unit))
+    let outcome = import_folder(root, |unit| door.import_unit_of_many(&home.store, unit));
+    door.record(&outcome.summary.report.redacted);
+    outcome
 }
 
 /// Every file imported, none failed, no session left out, every node new.

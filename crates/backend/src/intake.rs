@@ -22,6 +22,7 @@
 //! (`forgotten.jsonl`, see [`crate::forget`]) is imported as the shell a forget leaves, so
 //! re-importing a transcript brings nothing back.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use scriptorium_redact::{Counts, Redactor};
@@ -132,10 +133,42 @@ impl Intake {
         self.import_parsed(store, parsed, unit.first_path())
     }
 
+    /// [`Intake::import_unit`] for one unit of many: the redaction counts go into the
+    /// returned report only, and the caller adds the sum of its units' to the workspace's
+    /// totals once, with [`Intake::record`] (a folder of hundreds of transcripts then pays one
+    /// locked rewrite of the totals file instead of one per transcript; a crash before that
+    /// loses counts, never a redaction).
+    pub fn import_unit_of_many<S: SessionStore + ?Sized>(
+        &self,
+        store: &S,
+        unit: &Unit,
+    ) -> Result<Summary, import::Error> {
+        let parsed = unit.parse()?;
+        self.store_redacted(store, parsed, unit.first_path())
+    }
+
+    /// Adds what a run of [`Intake::import_unit_of_many`] redacted (the sum of its reports'
+    /// `redacted`) to the workspace's totals.
+    pub fn record(&self, redacted: &BTreeMap<String, usize>) {
+        crate::privacy::record(&self.root, &Counts(redacted.clone()));
+    }
+
     /// Stores what `parsed` admits (read from `path`), redacted. The report's `redacted`
     /// counts what the nodes new to the store had redacted (a re-import stores nothing new and
     /// counts nothing; the nodes a grown transcript adds are its last ones, in parse order).
     pub fn import_parsed<S: SessionStore + ?Sized>(
+        &self,
+        store: &S,
+        parsed: Parsed,
+        path: &Path,
+    ) -> Result<Summary, import::Error> {
+        let summary = self.store_redacted(store, parsed, path)?;
+        self.record(&summary.report.redacted);
+        Ok(summary)
+    }
+
+    /// [`Intake::import_parsed`] without adding the counts to the workspace's totals.
+    fn store_redacted<S: SessionStore + ?Sized>(
         &self,
         store: &S,
         mut parsed: Parsed,
@@ -155,7 +188,6 @@ impl Intake {
         for (rule, n) in &redacted.0 {
             *summary.report.redacted.entry(rule.clone()).or_default() += n;
         }
-        crate::privacy::record(&self.root, &redacted);
         Ok(summary)
     }
 }

@@ -113,13 +113,14 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let mut summary = Summary::default();
     for (unit, size) in units.iter().zip(&sizes) {
         bar.set_message(unit.first_path().display().to_string());
-        match intake.import_unit(&*store, unit) {
+        match intake.import_unit_of_many(&*store, unit) {
             Ok(s) => summary.merge(s),
             Err(err) => failed.push(Failure::new(&err)),
         }
         bar.inc(*size);
     }
     bar.finish_and_clear();
+    intake.record(&summary.report.redacted);
 
     for bad in summary.report.bad_lines.iter().take(BAD_LINES_SHOWN) {
         eprintln!("warning: {}:{}: {}", bad.path.display(), bad.line, bad.reason);
