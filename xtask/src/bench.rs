@@ -70,7 +70,87 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("redact/transcripts_20mb", Budget::MinMegabytesPerSec(250.0)),
     ("redact/builtin_construction", Budget::MaxNanos(5.0 * MS)),
     ("redact/prompt_2kb_no_secret", Budget::MaxNanos(20.0 * US)),
+    // Issue 39's table: whole processes on generated workspaces of 10 000, 100 000 and (with
+    // `SCRIPTORIUM_BENCH_1M=1`) 1 000 000 blocks (`crates/cli/benches/scale.rs`). Peak RSS is in
+    // `MEMORY_BUDGETS`.
+    ("scale/update_cpu_10k_blocks", Budget::MaxNanos(60.0 * MS)),
+    ("scale/update_cpu_100k_blocks", Budget::MaxNanos(80.0 * MS)),
+    ("scale/update_cpu_1m_blocks", Budget::MaxNanos(150.0 * MS)),
+    ("scale/update_noop_cpu_10k_blocks", Budget::MaxNanos(20.0 * MS)),
+    ("scale/update_noop_cpu_100k_blocks", Budget::MaxNanos(20.0 * MS)),
+    ("scale/update_noop_cpu_1m_blocks", Budget::MaxNanos(30.0 * MS)),
+    ("scale/search_cpu_10k_blocks", Budget::MaxNanos(5.0 * MS)),
+    ("scale/search_cpu_100k_blocks", Budget::MaxNanos(6.0 * MS)),
+    ("scale/search_cpu_1m_blocks", Budget::MaxNanos(10.0 * MS)),
+    ("scale/hook_user_prompt_submit_wall_10k_blocks", Budget::MaxNanos(15.0 * MS)),
+    ("scale/hook_user_prompt_submit_wall_100k_blocks", Budget::MaxNanos(15.0 * MS)),
+    ("scale/hook_user_prompt_submit_wall_1m_blocks", Budget::MaxNanos(25.0 * MS)),
+    ("scale/check_wall_10k_blocks", Budget::MaxNanos(1000.0 * MS)),
+    ("scale/check_wall_100k_blocks", Budget::MaxNanos(5000.0 * MS)),
+    ("scale/check_wall_1m_blocks", Budget::MaxNanos(60000.0 * MS)),
 ];
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Budgets of figures criterion does not measure, judged on the median of their values: the
+/// largest value allowed, in the figure's unit (bytes for `unit: "bytes"`). The benches write
+/// these figures into the directory `SCRIPTORIUM_BENCH_FIGURES` names (format in
+/// `crates/cli/benches/support/mod.rs`, `ExtraFigures`; read by [`extra_figures`]).
+pub(crate) const EXTRA_BUDGETS: &[(&str, f64)] = &[
+    ("scale/update_peak_rss_10k_blocks", 64.0 * MIB),
+    ("scale/update_peak_rss_100k_blocks", 64.0 * MIB),
+    ("scale/update_peak_rss_1m_blocks", 128.0 * MIB),
+];
+
+/// One figure a bench wrote beside criterion's (see [`EXTRA_BUDGETS`]).
+#[derive(Debug)]
+pub(crate) struct ExtraFigure {
+    pub(crate) id: String,
+    pub(crate) unit: String,
+    pub(crate) median: f64,
+    pub(crate) max: f64,
+    pub(crate) count: usize,
+}
+
+impl ExtraFigure {
+    /// `Some(true)` within budget, `Some(false)` over, `None` without a budget.
+    fn within_budget(&self) -> Option<(bool, f64)> {
+        let (_, max) = EXTRA_BUDGETS.iter().find(|(id, _)| *id == self.id)?;
+        Some((self.median <= *max, *max))
+    }
+}
+
+/// Reads every `*.json` of `dir` the benches wrote: `{"figures": [{"id", "unit", "values":
+/// [..]}]}`. A missing directory holds none.
+pub(crate) fn extra_figures(dir: &Path) -> anyhow::Result<Vec<ExtraFigure>> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(out) };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let json = read_json(&path)?;
+        for figure in json["figures"].as_array().into_iter().flatten() {
+            let mut values: Vec<f64> = figure["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(serde_json::Value::as_f64)
+                .collect();
+            values.sort_by(f64::total_cmp);
+            out.push(ExtraFigure {
+                id: figure["id"].as_str().unwrap_or_default().to_owned(),
+                unit: figure["unit"].as_str().unwrap_or_default().to_owned(),
+                median: percentile(&values, 0.5),
+                max: values.last().copied().unwrap_or(f64::NAN),
+                count: values.len(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(out)
+}
 
 /// One measured benchmark.
 #[derive(Debug)]
@@ -125,7 +205,7 @@ fn human_ns(ns: f64) -> String {
     }
 }
 
-fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
 }
 
@@ -193,6 +273,14 @@ pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     if !extra.is_empty() {
         cmd.arg("--").args(extra);
     }
+    // Figures criterion does not measure (peak memory) come back through this directory; a
+    // figure of an earlier run must not be judged as this one's.
+    let figures_dir = target_dir(root).join("bench-figures");
+    if figures_dir.exists() {
+        std::fs::remove_dir_all(&figures_dir)
+            .with_context(|| format!("clearing {}", figures_dir.display()))?;
+    }
+    cmd.env("SCRIPTORIUM_BENCH_FIGURES", &figures_dir);
     eprintln!("==> cargo bench");
     let status = cmd.status().context("could not start cargo bench")?;
     if !status.success() {
@@ -237,6 +325,35 @@ pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
             "within_budget": verdict.as_ref().map(|(ok, _)| *ok),
         }));
     }
+    let extras = extra_figures(&figures_dir)?;
+    let mut extra_rows = Vec::new();
+    for fig in &extras {
+        let verdict = fig.within_budget();
+        let budget = match verdict {
+            Some((true, max)) => format!("≤ {max:.0} {} ok", fig.unit),
+            Some((false, max)) => format!("≤ {max:.0} {} OVER", fig.unit),
+            None => "-".to_owned(),
+        };
+        println!(
+            "{:<48} {:>12} {:>12} {:>12}  {budget}",
+            fig.id,
+            format!("{:.0}", fig.median),
+            format!("max {:.0}", fig.max),
+            format!("n {}", fig.count)
+        );
+        if let Some((false, _)) = verdict {
+            over.push(fig.id.clone());
+        }
+        extra_rows.push(serde_json::json!({
+            "id": fig.id,
+            "unit": fig.unit,
+            "median": fig.median,
+            "max": fig.max,
+            "count": fig.count,
+            "budget": verdict.map(|(_, max)| max),
+            "within_budget": verdict.map(|(ok, _)| ok),
+        }));
+    }
     #[expect(clippy::disallowed_methods, reason = "names the summary file of this run")]
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -244,7 +361,8 @@ pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .unwrap_or_default();
     let summary_dir = target.join("bench-summary");
     std::fs::create_dir_all(&summary_dir)?;
-    let summary = serde_json::json!({ "unix_time": stamp, "benchmarks": rows });
+    let summary =
+        serde_json::json!({ "unix_time": stamp, "benchmarks": rows, "extra": extra_rows });
     let text = serde_json::to_string_pretty(&summary)?;
     std::fs::write(summary_dir.join(format!("{stamp}.json")), &text)?;
     std::fs::write(summary_dir.join("latest.json"), &text)?;
@@ -316,6 +434,35 @@ mod tests {
                 assert!(*max > 0.0, "{id}: ratio {max}");
             }
         }
+    }
+
+    #[test]
+    fn extra_figures_are_read_and_judged_on_their_median() {
+        let dir = std::env::temp_dir().join(format!("xtask-extra-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let id = "scale/update_peak_rss_10k_blocks";
+        let text = serde_json::json!({"figures": [
+            {"id": id, "unit": "bytes", "values": [70.0 * MIB, 10.0 * MIB, 20.0 * MIB]},
+            {"id": "scale/unbudgeted", "unit": "bytes", "values": []},
+        ]});
+        std::fs::write(dir.join("scale.json"), text.to_string()).expect("write");
+        std::fs::write(dir.join("notes.txt"), "not a figure").expect("write");
+        let figures = extra_figures(&dir).expect("read");
+        assert_eq!(figures.len(), 2);
+        let rss = figures.iter().find(|f| f.id == id).expect("the rss figure");
+        assert_eq!((rss.median, rss.max, rss.count), (20.0 * MIB, 70.0 * MIB, 3));
+        assert_eq!(rss.within_budget().map(|v| v.0), Some(true));
+        let over = ExtraFigure {
+            id: id.into(),
+            unit: "bytes".into(),
+            median: 65.0 * MIB,
+            max: 65.0 * MIB,
+            count: 1,
+        };
+        assert_eq!(over.within_budget().map(|v| v.0), Some(false));
+        assert!(extra_figures(&dir.join("missing")).expect("none").is_empty());
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Developer tasks for the Scriptorium workspace, run as `cargo xtask <task>`.
 //!
 //! - `ci`: the whole gate, in order: test data and the PostgreSQL server binaries present →
-//!   `fmt --check` → `clippy -D warnings` (all targets) → tests → `doc -D warnings` → `deps` →
-//!   `tidy`.
+//!   `fmt --check` → `clippy -D warnings` (all targets) → tests → `writer-eval --check` (scripted,
+//!   small slice) → `doc -D warnings` → `deps` → `tidy`.
 //! - `deps`: the allowed edges between our crates (see `ARCHITECTURE.md#code-map`); any other
 //!   edge fails.
 //! - `tidy`: the repository rules that a compiler cannot check (listed in `xtask/src/tidy.rs`).
@@ -19,6 +19,10 @@
 //! - `crash`: the kill supervisors, in release, for N iterations each: the transaction engine's
 //!   and the binary's (`scriptorium edit` and `scriptorium write` killed at random points). CI
 //!   runs a few as part of the tests; run many locally.
+//! - `writer-eval --model <journal|scripted|command:…|openai:…|anthropic:…> [--slice
+//!   small|full]`: the writer-quality harness on the LoCoMo dev split (`writer_eval/mod.rs`,
+//!   `docs/writer-eval.md`); `ci` runs it with the scripted writer on the small slice, after
+//!   the tests.
 //!
 //! `deps` and `tidy` also run as ordinary `#[test]`s, so plain `cargo test` enforces them.
 
@@ -32,6 +36,7 @@ mod deps;
 mod generator;
 mod gen_workspace;
 mod tidy;
+mod writer_eval;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,10 +49,12 @@ fn main() -> ExitCode {
         Some("snapshots") => snapshots(&args[1..]),
         Some("recall") => recall(),
         Some("gen-workspace") => gen_workspace::run(&args[1..]),
+        Some("writer-eval") => writer_eval::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <ci|deps|tidy|bench [criterion args]|snapshots [--accept]|crash \
-                 [--iterations N]|recall|gen-workspace --blocks N --out DIR [--seed S]>"
+                 [--iterations N]|recall|gen-workspace --blocks N --out DIR [--seed S]|writer-eval \
+                 --model M [--slice small|full]>"
             );
             return ExitCode::from(2);
         }
@@ -349,6 +356,11 @@ fn ci() -> anyhow::Result<()> {
         .env("INSTA_UPDATE", "no")
         .env("CI", "true");
     run_step("cargo test", test)?;
+
+    // The writer-quality harness, on its own scripted writer and a small slice, through the
+    // debug binary the tests just built: proves the harness still sees what it measures.
+    eprintln!("==> writer-eval (scripted, small slice)");
+    writer_eval::ci_check(&bench::target_dir(&root).join("debug").join("scriptorium"))?;
 
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps", "--locked"]).env("RUSTDOCFLAGS", "-D warnings");
