@@ -26,6 +26,7 @@ mod memory;
 mod model;
 mod note;
 mod output;
+mod plugin;
 mod rebuild;
 mod redact;
 mod repair;
@@ -263,6 +264,10 @@ fn main() -> ExitCode {
     };
     // A hook fails open: it checks the home itself and never reports an error.
     if let Command::Hook(args) = &cli.command {
+        // The plugin's hooks stand down when setup's are installed too (docs/plugin.md).
+        if let Some(code) = plugin::hook_stands_down(&home) {
+            return code;
+        }
         return hook::run(&home, args);
     }
     // Everything but `check` (which reads any directory) uses the home: its configuration

@@ -213,6 +213,13 @@ fn present(path: &Path) -> bool {
 /// Runs the command: exit 0 (also when nothing changes), 1 when a file does not parse or has
 /// an unexpected shape.
 pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
+    // The Claude Code plugin, when enabled, runs the hooks and the MCP server (docs/plugin.md).
+    if args.agent == AgentArg::ClaudeCode
+        && !args.uninstall
+        && let Some(plugin) = crate::plugin::enabled()
+    {
+        return crate::plugin::setup_defers(home, &plugin, args.dry_run);
+    }
     let exe = std::env::current_exe().context("the scriptorium binary's path")?;
     let base = match args.scope {
         Scope::User => user_home()?,

@@ -22,10 +22,10 @@ use serde_json::{Value, json};
 use crate::support::{CORE_FACT, add_core, home_with_note, scriptorium, write_until_done};
 
 /// What the model answers.
-const ANSWER: &str = "Dana is planning a vegetable garden.";
+pub(crate) const ANSWER: &str = "Dana is planning a vegetable garden.";
 
 /// The agent CLI `name` (`claude`, `codex`): `$<variable>`, else the one npm installed.
-fn agent_cli(variable: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn agent_cli(variable: &str, name: &str) -> Option<PathBuf> {
     let configured = std::env::var_os(variable).filter(|p| !p.is_empty());
     let default =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules/.bin").join(name);
@@ -42,7 +42,7 @@ fn agent_cli(variable: &str, name: &str) -> Option<PathBuf> {
 
 /// A loopback mock of the Messages API: every request's path and body is kept; `/v1/messages`
 /// answers [`ANSWER`] (as SSE when the request streams), anything else an empty JSON object.
-struct MockModel {
+pub(crate) struct MockModel {
     url: String,
     requests: Arc<Mutex<Vec<(String, String)>>>,
 }
@@ -51,7 +51,7 @@ struct MockModel {
 type Responder = fn(&str, &str) -> (&'static str, String);
 
 impl MockModel {
-    fn start() -> MockModel {
+    pub(crate) fn start() -> MockModel {
         MockModel::start_with(answer)
     }
 
@@ -69,7 +69,7 @@ impl MockModel {
         MockModel { url, requests }
     }
 
-    fn bodies(&self) -> Vec<(String, String)> {
+    pub(crate) fn bodies(&self) -> Vec<(String, String)> {
         self.requests.lock().expect("unpoisoned").clone()
     }
 }
@@ -227,7 +227,7 @@ fn responses_stream() -> String {
 
 /// The environment Claude Code (or a process starting it) runs in: `user` as its home, the
 /// mock as its API, no telemetry or update traffic, no Scriptorium home of the machine.
-fn claude_env(command: &mut Command, user: &Path, model: &MockModel) {
+pub(crate) fn claude_env(command: &mut Command, user: &Path, model: &MockModel) {
     command
         .env("HOME", user)
         .env("ANTHROPIC_BASE_URL", &model.url)
@@ -265,7 +265,7 @@ fn claude_writer(claude: &Path) -> String {
 
 /// Runs `command`, killing it if it has not ended after `limit` (a hung CLI must fail the test,
 /// not hang the suite; the limit is far above any normal run).
-fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
+pub(crate) fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -286,7 +286,7 @@ fn run_bounded(mut command: Command, limit: Duration) -> std::process::Output {
 /// Runs the agent's `command` and checks what a memory-equipped turn must show: the agent
 /// printed the mock's answer, the request it sent to `api` held the fenced recall and the fenced
 /// core, and no hook failed.
-fn answered_with_memory(command: Command, model: &MockModel, home: &Path, api: &str) {
+pub(crate) fn answered_with_memory(command: Command, model: &MockModel, home: &Path, api: &str) {
     let out = run_bounded(command, Duration::from_secs(300));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -508,18 +508,18 @@ fn processes_naming(marker: &str) -> Vec<u32> {
 
 /// Ends every process a test caused in a home (see [`processes_naming`]) when dropped, so a
 /// failing test leaves no runaway behind.
-struct Reaper {
+pub(crate) struct Reaper {
     marker: String,
 }
 
 impl Reaper {
-    fn new(home: &Path) -> Reaper {
+    pub(crate) fn new(home: &Path) -> Reaper {
         Reaper { marker: home.to_string_lossy().into_owned() }
     }
 
     /// Waits until every such process has ended by itself; one still running after `limit`
     /// (far above a normal run) fails the test. Returns how many were seen running at the start.
-    fn settle(&self, limit: Duration) -> usize {
+    pub(crate) fn settle(&self, limit: Duration) -> usize {
         let start = Instant::now();
         let first = processes_naming(&self.marker).len();
         loop {

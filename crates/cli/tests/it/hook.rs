@@ -335,7 +335,7 @@ fn with_the_writer_disabled_stop_captures_the_turn_and_starts_no_write() {
 }
 
 /// The sessions in the home's store.
-fn session_ids(home: &Path) -> Vec<String> {
+pub(crate) fn session_ids(home: &Path) -> Vec<String> {
     let out = scriptorium(home, &["sessions", "list", "--json"]);
     let listed: Value = serde_json::from_slice(&out.stdout).expect("json");
     listed["sessions"]

@@ -14,6 +14,7 @@ mod model;
 mod note;
 mod outside;
 mod pg_tls;
+mod plugin;
 mod read;
 mod recall;
 mod redact;
