@@ -2,7 +2,7 @@
 //! the lock ([`Begin`]) and the baseline, rebuilt only for the files that changed since the
 //! one the workspace handle keeps ([`CachedBaseline`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use scriptorium_topics_format::TopicFile;
@@ -15,7 +15,7 @@ use crate::live::LiveTree;
 use crate::lock::LockTimeout;
 use crate::sources::LiveSources;
 use crate::state::{Batch, Layout, RuntimeCache};
-use crate::validate::{Baseline, FileState, Limits, Required};
+use crate::validate::{Baseline, FileLoader, FileState, Limits, Required, Summary};
 
 /// The resolver every step of one transaction shares: each cited archive is read and scanned
 /// once per transaction (the `sources/` check at install guarantees it did not change).
@@ -91,60 +91,142 @@ pub(crate) struct Begin {
     pub(crate) resolver: Resolver,
 }
 
+/// Parses committed files on demand for a baseline read from the catalog: the live file,
+/// whose bytes must still hash to the catalog's hash (else it changed since `begin`, and the
+/// transaction is stale).
+pub(crate) struct LiveLoader {
+    pub(crate) fs: Arc<dyn Fs>,
+    pub(crate) layout: Layout,
+}
+
+impl FileLoader for LiveLoader {
+    fn load(&self, path: &str, hash: &str) -> std::result::Result<FileState, String> {
+        let full = self.layout.topics.join(path);
+        let bytes = self.fs.read(&full).map_err(|e| format!("read: {e}"))?;
+        let actual = crate::state::sha256_hex(&bytes);
+        if actual != hash {
+            return Err("changed since the transaction began; retry".to_owned());
+        }
+        let text = String::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
+        let sources = LiveSources::new(Arc::clone(&self.fs), self.layout.root.clone());
+        let resolver = ArchiveResolver::new(sources);
+        let state = FileState::parse_hashed(TopicFile::new(path, text), actual, &resolver);
+        match resolver.files().take_errors().into_iter().next() {
+            Some(error) => Err(format!("read sources: {error}")),
+            None => Ok(state),
+        }
+    }
+}
+
+/// The catalog's summaries by path, empty when there is none or it is no whole catalog.
+fn read_catalog(fs: &dyn Fs, layout: &Layout) -> HashMap<String, Summary> {
+    let Ok(bytes) = fs.read(&layout.catalog) else { return HashMap::new() };
+    crate::validate::Baseline::decode_catalog(&bytes)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| (s.path.clone(), s))
+        .collect()
+}
+
+/// Writes the catalog of `baseline` (best effort: derived state, checked entry by entry when
+/// read; not synced, a crash leaves the old catalog, the new one, or one whose trailer does
+/// not match, which is no catalog).
+pub(crate) fn write_catalog(fs: &dyn Fs, layout: &Layout, baseline: &Baseline) {
+    let bytes = baseline.catalog();
+    let temp = layout.runtime.join("tmp-catalog");
+    let _ = scriptorium_workspace_fs::write_atomic(
+        fs,
+        &temp,
+        &layout.catalog,
+        &bytes,
+        0o600,
+        scriptorium_workspace_fs::Durability::Unsynced,
+    );
+}
+
 /// The baseline of the live tree `live`: `cached` whole when it describes exactly this
 /// revision, else `cached`'s files whose hashes are unchanged plus a parse of the others
-/// (bytes kept by the scan, or read now). The resolver's IO errors are errors.
+/// (bytes kept by the scan, or read now). Without `cached` (a new process), the catalog's
+/// entries stand for every file whose hash they match, parsed only on demand, and the others
+/// are parsed now (the catalog is then written again). The resolver's IO errors are errors.
 pub(crate) fn baseline_of(
-    fs: &dyn Fs,
+    fs_arc: &Arc<dyn Fs>,
     layout: &Layout,
     live: &LiveTree,
     cached: Option<&CachedBaseline>,
     exact: bool,
     resolver: &Resolver,
 ) -> Result<Arc<Baseline>> {
+    let fs = fs_arc.as_ref();
     if let (true, Some(cached)) = (exact, cached) {
         return Ok(Arc::clone(&cached.baseline));
     }
-    let previous = cached.map(|c| Arc::clone(&c.baseline));
-    let mut baseline = match &previous {
-        Some(previous) => (**previous).clone(),
-        None => Baseline::default(),
+    let parse = |rel: &String, file: &crate::live::LiveFile| -> Result<Option<Arc<FileState>>> {
+        let bytes = live.bytes(fs, &layout.topics, rel)?;
+        // A file that is not UTF-8 is no topic; the transaction refuses it at validation.
+        let Ok(text) = String::from_utf8(bytes) else { return Ok(None) };
+        Ok(Some(Arc::new(FileState::parse_hashed(
+            TopicFile::new(rel.clone(), text),
+            file.hash.clone(),
+            resolver,
+        ))))
     };
+    let resolver_errors = || -> Result<()> {
+        match resolver.files().take_errors().into_iter().next() {
+            Some(error) => Err(Error::Io {
+                op: "read sources",
+                path: layout.sources.clone(),
+                source: std::io::Error::other(error),
+            }),
+            None => Ok(()),
+        }
+    };
+    let Some(cached) = cached else {
+        let mut catalog = read_catalog(fs, layout);
+        let known = catalog.len();
+        let mut summaries: Vec<Summary> = Vec::new();
+        let mut parsed: Vec<Arc<FileState>> = Vec::new();
+        for (rel, file) in &live.files {
+            if !rel.ends_with(".md") {
+                continue;
+            }
+            match catalog.remove(rel) {
+                Some(summary) if summary.hash == file.hash => summaries.push(summary),
+                _ => parsed.extend(parse(rel, file)?),
+            }
+        }
+        resolver_errors()?;
+        let stale = !parsed.is_empty() || summaries.len() != known;
+        let loader = Arc::new(LiveLoader { fs: Arc::clone(fs_arc), layout: layout.clone() });
+        let baseline = Baseline::from_summaries(summaries, parsed, loader);
+        if stale {
+            write_catalog(fs, layout, &baseline);
+        }
+        return Ok(Arc::new(baseline));
+    };
+    let mut baseline = (*cached.baseline).clone();
     let mut changed: Vec<Arc<FileState>> = Vec::new();
     for (rel, file) in &live.files {
         if !rel.ends_with(".md") {
             continue;
         }
-        if baseline.file(rel).is_some_and(|state| state.hash == file.hash) {
+        if baseline.summary(rel).is_some_and(|state| state.hash == file.hash) {
             continue;
         }
-        let bytes = live.bytes(fs, &layout.topics, rel)?;
-        // A file that is not UTF-8 is no topic; the transaction refuses it at validation.
-        let Ok(text) = String::from_utf8(bytes) else { continue };
-        changed.push(Arc::new(FileState::parse_hashed(
-            TopicFile::new(rel.clone(), text),
-            file.hash.clone(),
-            resolver,
-        )));
+        changed.extend(parse(rel, file)?);
     }
     let removed: Vec<String> = baseline
-        .files()
-        .map(|f| f.path().to_owned())
+        .paths()
         .filter(|rel| {
-            live.files.get(rel).is_none_or(|file| {
+            live.files.get(*rel).is_none_or(|file| {
                 // Gone, or no longer a readable topic.
-                baseline.file(rel).is_none_or(|state| state.hash != file.hash)
-                    && !changed.iter().any(|c| c.path() == rel)
+                baseline.summary(rel).is_none_or(|state| state.hash != file.hash)
+                    && !changed.iter().any(|c| c.path() == *rel)
             })
         })
+        .map(str::to_owned)
         .collect();
     baseline.replace(changed, &removed);
-    if let Some(error) = resolver.files().take_errors().into_iter().next() {
-        return Err(Error::Io {
-            op: "read sources",
-            path: layout.sources.clone(),
-            source: std::io::Error::other(error),
-        });
-    }
+    resolver_errors()?;
     Ok(Arc::new(baseline))
 }

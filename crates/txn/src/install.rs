@@ -210,6 +210,11 @@ fn install(validated: Validated) -> Result<Installed> {
         .chain(sources_outside.iter().cloned())
         .collect();
     let changes: Vec<ChangedFile> = change_list(&baseline, &prepared, &adopted);
+    // The files before the change were read from the live tree on demand: one that could not
+    // be read as `begin` saw it makes this transaction stale.
+    if !baseline.take_load_errors().is_empty() {
+        return Err(stale(&current));
+    }
     let stage_topics = stage.topics.clone();
     let announced = Announced::new(
         &ws.inner.observers,
@@ -321,6 +326,9 @@ fn install(validated: Validated) -> Result<Installed> {
 
     // The installed tree: the baseline with the changed files replaced.
     let tree = updated_baseline(&ws, baseline, &prepared);
+    // The catalog follows the installed tree (derived state: a crash before or during this
+    // write leaves entries that `begin` checks by hash, so it can only cost parses).
+    crate::begin::write_catalog(fs, layout, &tree);
     let mut installed = Installed {
         txn_id: stage.txn_id.clone(),
         revision: new_revision,

@@ -171,7 +171,7 @@ impl Staged {
             let meta = match fs.metadata(&path) {
                 Ok(meta) => meta,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    if baseline.file(rel).is_some() {
+                    if baseline.contains(rel) {
                         removed.push(rel.clone());
                     }
                     continue;
@@ -256,7 +256,7 @@ impl Staged {
             });
         }
         for path in &normalized.deleted {
-            if baseline.file(path).is_some() {
+            if baseline.contains(path) {
                 removed.push(path.clone());
             }
         }
@@ -271,6 +271,11 @@ impl Staged {
             validate_changes(&baseline, &normalized.files, &removed, &begin.resolver, &rules);
         violations.extend(validation.violations);
         for error in begin.resolver.files().take_errors() {
+            violations.push(Violation::tree(ErrorCode::Io, error));
+        }
+        // A committed file parsed on demand that could not be read as `begin` saw it: what
+        // validation said of it is not to be trusted.
+        for error in baseline.take_load_errors() {
             violations.push(Violation::tree(ErrorCode::Io, error));
         }
         if !violations.is_empty() {
@@ -350,7 +355,7 @@ impl Staged {
         // What changed against the baseline.
         let changed: Vec<Arc<FileState>> = files
             .into_values()
-            .filter(|state| baseline.file(state.path()).is_none_or(|old| old.hash != state.hash))
+            .filter(|state| baseline.summary(state.path()).is_none_or(|old| old.hash != state.hash))
             .map(Arc::new)
             .collect();
         let mut changed_files: BTreeSet<String> =
@@ -360,7 +365,7 @@ impl Staged {
             .live
             .outside
             .iter()
-            .filter(|rel| rel.ends_with(".md") || baseline.file(rel).is_some())
+            .filter(|rel| rel.ends_with(".md") || baseline.contains(rel))
             .cloned()
             .collect();
 
@@ -415,6 +420,13 @@ impl Staged {
             }
         };
 
+        if let Some(error) = baseline.take_load_errors().into_iter().next() {
+            return Err(Error::Io {
+                op: "read baseline",
+                path: self.stage.ws.layout().topics.clone(),
+                source: std::io::Error::other(error),
+            });
+        }
         Ok(Ok(Prepared {
             changed,
             removed,

@@ -160,7 +160,8 @@ impl Workspace {
         let exact = cached.as_ref().is_some_and(|c| {
             c.revision == revision && c.topics == digest && c.sources == sources.digest
         });
-        let baseline = baseline_of(fs, layout, &live, cached.as_deref(), exact, &resolver)?;
+        let baseline =
+            baseline_of(&self.inner.fs, layout, &live, cached.as_deref(), exact, &resolver)?;
         if !exact {
             self.cache_baseline(CachedBaseline {
                 revision: revision.clone(),

@@ -36,6 +36,9 @@ pub struct Layout {
     pub runtime_json: PathBuf,
     /// `.scriptorium/workspace-id`: the workspace identity.
     pub workspace_id: PathBuf,
+    /// `.scriptorium/catalog`: what validation knows of every committed topic file (derived,
+    /// keyed by content hash; see the `txn` crate's `validate::catalog`).
+    pub catalog: PathBuf,
 }
 
 impl Layout {
@@ -55,6 +58,7 @@ impl Layout {
             spare_stage: runtime.join("txn").join("spare-stage"),
             runtime_json: runtime.join("runtime.json"),
             workspace_id: runtime.join("workspace-id"),
+            catalog: runtime.join("catalog"),
             runtime,
         }
     }

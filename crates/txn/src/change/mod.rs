@@ -474,7 +474,20 @@ fn check_archived(staged: &Staged, changes: &[MemoryChange]) -> Result<()> {
 /// The append-only check: every committed topic file must still exist in the stage and start
 /// with its committed bytes.
 fn check_append_only(staged: &Staged) -> Result<()> {
-    for file in staged.baseline_files() {
+    // Only files written through the stage can differ from the baseline, unless the stage
+    // directory was handed out.
+    let paths: Vec<&str> = if staged.opaque.get() {
+        staged.baseline.paths().collect()
+    } else {
+        staged
+            .dirty
+            .iter()
+            .map(String::as_str)
+            .filter(|rel| staged.baseline.contains(rel))
+            .collect()
+    };
+    for rel in paths {
+        let Some(file) = staged.baseline.file(rel).map(|state| &state.file) else { continue };
         let path = format!("topics/{}", file.path);
         let kept = staged.read_file(&path)?.is_some_and(|text| text.starts_with(&file.text));
         if !kept {

@@ -4,7 +4,8 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use scriptorium_topics_format::topic::{
     Document, TreeContext, block_link_ids, compare_topic_paths, defined_evidence_ids, line_end_ids,
@@ -12,6 +13,7 @@ use scriptorium_topics_format::topic::{
 use scriptorium_topics_format::{Diagnostic, TopicFile, Unit, parse_tree};
 
 use super::SourceCatalog;
+pub(crate) use super::catalog::Summary;
 use crate::state::sha256_hex;
 
 /// A topic path ordered as the tree is (`compare_topic_paths`), so a [`BTreeMap`] of them
@@ -126,6 +128,58 @@ impl FileState {
     pub fn link_targets(&self) -> &[String] {
         &self.link_targets
     }
+
+    /// What the rest of the tree needs to know of it (what the catalog keeps).
+    pub(crate) fn summary(&self) -> Summary {
+        Summary {
+            path: self.file.path.clone(),
+            hash: self.hash.clone(),
+            bytes: self.bytes(),
+            diagnostics: !self.diagnostics.is_empty(),
+            block_ids: self.block_ids.clone(),
+            lines: self.lines.clone(),
+            refs_by_block: self.refs_by_block.clone(),
+            evidence_ids: self.evidence_ids.clone(),
+            line_end_ids: self.line_end_ids.clone(),
+            link_targets: self.link_targets.clone(),
+        }
+    }
+}
+
+/// Reads and parses a committed file the baseline knows only by its [`Summary`] (one loaded
+/// from the catalog): the engine's reads the live file and checks its hash.
+pub trait FileLoader: Send + Sync {
+    /// The committed file `path` (relative to `topics/`) whose bytes hash to `hash`, parsed;
+    /// an error names what went wrong (unreadable, or its bytes are no longer those).
+    fn load(&self, path: &str, hash: &str) -> Result<FileState, String>;
+}
+
+/// One committed file of a [`Baseline`]: its summary always, its parse once someone asked.
+#[derive(Clone, Debug)]
+struct Slot {
+    summary: Arc<Summary>,
+    state: OnceLock<Arc<FileState>>,
+}
+
+impl Slot {
+    fn parsed(state: Arc<FileState>) -> Slot {
+        let slot = Slot { summary: Arc::new(state.summary()), state: OnceLock::new() };
+        let _ = slot.state.set(state);
+        slot
+    }
+}
+
+/// The loader of a baseline read from a catalog, and what its loads failed on.
+#[derive(Clone, Default)]
+struct Lazy {
+    loader: Option<Arc<dyn FileLoader>>,
+    errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl fmt::Debug for Lazy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lazy").field("loader", &self.loader.is_some()).finish()
+    }
 }
 
 /// Committed state, read before anything touches the stage (and kept for a repair turn, never
@@ -140,10 +194,17 @@ impl FileState {
 /// disappear. The committed diagnostics are kept in [`Baseline::diagnostics`].
 ///
 /// Cost: reading is one parse per file; [`Baseline::replace`] updates the indexes for the
-/// replaced files only, so a transaction's baseline work grows with what it changed.
+/// replaced files only, so a transaction's baseline work grows with what it changed. A
+/// baseline made from the catalog ([`Baseline::from_summaries`]) holds every file's
+/// [`Summary`] (all the indexes need) and parses a file only when asked for it
+/// ([`Baseline::file`]), through its [`FileLoader`]; a load that fails is reported by
+/// [`Baseline::take_load_errors`], and the file then counts as absent, so a caller that
+/// asked must check that before trusting its answer.
 #[derive(Clone, Debug, Default)]
 pub struct Baseline {
-    files: BTreeMap<TreePath, Arc<FileState>>,
+    files: BTreeMap<TreePath, Slot>,
+    /// How files known only by their summary are parsed when asked for.
+    lazy: Lazy,
     /// Block ID → the files that hold it (more than one only in a broken tree).
     id_files: HashMap<String, Vec<String>>,
     block_ids: BTreeSet<String>,
@@ -173,22 +234,107 @@ impl Baseline {
     /// Replaces (or adds) the files of `changed` and removes the files named by `removed`
     /// (paths relative to `topics/`), updating every index for those files only.
     pub fn replace(&mut self, changed: Vec<Arc<FileState>>, removed: &[String]) {
+        self.replace_slots(changed.into_iter().map(Slot::parsed).collect(), removed);
+    }
+
+    /// A baseline of the files `summaries` describe, parsed only when asked for through
+    /// `loader` (see the type's docs), with the parsed files `parsed` beside them.
+    pub fn from_summaries(
+        summaries: Vec<Summary>,
+        parsed: Vec<Arc<FileState>>,
+        loader: Arc<dyn FileLoader>,
+    ) -> Baseline {
+        let mut baseline = Baseline {
+            lazy: Lazy { loader: Some(loader), ..Lazy::default() },
+            ..Baseline::default()
+        };
+        let mut slots: Vec<Slot> = summaries
+            .into_iter()
+            .map(|summary| Slot { summary: Arc::new(summary), state: OnceLock::new() })
+            .collect();
+        slots.extend(parsed.into_iter().map(Slot::parsed));
+        baseline.replace_slots(slots, &[]);
+        baseline
+    }
+
+    /// The catalog of this baseline (see the `catalog` module): every file's summary.
+    pub fn catalog(&self) -> Vec<u8> {
+        super::catalog::encode(self.summaries())
+    }
+
+    /// The baseline the catalog `bytes` describes, its files parsed on demand through
+    /// `loader`; `None` when `bytes` is no whole catalog.
+    pub fn from_catalog(bytes: &[u8], loader: Arc<dyn FileLoader>) -> Option<Baseline> {
+        Some(Baseline::from_summaries(super::catalog::decode(bytes)?, Vec::new(), loader))
+    }
+
+    /// The summaries of the catalog `bytes`; `None` when it is no whole catalog.
+    pub(crate) fn decode_catalog(bytes: &[u8]) -> Option<Vec<Summary>> {
+        super::catalog::decode(bytes)
+    }
+
+    /// Every file's summary, in tree order (what the catalog keeps).
+    pub fn summaries(&self) -> impl Iterator<Item = &Summary> + '_ {
+        self.files.values().map(|slot| &*slot.summary)
+    }
+
+    /// What loading files known only by their summary failed on since the last call (a file
+    /// unreadable, or changed since `begin`), each as `path: message`.
+    pub fn take_load_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *self.lazy.errors.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn replace_slots(&mut self, changed: Vec<Slot>, removed: &[String]) {
         for path in removed {
             if let Some(old) = self.files.remove(&TreePath(path.clone())) {
-                self.unindex(&old);
+                self.unindex(&old.summary);
             }
         }
-        for state in changed {
-            if let Some(old) = self.files.remove(&TreePath(state.file.path.clone())) {
-                self.unindex(&old);
+        for slot in changed {
+            if let Some(old) = self.files.remove(&TreePath(slot.summary.path.clone())) {
+                self.unindex(&old.summary);
             }
-            self.index(&state);
-            self.files.insert(TreePath(state.file.path.clone()), state);
+            self.index(&slot.summary);
+            self.files.insert(TreePath(slot.summary.path.clone()), slot);
         }
     }
 
-    fn index(&mut self, state: &FileState) {
-        let path = &state.file.path;
+    /// The parse of `slot`, loaded now if need be (`None` when the load failed: recorded).
+    fn loaded<'a>(&'a self, slot: &'a Slot) -> Option<&'a Arc<FileState>> {
+        if let Some(state) = slot.state.get() {
+            return Some(state);
+        }
+        let summary = &slot.summary;
+        let failed = |message: String| {
+            self.lazy
+                .errors
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(format!("{}: {message}", summary.path));
+        };
+        let Some(loader) = &self.lazy.loader else {
+            failed("not parsed and no loader".to_owned());
+            return None;
+        };
+        match loader.load(&summary.path, &summary.hash) {
+            // The parse must say what the summary said: else the catalog was wrong.
+            Ok(state) if state.summary() == **summary => {
+                let _ = slot.state.set(Arc::new(state));
+                slot.state.get()
+            }
+            Ok(_) => {
+                failed("the catalog's summary does not match the file".to_owned());
+                None
+            }
+            Err(message) => {
+                failed(message);
+                None
+            }
+        }
+    }
+
+    fn index(&mut self, state: &Summary) {
+        let path = &state.path;
         for id in &state.block_ids {
             let files = self.id_files.entry(id.clone()).or_default();
             if files.is_empty() {
@@ -210,11 +356,11 @@ impl Baseline {
         for target in &state.link_targets {
             self.backlinks.entry(target.clone()).or_default().insert(path.clone());
         }
-        self.total_bytes = self.total_bytes.saturating_add(state.bytes());
+        self.total_bytes = self.total_bytes.saturating_add(state.bytes);
     }
 
-    fn unindex(&mut self, state: &FileState) {
-        let path = &state.file.path;
+    fn unindex(&mut self, state: &Summary) {
+        let path = &state.path;
         for id in &state.block_ids {
             if let Some(files) = self.id_files.get_mut(id) {
                 if let Some(at) = files.iter().position(|f| f == path) {
@@ -245,7 +391,7 @@ impl Baseline {
                 }
             }
         }
-        self.total_bytes = self.total_bytes.saturating_sub(state.bytes());
+        self.total_bytes = self.total_bytes.saturating_sub(state.bytes);
     }
 
     /// Every committed block ID (aliases included).
@@ -258,19 +404,34 @@ impl Baseline {
         self.id_files.contains_key(id)
     }
 
-    /// The committed units, in tree order.
+    /// The committed units, in tree order (parses every file not parsed yet: O(tree)).
     pub fn units(&self) -> impl Iterator<Item = &Unit> + Clone + '_ {
-        self.files.values().flat_map(|f| f.units.iter())
+        self.files().flat_map(|f| f.units.iter())
     }
 
-    /// The committed files, in tree order.
+    /// The committed files, in tree order (parses every file not parsed yet: O(tree)).
     pub fn files(&self) -> impl Iterator<Item = &Arc<FileState>> + Clone + '_ {
-        self.files.values()
+        self.files.values().filter_map(|slot| self.loaded(slot))
     }
 
-    /// The committed file at `path` (relative to `topics/`).
+    /// The committed file at `path` (relative to `topics/`), parsed now if it was not.
     pub fn file(&self, path: &str) -> Option<&Arc<FileState>> {
-        self.files.get(&TreePath(path.to_owned()))
+        self.loaded(self.files.get(&TreePath(path.to_owned()))?)
+    }
+
+    /// Whether `path` (relative to `topics/`) is a committed file (parses nothing).
+    pub fn contains(&self, path: &str) -> bool {
+        self.files.contains_key(&TreePath(path.to_owned()))
+    }
+
+    /// The summary of the committed file at `path` (parses nothing).
+    pub(crate) fn summary(&self, path: &str) -> Option<&Summary> {
+        self.files.get(&TreePath(path.to_owned())).map(|slot| &*slot.summary)
+    }
+
+    /// The committed paths, in tree order (parses nothing).
+    pub fn paths(&self) -> impl Iterator<Item = &str> + '_ {
+        self.files.values().map(|slot| slot.summary.path.as_str())
     }
 
     /// How many files the tree has.
@@ -293,7 +454,7 @@ impl Baseline {
         let files = self.id_files.get(block_id)?;
         let mut refs: Option<BTreeSet<String>> = None;
         for path in files {
-            let Some(cited) = self.file(path).and_then(|f| f.refs_by_block.get(block_id)) else {
+            let Some(cited) = self.summary(path).and_then(|f| f.refs_by_block.get(block_id)) else {
                 continue;
             };
             refs.get_or_insert_with(BTreeSet::new).extend(cited.iter().cloned());
@@ -304,7 +465,7 @@ impl Baseline {
     /// Whether the committed block `block_id` cites `source_ref`.
     pub(crate) fn block_cites(&self, block_id: &str, source_ref: &str) -> bool {
         self.files_of(block_id).iter().any(|path| {
-            self.file(path)
+            self.summary(path)
                 .and_then(|f| f.refs_by_block.get(block_id))
                 .is_some_and(|refs| refs.contains(source_ref))
         })
@@ -328,7 +489,7 @@ impl Baseline {
 
     /// The committed size in bytes of the topic file at `path` (relative to `topics/`).
     pub fn file_bytes(&self, path: &str) -> Option<u64> {
-        self.file(path).map(|f| f.bytes())
+        self.summary(path).map(|f| f.bytes)
     }
 
     /// The committed size in bytes of the whole topic tree.
@@ -340,19 +501,24 @@ impl Baseline {
     /// 1-based line its paragraph starts on (the first file in tree order, if several).
     pub fn home(&self, block_id: &str) -> Option<(&str, u32)> {
         let path = self.files_of(block_id).iter().min_by(|a, b| compare_topic_paths(a, b))?;
-        let state = self.file(path)?;
-        Some((state.path(), state.lines.get(block_id).copied().unwrap_or(1)))
+        let state = self.summary(path)?;
+        Some((state.path.as_str(), state.lines.get(block_id).copied().unwrap_or(1)))
     }
 
     /// The diagnostics of the committed tree itself (empty for a tree the runtime installed),
     /// in tree order.
     pub fn diagnostics(&self) -> Vec<&Diagnostic> {
-        self.files.values().flat_map(|f| f.diagnostics.iter()).collect()
+        self.files
+            .values()
+            .filter(|slot| slot.summary.diagnostics)
+            .filter_map(|slot| self.loaded(slot))
+            .flat_map(|f| f.diagnostics.iter())
+            .collect()
     }
 
     /// Whether the committed tree has any diagnostic.
     pub fn has_diagnostics(&self) -> bool {
-        self.files.values().any(|f| !f.diagnostics.is_empty())
+        self.files.values().any(|slot| slot.summary.diagnostics)
     }
 
     /// The committed unit with ID `id` (its first occurrence in tree order).
@@ -396,13 +562,13 @@ impl Context<'_> {
         &self,
         counts: &HashMap<String, u32>,
         id: &str,
-        of: impl Fn(&FileState) -> &[String],
+        of: impl Fn(&Summary) -> &[String],
     ) -> bool {
         let Some(&count) = counts.get(id) else { return false };
         let inside = self
             .normalized
             .iter()
-            .filter_map(|path| self.baseline.file(path))
+            .filter_map(|path| self.baseline.summary(path))
             .filter(|f| of(f).binary_search_by(|x| x.as_str().cmp(id)).is_ok())
             .count();
         count as usize > inside

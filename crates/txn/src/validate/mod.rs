@@ -90,6 +90,7 @@
 //!   staged tree no longer has it.
 
 mod baseline;
+mod catalog;
 mod sources;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -102,7 +103,8 @@ use scriptorium_topics_format::topic::{
 use scriptorium_topics_format::{Code, Diagnostic, TopicFile, Unit, parse_tree};
 
 pub(crate) use baseline::TreePath;
-pub use baseline::{Baseline, FileState};
+pub use baseline::{Baseline, FileLoader, FileState};
+pub use catalog::Summary;
 pub use sources::{SourceCatalog, block_trust};
 
 use crate::code::ErrorCode;
@@ -432,7 +434,7 @@ pub fn validate_changes(
     // Required block IDs: only those the changed files held can be lost.
     let mut gone: Vec<String> = dirty
         .iter()
-        .filter_map(|path| baseline.file(path))
+        .filter_map(|path| baseline.summary(path))
         .flat_map(|state| state.block_ids.iter())
         .filter(|id| !present(id))
         .cloned()

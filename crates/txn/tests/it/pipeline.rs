@@ -130,10 +130,12 @@ pub(crate) fn tree_state(root: &Path, normalize_revision: bool) -> Vec<(String, 
                 stack.push(path);
                 continue;
             }
-            // The lock, stages, the spare tree and the file the next intent is written into
-            // (the last one's bytes, never read) are not state.
+            // The lock, stages, the spare tree, the file the next intent is written into (the
+            // last one's bytes, never read) and the catalog (derived, checked by hash when
+            // read) are not state.
             if rel == ".scriptorium/write.lock"
                 || rel == ".scriptorium/intent.next"
+                || rel == ".scriptorium/catalog"
                 || rel.starts_with(".scriptorium/txn/")
             {
                 continue;

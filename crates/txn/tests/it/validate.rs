@@ -11,8 +11,8 @@ use scriptorium_topics_format::source::{ArchiveRecord, ArchiveResolver, TrustSta
 use scriptorium_topics_format::{Code, TopicFile};
 use scriptorium_txn::ErrorCode;
 use scriptorium_txn::validate::{
-    Baseline, Limits, Required, Rules, SourceCatalog, Validation, Violation, block_trust,
-    removed_message, validate, validate_changes,
+    Baseline, FileLoader, FileState, Limits, Required, Rules, SourceCatalog, Validation, Violation,
+    block_trust, removed_message, validate, validate_changes,
 };
 
 type Sources = BTreeMap<String, String>;
@@ -98,12 +98,85 @@ impl Case {
         Case { sources: sources(), baseline }
     }
 
+    /// Validates the staged tree `staged` whole, and checks on the way that incremental
+    /// validation of the same change says the same, both against the parsed baseline and
+    /// against one read back from its catalog (files parsed on demand).
     fn run(&self, staged: &[TopicFile], rules: &Rules<'_>) -> Validation {
         let resolver = ArchiveResolver::new(self.sources.clone());
         let baseline = Baseline::read(&self.baseline, &resolver);
         assert!(baseline.diagnostics().is_empty(), "{:?}", baseline.diagnostics());
-        validate(&baseline, staged, &ArchiveResolver::new(self.sources.clone()), rules)
+        let whole = validate(&baseline, staged, &ArchiveResolver::new(self.sources.clone()), rules);
+        let incremental = agree(&self.baseline, &self.sources, staged, rules);
+        assert_eq!(said(&incremental.violations), said(&whole.violations), "incremental");
+        assert_eq!(incremental.removed, whole.removed, "incremental");
+        whole
     }
+}
+
+/// Parses committed files on demand from memory (what the engine does from the live tree).
+struct MemoryLoader {
+    files: Vec<TopicFile>,
+    sources: Sources,
+    loads: std::sync::atomic::AtomicUsize,
+}
+
+impl FileLoader for MemoryLoader {
+    fn load(&self, path: &str, hash: &str) -> Result<FileState, String> {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let file = self.files.iter().find(|f| f.path == path).ok_or("gone")?;
+        let state = FileState::parse(file.clone(), &ArchiveResolver::new(self.sources.clone()));
+        if state.hash == hash { Ok(state) } else { Err("changed".into()) }
+    }
+}
+
+/// `validate_changes` of the change from `committed` to `staged` (the files that differ,
+/// those removed) against the parsed baseline and against the baseline read back from its
+/// catalog: both must say the same, and the catalog's must load no file it was not asked for.
+fn agree(
+    committed: &[TopicFile],
+    sources: &Sources,
+    staged: &[TopicFile],
+    rules: &Rules<'_>,
+) -> scriptorium_txn::validate::ChangeValidation {
+    let resolver = ArchiveResolver::new(sources.clone());
+    let parsed = Baseline::read(committed, &resolver);
+    let loader = std::sync::Arc::new(MemoryLoader {
+        files: committed.to_vec(),
+        sources: sources.clone(),
+        loads: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let cataloged = Baseline::from_catalog(&parsed.catalog(), loader.clone()).expect("a catalog");
+    assert_eq!(cataloged.summaries().count(), committed.len());
+    let committed_text: BTreeMap<&str, &str> =
+        committed.iter().map(|f| (f.path.as_str(), f.text.as_str())).collect();
+    let changed: Vec<TopicFile> = staged
+        .iter()
+        .filter(|f| committed_text.get(f.path.as_str()) != Some(&f.text.as_str()))
+        .cloned()
+        .collect();
+    let kept: BTreeSet<&str> = staged.iter().map(|f| f.path.as_str()).collect();
+    let removed: Vec<String> = committed
+        .iter()
+        .filter(|f| !kept.contains(f.path.as_str()))
+        .map(|f| f.path.clone())
+        .collect();
+    let from_parsed = validate_changes(&parsed, &changed, &removed, &resolver, rules);
+    let from_catalog = validate_changes(&cataloged, &changed, &removed, &resolver, rules);
+    assert!(cataloged.take_load_errors().is_empty());
+    assert_eq!(lines_of(&from_catalog.violations), lines_of(&from_parsed.violations));
+    assert_eq!(from_catalog.removed, from_parsed.removed);
+    // Validation parses the committed files it needs, never the whole tree: an empty change
+    // parses nothing, and no change parses more files than the tree has.
+    let loads = loader.loads.load(std::sync::atomic::Ordering::Relaxed);
+    if changed.is_empty() && removed.is_empty() {
+        assert_eq!(loads, 0);
+    }
+    assert!(loads <= committed.len(), "{loads}");
+    from_catalog
+}
+
+fn lines_of(violations: &[Violation]) -> Vec<String> {
+    violations.iter().map(ToString::to_string).collect()
 }
 
 fn lines(validation: &Validation) -> Vec<String> {
@@ -800,5 +873,8 @@ proptest::proptest! {
         let incremental = validate_changes(&baseline, &changed, &removed, &resolver, &rules);
         proptest::prop_assert_eq!(said(&incremental.violations), said(&whole.violations));
         proptest::prop_assert_eq!(&incremental.removed, &whole.removed);
+        // And against the baseline read back from its catalog, files parsed on demand.
+        let cataloged = agree(&committed, &sources(), &staged, &rules);
+        proptest::prop_assert_eq!(said(&cataloged.violations), said(&whole.violations));
     }
 }

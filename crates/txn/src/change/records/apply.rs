@@ -8,16 +8,18 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 use scriptorium_topics_format::topic::{Document, LineKind, is_footnote_id, is_memory_id};
 
 use super::{Destination, MemoryChange, Position, SourceRef, item_error, legacy, not_found};
 use crate::error::Result;
 use crate::stage::Staged;
+use crate::validate::Baseline;
 
 /// Applies `changes` to the stage.
 pub(crate) fn apply(staged: &mut Staged, changes: &[MemoryChange]) -> Result<()> {
-    let mut tree = Tree::load(staged);
+    let mut tree = Tree::load(staged, changes);
     let mut updated_blocks: HashSet<String> = HashSet::new();
     for (i, change) in changes.iter().enumerate() {
         match change {
@@ -65,8 +67,14 @@ struct Found {
     ids: Vec<String>,
 }
 
-/// The topic files as line lists, keyed by workspace-relative path.
+/// The topic files as line lists, keyed by workspace-relative path: those the changes name
+/// (the files holding their block IDs, their destinations), loaded at the start, any other
+/// only when a search must look further (an ID no committed file holds), so a change costs
+/// the files it touches, not the tree.
 struct Tree {
+    baseline: Arc<Baseline>,
+    /// Every committed file is in `files`.
+    all: bool,
     files: BTreeMap<String, Vec<String>>,
     existed: BTreeSet<String>,
     touched: BTreeSet<String>,
@@ -75,20 +83,86 @@ struct Tree {
 }
 
 impl Tree {
-    fn load(staged: &Staged) -> Tree {
-        let mut files = BTreeMap::new();
-        for file in staged.baseline_files() {
-            let doc = Document::parse(&file.text);
-            let lines = (0..doc.lines().len()).map(|n| doc.line_text(n).to_owned()).collect();
-            files.insert(format!("topics/{}", file.path), lines);
+    fn load(staged: &Staged, changes: &[MemoryChange]) -> Tree {
+        let mut tree = Tree {
+            baseline: Arc::clone(&staged.baseline),
+            all: false,
+            files: BTreeMap::new(),
+            existed: BTreeSet::new(),
+            touched: BTreeSet::new(),
+            homes: HashMap::new(),
+        };
+        let baseline = Arc::clone(&tree.baseline);
+        for change in changes {
+            let (ids, destination): (Vec<&String>, Option<&Destination>) = match change {
+                MemoryChange::CreateRecord { destination, .. } => (Vec::new(), Some(destination)),
+                MemoryChange::UpdateRecord { memory_id, .. }
+                | MemoryChange::DeleteRecord { memory_id } => (vec![memory_id], None),
+                MemoryChange::MoveRecords { memory_ids, destination } => {
+                    (memory_ids.iter().collect(), Some(destination))
+                }
+            };
+            let anchor = destination.and_then(|d| match &d.position {
+                Position::Before(anchor) | Position::After(anchor) => Some(anchor),
+                Position::Start | Position::End => None,
+            });
+            for id in ids.into_iter().chain(anchor) {
+                for rel in baseline.files_of(id) {
+                    tree.ensure(&format!("topics/{rel}"));
+                }
+                if let Some((home, _)) = baseline.home(id) {
+                    tree.homes.insert(id.clone(), format!("topics/{home}"));
+                }
+            }
+            if let Some(destination) = destination {
+                tree.ensure(&destination.topic_path);
+            }
         }
-        let homes = staged
-            .baseline()
-            .units()
-            .map(|u| (u.memory_id.clone(), format!("topics/{}", u.topic_path)))
-            .collect();
-        let existed = files.keys().cloned().collect();
-        Tree { files, existed, touched: BTreeSet::new(), homes }
+        tree
+    }
+
+    /// Loads the committed file `path` (workspace-relative) unless it is loaded.
+    fn ensure(&mut self, path: &str) {
+        if self.files.contains_key(path) {
+            return;
+        }
+        let Some(file) = path.strip_prefix("topics/").and_then(|rel| self.baseline.file(rel))
+        else {
+            return;
+        };
+        let doc = Document::parse(&file.file.text);
+        let lines = (0..doc.lines().len()).map(|n| doc.line_text(n).to_owned()).collect();
+        self.files.insert(path.to_owned(), lines);
+        self.existed.insert(path.to_owned());
+    }
+
+    /// Loads every committed file (a search that found nothing in the loaded ones).
+    fn load_all(&mut self) -> bool {
+        if self.all {
+            return false;
+        }
+        self.all = true;
+        let baseline = Arc::clone(&self.baseline);
+        for rel in baseline.paths() {
+            self.ensure(&format!("topics/{rel}"));
+        }
+        true
+    }
+
+    /// [`Tree::find_loaded`], looking through every file when the loaded ones lack it.
+    fn find(&mut self, memory_id: &str) -> Option<Found> {
+        match self.find_loaded(memory_id) {
+            None if self.load_all() => self.find_loaded(memory_id),
+            found => found,
+        }
+    }
+
+    /// [`Tree::find_legacy_loaded`], looking through every file when the loaded ones lack it.
+    fn find_legacy(&mut self, memory_id: &str) -> Option<Found> {
+        match self.find_legacy_loaded(memory_id) {
+            None if self.load_all() => self.find_legacy_loaded(memory_id),
+            found => found,
+        }
     }
 
     /// Writes every touched file to the stage (a file left without content is removed).
@@ -109,11 +183,12 @@ impl Tree {
     }
 
     fn lines_mut(&mut self, path: &str) -> &mut Vec<String> {
+        self.ensure(path);
         self.touched.insert(path.to_owned());
         self.files.entry(path.to_owned()).or_default()
     }
 
-    fn find(&self, memory_id: &str) -> Option<Found> {
+    fn find_loaded(&self, memory_id: &str) -> Option<Found> {
         let hint = self.homes.get(memory_id);
         let hinted = hint.and_then(|p| self.files.get_key_value(p));
         hinted.into_iter().chain(self.files.iter().filter(|(p, _)| Some(*p) != hint)).find_map(
@@ -132,7 +207,7 @@ impl Tree {
     }
 
     /// The paragraph holding legacy unit `memory_id` (a `mem_` citation group).
-    fn find_legacy(&self, memory_id: &str) -> Option<Found> {
+    fn find_legacy_loaded(&self, memory_id: &str) -> Option<Found> {
         if !is_memory_id(memory_id) {
             return None;
         }
