@@ -48,6 +48,7 @@ pub(crate) const BUDGETS: &[(&str, Budget)] = &[
     ("process/hook_user_prompt_submit_wall_10k_blocks", Budget::MaxNanos(15.0 * MS)),
     ("process/hook_session_start_10k_blocks", Budget::MaxNanos(25.0 * MS)),
     ("process/hook_stop_10k_blocks", Budget::MaxNanos(20.0 * MS)),
+    ("process/doctor_10k_blocks", Budget::MaxNanos(1000.0 * MS)),
     // The render reads only `topics/core.md`; the budget applies to a realistic master (the
     // reference measured an 11 883-token one). `views/core_render_10k` (a 10 000-paragraph
     // master) is reported without a budget.

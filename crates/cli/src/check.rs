@@ -111,15 +111,15 @@ fn bad_name(rel: String) -> Diagnostic {
 }
 
 /// What a check found.
-struct Report {
-    topic_files: usize,
-    source_files: usize,
-    units: usize,
-    diagnostics: Vec<Diagnostic>,
+pub(crate) struct Report {
+    pub(crate) topic_files: usize,
+    pub(crate) source_files: usize,
+    pub(crate) units: usize,
+    pub(crate) diagnostics: Vec<Diagnostic>,
 }
 
-/// Checks one workspace directory.
-fn check_workspace(root: &Path) -> anyhow::Result<Report> {
+/// Checks one workspace directory (`scriptorium check`, and the doctor's `workspace` check).
+pub(crate) fn check_workspace(root: &Path) -> anyhow::Result<Report> {
     if !root.is_dir() {
         bail!("{} is not a memory workspace (no such directory)", root.display());
     }

@@ -11,8 +11,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod check;
+mod completions;
 mod core;
 mod demo;
+mod doctor;
 mod edit;
 mod forget;
 mod home;
@@ -169,6 +171,13 @@ enum Command {
     Hook(hook::Args),
     /// Install the hooks and the MCP server into Claude Code's or Codex's configuration.
     Setup(setup::Args),
+    /// Check that this setup works, check by check, and say what to do about each problem
+    /// (home, workspace, index, git, session store, agents, writer, last writes, sync remote).
+    Doctor(doctor::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page (roff), or write every page into a directory with --out.
+    Man(completions::ManArgs),
 }
 
 impl Command {
@@ -197,13 +206,16 @@ impl Command {
             Command::Sleep(args) => args.json,
             Command::Log(args) => args.json,
             Command::Show(args) => args.json,
+            Command::Doctor(args) => args.json,
             Command::Edit(_)
             | Command::Watch(_)
             | Command::Serve(_)
             | Command::Mcp(_)
             | Command::Demo(_)
             | Command::Hook(_)
-            | Command::Setup(_) => false,
+            | Command::Setup(_)
+            | Command::Completions(_)
+            | Command::Man(_) => false,
         }
     }
 }
@@ -270,10 +282,13 @@ fn main() -> ExitCode {
         }
         return hook::run(&home, args);
     }
-    // Everything but `check` (which reads any directory) uses the home: its configuration
-    // must be valid and memory enabled.
-    if !matches!(cli.command, Command::Check(_))
-        && let Err(err) = config(&home)
+    // Everything but `check` (which reads any directory), `doctor` (which reports a broken
+    // configuration as one of its checks) and the program's own descriptions uses the home:
+    // its configuration must be valid and memory enabled.
+    if !matches!(
+        cli.command,
+        Command::Check(_) | Command::Doctor(_) | Command::Completions(_) | Command::Man(_)
+    ) && let Err(err) = config(&home)
     {
         return output::report(&err, as_json);
     }
@@ -307,6 +322,11 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&home, &args),
         Command::Hook(args) => Ok(hook::run(&home, &args)),
         Command::Setup(args) => setup::run(&home, &args),
+        Command::Doctor(args) => doctor::run(&home, &args),
+        Command::Completions(args) => {
+            completions::completions(<Cli as clap::CommandFactory>::command(), &args)
+        }
+        Command::Man(args) => completions::man(<Cli as clap::CommandFactory>::command(), &args),
     };
     match result {
         Ok(code) => code,

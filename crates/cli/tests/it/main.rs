@@ -4,6 +4,7 @@ mod agents;
 mod check;
 mod concurrency;
 mod demo;
+mod doctor;
 mod edit;
 mod forget;
 mod history;
