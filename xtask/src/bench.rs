@@ -7,10 +7,19 @@
 //! another benchmark's median (`Budget::MaxRatioTo`: what a feature may add to a path measured
 //! without it in the same run, whatever the machine's speed); a ratio whose baseline has no
 //! figure is over budget. A benchmark without a budget is reported, not judged.
+//!
+//! Tracking (`bench/track.rs`): a summary records the machine (host name, CPU model, cores) and
+//! criterion's 95 % confidence interval of each median; each run is compared with the previous
+//! summary of the same machine, per benchmark as a ratio new/old, regressions beyond the measured
+//! noise flagged. `cargo xtask bench --compare A B` compares two saved summaries (paths, unix
+//! stamps or `latest`); `cargo xtask bench --history PREFIX` prints each matching benchmark's
+//! median run after run, against its budget.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+
+mod track;
 
 /// A budget for one benchmark, by criterion's full id (`group/function`).
 #[derive(Clone, Copy, Debug)]
@@ -161,6 +170,8 @@ pub(crate) struct Figure {
     pub(crate) mean_ns: f64,
     pub(crate) p99_ns: f64,
     pub(crate) bytes: Option<f64>,
+    /// Criterion's 95 % confidence interval of the median (what tracking judges noise by).
+    pub(crate) median_ci_ns: Option<(f64, f64)>,
 }
 
 impl Figure {
@@ -250,7 +261,9 @@ pub(crate) fn figures(criterion_dir: &Path) -> anyhow::Result<Vec<Figure>> {
         per_iter.sort_by(f64::total_cmp);
         let p99_ns = percentile(&per_iter, 0.99);
         let bytes = bench["throughput"]["Bytes"].as_f64();
-        figures.push(Figure { id, median_ns, mean_ns, p99_ns, bytes });
+        let ci = &estimates["median"]["confidence_interval"];
+        let median_ci_ns = ci["lower_bound"].as_f64().zip(ci["upper_bound"].as_f64());
+        figures.push(Figure { id, median_ns, mean_ns, p99_ns, bytes, median_ci_ns });
     }
     figures.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(figures)
@@ -266,6 +279,12 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 
 /// Runs the suites (extra arguments go to criterion as a filter), then judges and summarises.
 pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    let summaries = target_dir(root).join("bench-summary");
+    match extra.first().map(String::as_str) {
+        Some("--compare") => return track::compare_command(&summaries, &extra[1..]),
+        Some("--history") => return track::history_command(&summaries, &extra[1..]),
+        _ => {}
+    }
     let mut cmd = crate::cargo();
     // `--bench '*'` runs only the criterion targets; the libraries' own libtest harnesses would
     // reject criterion's options.
@@ -320,6 +339,7 @@ pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
             "median_ns": fig.median_ns,
             "mean_ns": fig.mean_ns,
             "p99_ns": fig.p99_ns,
+            "median_ci_ns": fig.median_ci_ns.map(|(lo, hi)| [lo, hi]),
             "megabytes_per_sec": fig.megabytes_per_sec(),
             "ratio": ratio,
             "budget": verdict.as_ref().map(|(_, b)| b.clone()),
@@ -362,12 +382,17 @@ pub(crate) fn run(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .unwrap_or_default();
     let summary_dir = target.join("bench-summary");
     std::fs::create_dir_all(&summary_dir)?;
-    let summary =
-        serde_json::json!({ "unix_time": stamp, "benchmarks": rows, "extra": extra_rows });
+    let summary = serde_json::json!({
+        "unix_time": stamp,
+        "machine": track::Machine::current().to_json(),
+        "benchmarks": rows,
+        "extra": extra_rows,
+    });
     let text = serde_json::to_string_pretty(&summary)?;
     std::fs::write(summary_dir.join(format!("{stamp}.json")), &text)?;
     std::fs::write(summary_dir.join("latest.json"), &text)?;
     println!("summary: {}", summary_dir.join(format!("{stamp}.json")).display());
+    track::against_previous(&summary_dir, &track::Summary::from_json(&summary))?;
     if !over.is_empty() {
         bail!("over budget: {}", over.join(", "));
     }
@@ -386,6 +411,7 @@ mod tests {
             mean_ns: median_ns,
             p99_ns: median_ns,
             bytes,
+            median_ci_ns: None,
         };
         assert_eq!(
             fig("topics_format/scan_50k_frames", 49.0 * MS, None).verdict(&[]).map(|v| v.0),
@@ -410,6 +436,7 @@ mod tests {
             mean_ns,
             p99_ns: mean_ns,
             bytes: Some(150e6),
+            median_ci_ns: None,
         };
         let plain = "intake/import_150mb_plain";
         let redacted = "intake/import_150mb_redacted";

@@ -283,8 +283,9 @@ pub(crate) fn harness_script(session: &Session, first_of_conversation: bool, pla
             "destination": {"topic_path": topic, "headings": [heading], "position": "end"},
         })
     };
-    let mut changes: Vec<Value> = session
-        .turns
+    // Only the turns the writer is given: an acknowledgement is no record.
+    let turns: Vec<&Turn> = session.turns.iter().filter(|t| recorded(&t.text)).collect();
+    let mut changes: Vec<Value> = turns
         .iter()
         .map(|turn| {
             let topic = format!("topics/people/{}.md", slug(&turn.speaker));
@@ -292,7 +293,7 @@ pub(crate) fn harness_script(session: &Session, first_of_conversation: bool, pla
             record(topic, &turn.speaker, content, turn)
         })
         .collect();
-    if first_of_conversation && let Some(first) = session.turns.first() {
+    if first_of_conversation && let Some(first) = turns.first() {
         let content = format!("{}: {}", first.speaker, plain(&first.text));
         changes.push(record("topics/core.md".to_owned(), "Core", content, first));
         let topic = format!("topics/people/{}.md", slug(&first.speaker));
@@ -320,6 +321,23 @@ pub(crate) fn harness_script(session: &Session, first_of_conversation: bool, pla
     steps.extend(calls);
     steps.push(commit);
     Value::Array(steps)
+}
+
+/// Acknowledgements that carry nothing to remember, as compared: lower-case letters and digits
+/// only. The writer never sees such a turn (`crates/markers/src/clean.rs`, rule 5, holds the
+/// list this copies), so a script citing one would be refused.
+const ACKNOWLEDGEMENTS: &[&str] = &[
+    "ok", "okay", "k", "kk", "yes", "y", "yep", "yeah", "yup", "no", "n", "nope", "thanks",
+    "thankyou", "thx", "ty", "continue", "goon", "goahead", "proceed", "sure", "cool", "nice",
+    "great", "perfect", "done", "next", "hi", "hello", "hey", "yo", "wow", "lgtm", "ls", "pwd",
+    "clear", "exit", "quit",
+];
+
+/// Whether the writer records a turn of this text: not empty, not an acknowledgement.
+pub(crate) fn recorded(text: &str) -> bool {
+    let folded: String =
+        text.chars().flat_map(char::to_lowercase).filter(|c| c.is_alphanumeric()).collect();
+    !folded.is_empty() && !ACKNOWLEDGEMENTS.contains(&folded.as_str())
 }
 
 /// Operations per `memory_changes` call (the change API's limit).
@@ -411,6 +429,16 @@ mod tests {
         assert_eq!(lines[2]["session"], "conv-x-s2");
         assert_eq!(lines[1]["speaker"], json!({"id": "locomo/bo", "display": "Bo"}));
         assert_eq!(lines[0]["role"], "user");
+    }
+
+    #[test]
+    fn acknowledgements_are_no_records() {
+        assert!(!recorded("Thanks!"));
+        assert!(!recorded("  Thank you. "));
+        assert!(!recorded("Wow!!"));
+        assert!(!recorded("🎉"));
+        assert!(recorded("Thanks! It helps me stay motivated."));
+        assert!(recorded("Rex"));
     }
 
     #[test]
