@@ -2,10 +2,14 @@
 //!
 //! - `ci`: the whole gate, in order: test data and the PostgreSQL server binaries present →
 //!   `fmt --check` → `clippy -D warnings` (all targets) → tests → `writer-eval --check` (scripted,
-//!   small slice) → `doc -D warnings` → `deps` → `tidy`.
+//!   small slice) → `doc -D warnings` → `deps` → `tidy` → `examples`.
 //! - `deps`: the allowed edges between our crates (see `ARCHITECTURE.md#code-map`); any other
 //!   edge fails.
 //! - `tidy`: the repository rules that a compiler cannot check (listed in `xtask/src/tidy.rs`).
+//! - `examples`: the library examples (`examples/library/*`, `docs/library.md`) built offline and
+//!   `--locked`, run against real workspaces, and the light ones' dependency trees checked (no
+//!   tokio, axum, hyper, reqwest, postgres or rmcp); `ci` runs it last. `--update-locks` rewrites
+//!   their lock files from the workspace's after our crates' dependencies change.
 //! - `bench`: every criterion suite, then a JSON summary checked against the budgets.
 //! - `recall`: the recall-quality harness on the LoCoMo dev split (recall_any/all@5 and @10,
 //!   and the share of unrelated questions that return nothing), through the library and
@@ -33,6 +37,7 @@ use anyhow::{Context, bail};
 
 mod bench;
 mod deps;
+mod examples;
 mod generator;
 mod gen_workspace;
 mod tidy;
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("deps") => deps::check(&repo_root()).map(|()| println!("deps: ok")),
         Some("tidy") => tidy::check(&repo_root()).map(|()| println!("tidy: ok")),
+        Some("examples") => examples::run(&repo_root(), &args[1..]),
         Some("bench") => bench::run(&repo_root(), &args[1..]),
         Some("crash") => crash(&args[1..]),
         Some("snapshots") => snapshots(&args[1..]),
@@ -370,6 +376,8 @@ fn ci() -> anyhow::Result<()> {
     deps::check(&root)?;
     eprintln!("==> tidy");
     tidy::check(&root)?;
+    eprintln!("==> library examples");
+    examples::check(&root, &data)?;
     eprintln!("ci: all gates passed");
     Ok(())
 }

@@ -15,6 +15,35 @@
 //!
 //! **Architecture Invariant:** nothing here follows a symlink. A caller that needs to read a
 //! file a person may have replaced by a link gets a refusal, never the link's target.
+//!
+//! # Example
+//!
+//! ```
+//! use scriptorium_workspace_fs::read::{ReadError, read_in};
+//! use scriptorium_workspace_fs::{
+//!     Durability, FileKind, Layout, RealFs, create_dir_all, walk, write_atomic,
+//! };
+//!
+//! let dir = tempfile::tempdir()?;
+//! let layout = Layout::new(dir.path());
+//! create_dir_all(&RealFs, &layout.topics, 0o755)?;
+//! let (temp, target) = (layout.topics.join(".garden.md.tmp"), layout.topics.join("garden.md"));
+//! write_atomic(&RealFs, &temp, &target, b"# Garden\n", 0o644, Durability::Durable)?;
+//! assert_eq!(read_in(&RealFs, dir.path(), "topics/garden.md")?, b"# Garden\n");
+//!
+//! // A symlink anywhere on the way is refused, never followed; the walk reports it as one.
+//! std::os::unix::fs::symlink(&layout.topics, dir.path().join("elsewhere"))?;
+//! let refused = read_in(&RealFs, dir.path(), "elsewhere/garden.md").unwrap_err();
+//! assert!(matches!(refused, ReadError::Symlink { .. }), "{refused}");
+//! let kinds: Vec<(String, FileKind)> =
+//!     walk(&RealFs, dir.path())?.into_iter().map(|e| (e.rel, e.kind)).collect();
+//! assert_eq!(kinds, [
+//!     ("elsewhere".to_owned(), FileKind::Symlink),
+//!     ("topics".to_owned(), FileKind::Dir),
+//!     ("topics/garden.md".to_owned(), FileKind::File),
+//! ]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod fs;
 pub mod layout;
