@@ -1,5 +1,6 @@
-//! `cargo xtask writer-eval --model <journal|scripted|command:…|openai:…|anthropic:…>`: how well
-//! a writer turns conversations into memory, measured the same way for any model.
+//! `cargo xtask writer-eval --model <journal|scripted|command:…|openai:…|anthropic:…|
+//! config:…>`: how well a writer turns conversations into memory, measured the same way for any
+//! model.
 //!
 //! The harness drives the built `scriptorium` binary as a user would (xtask depends on no crate
 //! of ours): a scratch home under `target/writer-eval/home-<model>/`, the LoCoMo dev split's
@@ -74,10 +75,14 @@ pub(crate) enum ModelSpec {
     Openai(String),
     /// The Anthropic Messages API with this model name.
     Anthropic(String),
+    /// The `[model]` and `[memory.writer]` sections of this `scriptorium.toml` (what `setup`
+    /// wrote: the agent itself as the writer, its command line, its budget).
+    Config(PathBuf),
 }
 
 impl ModelSpec {
-    /// `journal`, `scripted`, `command:<program> [args…]`, `openai:<name>`, `anthropic:<name>`.
+    /// `journal`, `scripted`, `command:<program> [args…]`, `openai:<name>`, `anthropic:<name>`,
+    /// `config:<scriptorium.toml>`.
     pub(crate) fn parse(text: &str) -> anyhow::Result<ModelSpec> {
         let spec = match text.split_once(':') {
             None if text == "journal" => ModelSpec::Journal,
@@ -95,9 +100,12 @@ impl ModelSpec {
             Some(("anthropic", name)) if !name.trim().is_empty() => {
                 ModelSpec::Anthropic(name.trim().to_owned())
             }
+            Some(("config", path)) if !path.trim().is_empty() => {
+                ModelSpec::Config(PathBuf::from(path.trim()))
+            }
             _ => bail!(
-                "--model must be journal, scripted, command:<program> [args…], openai:<name> or \
-                 anthropic:<name> (got {text:?})"
+                "--model must be journal, scripted, command:<program> [args…], openai:<name>, \
+                 anthropic:<name> or config:<scriptorium.toml> (got {text:?})"
             ),
         };
         Ok(spec)
@@ -116,6 +124,7 @@ impl ModelSpec {
             }
             ModelSpec::Openai(name) => format!("openai-{name}"),
             ModelSpec::Anthropic(name) => format!("anthropic-{name}"),
+            ModelSpec::Config(_) => "config".to_owned(),
         };
         raw.chars()
             .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '-' })
@@ -140,6 +149,8 @@ impl ModelSpec {
             }
             ModelSpec::Openai(name) => push(&["--model", "openai", "--model-name", name]),
             ModelSpec::Anthropic(name) => push(&["--model", "anthropic", "--model-name", name]),
+            // The scratch home's own `scriptorium.toml` says who writes.
+            ModelSpec::Config(_) => {}
         }
         args
     }
@@ -167,8 +178,9 @@ enum BinaryChoice {
 }
 
 const USAGE: &str = "usage: cargo xtask writer-eval --model <journal|scripted|command:<program> \
-                     [args…]|openai:<name>|anthropic:<name>> [--slice small|full] [--release | \
-                     --bin PATH] [--check] [-- <extra scriptorium write args>]";
+                     [args…]|openai:<name>|anthropic:<name>|config:<scriptorium.toml>> [--slice \
+                     small|full] [--release | --bin PATH] [--check] [-- <extra scriptorium write \
+                     args>]";
 
 fn parse_options(args: &[String]) -> anyhow::Result<Options> {
     let mut model = None;
@@ -276,6 +288,12 @@ fn evaluate(binary: &Path, options: &Options) -> anyhow::Result<()> {
         conversations.iter().map(Conversation::turns).sum::<usize>(),
         cli.home.display()
     );
+    if let ModelSpec::Config(path) = &options.model {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        std::fs::create_dir_all(&cli.home)?;
+        std::fs::write(cli.home.join("scriptorium.toml"), writer_sections(&text))?;
+    }
     cli.run_ok(&["init"])?;
     let mut transcripts = Vec::new();
     for conversation in &conversations {
@@ -310,6 +328,25 @@ fn evaluate(binary: &Path, options: &Options) -> anyhow::Result<()> {
         println!("writer-eval check: ok");
     }
     Ok(())
+}
+
+/// The sections of a `scriptorium.toml` that say who writes and how (`[model]`,
+/// `[memory.writer]`), and nothing else: a session store, a sync remote or a privacy rule of the
+/// caller's home must not reach the scratch home.
+fn writer_sections(toml: &str) -> String {
+    let mut out = String::new();
+    let mut keep = false;
+    for line in toml.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            keep = matches!(trimmed, "[model]" | "[memory.writer]");
+        }
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The binary, run against the scratch home.
@@ -890,6 +927,21 @@ mod tests {
         for bad in ["", "gpt", "command:", "openai:", "openai: ", "ollama:llama3"] {
             assert!(ModelSpec::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_config_lends_only_its_writer_sections() {
+        let toml = "[memory]\nbackend = \"local\"\n[memory.writer]\nmax_tokens_per_day = 5\n\
+                    [model]\nkind = \"command\"\nname = \"haiku\"\n[sessions]\n\
+                    store = \"postgres://x\"\n[sync]\nremote = \"git@h:m.git\"\n";
+        assert_eq!(
+            writer_sections(toml),
+            "[memory.writer]\nmax_tokens_per_day = 5\n[model]\nkind = \"command\"\nname = \"haiku\"\n"
+        );
+        let spec = ModelSpec::parse("config:home/scriptorium.toml").unwrap();
+        assert_eq!(spec, ModelSpec::Config(PathBuf::from("home/scriptorium.toml")));
+        assert!(spec.write_args(None).is_empty(), "the home's own configuration decides");
+        assert!(ModelSpec::parse("config:").is_err());
     }
 
     #[test]
