@@ -585,6 +585,53 @@ mod tests {
         assert_eq!(bar(f64::NAN), "");
     }
 
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-track-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn criterion_s_interval_reaches_the_summary_and_the_next_run_finds_it() {
+        let dir = scratch("criterion");
+        let new = dir.join("criterion/search/warm_search/new");
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::write(new.join("benchmark.json"), r#"{"full_id": "search/warm_search"}"#).unwrap();
+        std::fs::write(
+            new.join("estimates.json"),
+            r#"{"mean": {"point_estimate": 82.0},
+                "median": {"point_estimate": 80.0,
+                           "confidence_interval": {"lower_bound": 79.0, "upper_bound": 81.5}}}"#,
+        )
+        .unwrap();
+        std::fs::write(new.join("sample.json"), r#"{"iters": [1, 2], "times": [80.0, 170.0]}"#)
+            .unwrap();
+        let figures = crate::bench::figures(&dir.join("criterion")).unwrap();
+        assert_eq!(figures.len(), 1);
+        assert_eq!(figures[0].median_ci_ns, Some((79.0, 81.5)));
+        // Two saved runs of this machine: the second finds the first as its previous one.
+        let summaries = dir.join("bench-summary");
+        std::fs::create_dir_all(&summaries).unwrap();
+        let machine = Machine::current();
+        for (stamp, median) in [(10u64, 80.0), (20, 100.0)] {
+            let value = json!({
+                "unix_time": stamp,
+                "machine": machine.to_json(),
+                "benchmarks": [{"id": "search/warm_search", "median_ns": median,
+                                "p99_ns": median * 1.1,
+                                "median_ci_ns": [median - 1.0, median + 1.0]}],
+            });
+            std::fs::write(summaries.join(format!("{stamp}.json")), value.to_string()).unwrap();
+        }
+        let all = saved(&summaries).unwrap();
+        let (path, old) = previous(&all, &all[1].1).unwrap();
+        assert_eq!(path, &summaries.join("10.json"));
+        assert_eq!(compare(old, &all[1].1)[0].verdict, Verdict::Regression);
+        against_previous(&summaries, &all[1].1).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_summary_is_named_by_path_stamp_or_latest() {
         let dir = std::env::temp_dir().join(format!("xtask-track-{}", std::process::id()));
