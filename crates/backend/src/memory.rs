@@ -1197,7 +1197,20 @@ impl MemoryWorkspace {
             };
             return Ok((revision, None));
         }
+        // A running outside-edit watch (`scriptorium_search::watch`) that saw nothing happen in
+        // either tree since a scan found them as the record lists them spares this search the
+        // scan (a `lstat` per file of both trees); without a watch, or when it saw a change,
+        // the search scans, and tells the watch when the scan found nothing outside.
+        let root = self.workspace.root();
+        let watched = scriptorium_search::watch::ask(root);
+        if watched.is_some_and(|w| w.clean) {
+            *last = Some(OutsideCheck { at: Instant::now(), live: None });
+            return Ok((self.workspace.installed_revision()?, Some(Adoption::Nothing)));
+        }
         let (adoption, live) = self.adopt_outside_edits_at()?;
+        if let (Some(watched), Adoption::Nothing) = (watched, &adoption) {
+            scriptorium_search::watch::mark_clean(root, watched.sequence);
+        }
         let (revision, remembered) = match &adoption {
             // Nothing was edited outside: the live revision is the installed one.
             Adoption::Nothing => (live, None),

@@ -132,6 +132,7 @@ mod pack;
 mod schema;
 mod segments;
 mod tokenize;
+pub mod watch;
 
 pub use error::{Error, ErrorCode, Result};
 pub use fence::{SYSTEM_NOTE, fence, is_fenced, sanitize};

@@ -7,6 +7,7 @@ mod demo;
 mod doctor;
 mod edit;
 mod forget;
+mod generated;
 mod history;
 mod hook;
 mod import;

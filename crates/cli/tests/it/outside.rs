@@ -187,3 +187,56 @@ fn status_takes_in_a_valid_outside_edit_before_it_reports_the_revision() {
     let result = json(&scriptorium(home.path(), &args));
     assert_eq!(result["noop"], true, "{result}");
 }
+
+/// With an outside-edit watch running (`scriptorium_search::watch`, which a long-lived process
+/// holds), a search skips the stat scan while the watch saw nothing happen, and still finds an
+/// edit made in place (which moves no directory's mtime) and an invalid one (reported on every
+/// search, validated once). New directories and renames: the watch's own tests.
+#[test]
+fn with_a_watch_running_outside_edits_are_still_found() {
+    use scriptorium_search::watch::{OutsideWatch, ask};
+    let home = home_with_note();
+    let memory = home.path().join("memory");
+    let garden = memory.join("topics/garden.md");
+    let watch = OutsideWatch::start(&memory).expect("start").expect("a watch");
+    assert!(!ask(&memory).expect("the watch answers").clean, "nobody scanned yet");
+
+    // The first search scans, finds nothing outside, and says so to the watch.
+    let first = json(&scriptorium(home.path(), &["search", "garden", "--json"]));
+    assert!(first.get("outside_edits").is_none(), "{first}");
+    assert!(ask(&memory).expect("answers").clean, "the scan found the trees as recorded");
+    let before = commits(&memory);
+
+    // In place: the watch says dirty, the search scans and takes the edit in.
+    let text = fs::read_to_string(&garden).expect("read");
+    fs::write(&garden, text.replace("vegetable garden", "zanzibar herb garden")).expect("write");
+    let found = json(&scriptorium(home.path(), &["search", "zanzibar", "--json"]));
+    assert_eq!(found["outside_edits"]["adopted"], true, "{found}");
+    assert_eq!(found["hits"].as_array().expect("hits").len(), 1, "{found}");
+    assert_eq!(commits(&memory), before + 1);
+    // Its own install moved the trees: the next search scans once more, then the watch is clean.
+    let again = json(&scriptorium(home.path(), &["search", "zanzibar", "--json"]));
+    assert!(again.get("outside_edits").is_none(), "{again}");
+    assert!(ask(&memory).expect("answers").clean);
+    let clean = json(&scriptorium(home.path(), &["search", "zanzibar", "--json"]));
+    assert_eq!(clean["hits"], again["hits"], "the clean path answers the same");
+
+    // An invalid edit is reported by every search and never marked clean.
+    let mut invalid = fs::read_to_string(&garden).expect("read");
+    invalid.push_str("\nThe quokka sleeps under the shed.\n");
+    fs::write(&garden, &invalid).expect("write");
+    for _ in 0..2 {
+        let found = json(&scriptorium(home.path(), &["search", "quokka", "--json"]));
+        assert_eq!(found["outside_edits"]["adopted"], false, "{found}");
+        assert!(!ask(&memory).expect("answers").clean);
+    }
+    fs::write(&garden, text.replace("vegetable garden", "zanzibar herb garden")).expect("write");
+    json(&scriptorium(home.path(), &["search", "garden", "--json"]));
+    json(&scriptorium(home.path(), &["search", "garden", "--json"]));
+    assert!(ask(&memory).expect("answers").clean, "back as recorded");
+
+    drop(watch);
+    assert!(ask(&memory).is_none(), "a stopped watch answers nobody");
+    let status = json(&scriptorium(home.path(), &["status", "--json"]));
+    assert_eq!(status["topics_edited_outside"], false, "{status}");
+}
