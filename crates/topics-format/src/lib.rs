@@ -74,7 +74,7 @@ pub mod topic;
 pub use diag::{Code, Diagnostic};
 pub use forget::{ForgetError, Forgetting};
 pub use rewrite::RewriteError;
-pub use topic::{BlockId, TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
 /// The workspace identity (`.scriptorium/workspace-id`), re-exported from `scriptorium-ids`, where
 /// the markers crate reaches it without this crate.
 pub use scriptorium_ids::{InvalidWorkspaceId, WorkspaceId};
+pub use topic::{BlockId, TopicFile, TreeParse, Unit, check_tree, normalize, parse_tree};
