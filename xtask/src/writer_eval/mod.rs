@@ -420,9 +420,12 @@ struct Usage {
 
 impl Usage {
     /// `usage` of a write result's object: `{total_tokens, cost_usd, …}`.
+    /// A model run uses tokens: 0 is a writer that reported none (journal, scripted, a command
+    /// without a usage report), unknown rather than free.
     fn of(value: &Value) -> Usage {
         let usage = &value["usage"];
-        Usage { total_tokens: usage["total_tokens"].as_u64(), cost_usd: usage["cost_usd"].as_f64() }
+        let total_tokens = usage["total_tokens"].as_u64().filter(|t| *t > 0);
+        Usage { total_tokens, cost_usd: total_tokens.and(usage["cost_usd"].as_f64()) }
     }
 
     /// Both known: the sum; one known: unknown (a part of a figure is no figure).
@@ -436,17 +439,23 @@ impl Usage {
     }
 }
 
-/// The usage of one session's write: the batches' own when every batch reports one, else the
-/// session's, else unknown.
-fn session_usage(session: &Value) -> Usage {
+/// The usage of one session's write (`doc`: the whole `write --json`, `session`: its entry):
+/// the write's own (every model run, a failed session's included; the harness writes one
+/// session per process), else the session's, else the batches' when every one reports it, else
+/// unknown.
+fn session_usage(doc: &Value, session: &Value) -> Usage {
+    for usage in [Usage::of(doc), Usage::of(session)] {
+        if usage.total_tokens.is_some() {
+            return usage;
+        }
+    }
     let batches = session["batches"].as_array().map(Vec::as_slice).unwrap_or_default();
     let per_batch: Vec<Usage> = batches.iter().map(Usage::of).collect();
     if !per_batch.is_empty() && per_batch.iter().all(|u| u.total_tokens.is_some()) {
         let first = per_batch[0];
         return per_batch[1..].iter().fold(first, |acc, u| acc.add(*u));
     }
-    let own = Usage::of(session);
-    if own.total_tokens.is_some() { own } else { Usage::of(&session["error"]) }
+    Usage::default()
 }
 
 /// Reads one session's entry of `write --json`.
@@ -477,7 +486,7 @@ fn session_run(
         seconds,
         batches,
         failure,
-        usage: session_usage(entry),
+        usage: session_usage(doc, entry),
     })
 }
 
@@ -967,17 +976,32 @@ mod tests {
 
     #[test]
     fn usage_is_unknown_unless_reported() {
+        let none = json!({});
         let session = json!({"session": "s", "ok": true, "batches": [{"tokens": 10}]});
-        assert_eq!(session_usage(&session), Usage::default());
+        assert_eq!(session_usage(&none, &session), Usage::default());
+        // A writer without a model reports zeros: unknown, not free.
+        let zeros = json!({"usage": {"total_tokens": 0, "cost_usd": null}});
+        assert_eq!(session_usage(&zeros, &zeros), Usage::default());
         let per_batch = json!({"batches": [
             {"usage": {"total_tokens": 100, "cost_usd": 0.5}},
             {"usage": {"total_tokens": 50}},
         ]});
-        assert_eq!(session_usage(&per_batch), Usage { total_tokens: Some(150), cost_usd: None });
+        assert_eq!(
+            session_usage(&none, &per_batch),
+            Usage { total_tokens: Some(150), cost_usd: None }
+        );
         let on_session = json!({"batches": [{}], "usage": {"total_tokens": 7, "cost_usd": 0.01}});
         assert_eq!(
-            session_usage(&on_session),
+            session_usage(&none, &on_session),
             Usage { total_tokens: Some(7), cost_usd: Some(0.01) }
+        );
+        // The whole write's usage counts the failed runs the session entry cannot show.
+        let doc = json!({"usage": {"total_tokens": 900, "cost_usd": 0.02}});
+        let failed =
+            json!({"session": "s", "ok": false, "error": {"reason_code": "COMMIT_REJECTED"}});
+        assert_eq!(
+            session_usage(&doc, &failed),
+            Usage { total_tokens: Some(900), cost_usd: Some(0.02) }
         );
     }
 
