@@ -169,6 +169,36 @@ pub(crate) fn run(root: &Path, args: &[String]) -> anyhow::Result<()> {
     }
 }
 
+/// A topic paragraph without evidence must come out as its diagnostic, with its stable code,
+/// and exit 1: the example reports problems, it does not only succeed.
+fn rejects_a_broken_workspace(root: &Path, example: &Example, memory: &Path) -> anyhow::Result<()> {
+    if memory.exists() {
+        std::fs::remove_dir_all(memory)
+            .with_context(|| format!("removing {}", memory.display()))?;
+    }
+    let topics = memory.join("topics");
+    std::fs::create_dir_all(&topics).with_context(|| format!("creating {}", topics.display()))?;
+    std::fs::write(topics.join("notes.md"), "# Notes\n\nA paragraph without evidence.\n")
+        .with_context(|| format!("writing {}", topics.display()))?;
+    eprintln!("==> example {} on a broken workspace (must exit 1)", example.dir);
+    let output = example_cargo(root, example, &["run", "--quiet"])
+        .arg("--")
+        .arg(memory)
+        .output()
+        .with_context(|| format!("running {}", example.dir))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let expected = "topics/notes.md:3:1: UNCITED_PARAGRAPH";
+    if output.status.code() != Some(1) || !stdout.contains(expected) {
+        bail!(
+            "{} on a broken workspace: expected exit 1 and {expected:?}, got {} with:\n{stdout}{}",
+            example.dir,
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
 /// Builds, runs and checks every example; `data` is the shared test data directory.
 pub(crate) fn check(root: &Path, data: &Path) -> anyhow::Result<()> {
     let scratch = root.join("target/library-examples");
@@ -210,6 +240,9 @@ pub(crate) fn check(root: &Path, data: &Path) -> anyhow::Result<()> {
             let mut cmd = example_cargo(root, example, &["run", "--quiet"]);
             cmd.arg("--").args(&args);
             crate::run_step(&format!("example {} {}", example.dir, args.join(" ")), cmd)?;
+        }
+        if example.dir == "validate-workspace" {
+            rejects_a_broken_workspace(root, example, &scratch.join("broken-memory"))?;
         }
         eprintln!("    example {} took {:.1}s", example.dir, started.elapsed().as_secs_f64());
     }
