@@ -302,7 +302,7 @@ impl TopicEdit {
             self.staged.write_file(&self.path, "")?;
         }
         let rel = self.path.strip_prefix("topics/").unwrap_or(&self.path);
-        Ok(self.staged.path().join(rel))
+        Ok(self.staged.path()?.join(rel))
     }
 
     /// Replaces the file's text (`None`: removes the file).

@@ -177,6 +177,12 @@ fn install(validated: Validated) -> Result<Installed> {
         });
     }
     let counter = next_counter(&current.record, layout)?;
+    // Something is installed: the stage must hold the whole tree (a transaction that wrote
+    // nothing, adopting outside edits or archiving sources, never filled it). Under the lock,
+    // with the revision `begin` read, the live tree is the one `begin` scanned.
+    if !stage.materialized {
+        crate::stage::fill_stage(&ws, &mut stage, &begin.live)?;
+    }
     let mut changed_files = std::mem::take(&mut prepared.changed_files);
     if !begin.pending.is_empty() {
         // Validation checked the topics against exactly this append: the revision (which

@@ -475,6 +475,11 @@ impl Staged {
             .filter(|d| !d.is_empty())
             .map(|d| (d.matches('/').count(), d))
             .collect();
+        if queue.is_empty() {
+            return Ok(());
+        }
+        // Empty directories of the live tree are pruned in the stage: it must exist for that.
+        self.materialize()?;
         let mut done: BTreeSet<String> = BTreeSet::new();
         while let Some((_, rel)) = queue.pop() {
             if !done.insert(rel.clone()) {

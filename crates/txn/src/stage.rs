@@ -69,6 +69,10 @@ pub(crate) struct Stage {
     /// `topics/`), and the directories whose entries changed: the install fsyncs exactly these.
     pub(crate) written: BTreeSet<String>,
     pub(crate) dirs_changed: BTreeSet<String>,
+    /// The stage holds its copy of the live tree. A stage is made empty by `begin` and filled
+    /// by the first write (or handed-out path, or an install that needs it), so a transaction
+    /// that writes nothing, or only what the files already hold, copies nothing.
+    pub(crate) materialized: bool,
 }
 
 impl Drop for Stage {
@@ -174,7 +178,7 @@ impl Workspace {
         let txn_id = TxnId::generate(self.inner.clock.as_ref(), self.inner.ids.as_ref());
         let dir = layout.txn.join(txn_id.as_str());
         let owner = make_stage_dir(fs, layout, &dir)?;
-        let mut stage = Stage {
+        let stage = Stage {
             ws: self.clone(),
             txn_id,
             topics: dir.join("topics"),
@@ -184,8 +188,8 @@ impl Workspace {
             fresh: false,
             written: BTreeSet::new(),
             dirs_changed: BTreeSet::new(),
+            materialized: false,
         };
-        stage_tree(self, &mut stage, &live)?;
         // Validation sees the archive as the install will leave it. The baseline above was
         // read from the live archive only: committed blocks cannot cite what is not archived.
         let resolver = if pending.is_empty() {
@@ -226,6 +230,13 @@ impl Workspace {
     pub(crate) fn take_cached_baseline(&self) -> Option<Arc<CachedBaseline>> {
         self.inner.baseline_cache.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
+}
+
+/// [`stage_tree`], and the stage counts as filled.
+pub(crate) fn fill_stage(ws: &Workspace, stage: &mut Stage, live: &LiveTree) -> Result<()> {
+    stage_tree(ws, stage, live)?;
+    stage.materialized = true;
+    Ok(())
 }
 
 /// Fills the new stage with a copy of the live tree.
@@ -478,6 +489,17 @@ pub fn writable_path(path: &str) -> Result<String> {
 }
 
 impl Staged {
+    /// Fills the stage with its copy of the live tree as `begin` read it, unless it holds it
+    /// already: under the write lock (the spare tree it recycles is shared by every stage).
+    pub(crate) fn materialize(&mut self) -> Result<()> {
+        if self.stage.materialized {
+            return Ok(());
+        }
+        let ws = self.stage.ws.clone();
+        let _lock = ws.lock(self.opts.lock_timeout)?;
+        fill_stage(&ws, &mut self.stage, &self.begin.live)
+    }
+
     /// The transaction ID.
     pub fn txn_id(&self) -> &TxnId {
         &self.stage.txn_id
@@ -485,9 +507,13 @@ impl Staged {
 
     /// The staged `topics/` directory (`.scriptorium/txn/<txn-id>/topics`). Handing it out
     /// means anything in it may change: the next validation compares every staged file.
-    pub fn path(&self) -> &Path {
+    ///
+    /// # Errors
+    /// Filling the stage failed (it is filled on first use).
+    pub fn path(&mut self) -> Result<&Path> {
+        self.materialize()?;
         self.opaque.set(true);
-        &self.stage.topics
+        Ok(&self.stage.topics)
     }
 
     /// The revision the transaction started from.
@@ -563,15 +589,31 @@ impl Staged {
     /// Runs `f` on the staged `topics/` directory: the closure edits files in place (anything
     /// it writes outside `topics/**/*.md` is refused at validation). The next validation
     /// compares every staged file.
-    pub fn edit<R>(&mut self, f: impl FnOnce(&Path) -> R) -> R {
+    ///
+    /// # Errors
+    /// Filling the stage failed (it is filled on first use).
+    pub fn edit<R>(&mut self, f: impl FnOnce(&Path) -> R) -> Result<R> {
+        self.materialize()?;
         self.opaque.set(true);
-        f(&self.stage.topics)
+        Ok(f(&self.stage.topics))
     }
 
     /// Writes `text` to the staged file at the workspace-relative `path` (`topics/…/x.md`),
     /// creating parent directories. Only `topics/**/*.md` is writable.
     pub fn write_file(&mut self, path: &str, text: &str) -> Result<()> {
         let rel = writable_path(path)?;
+        // A write of what the committed file already holds changes nothing: not even the
+        // stage needs to exist for it.
+        let unchanged = !self.opaque.get()
+            && !self.dirty.contains(&rel)
+            && self.begin.live.files.get(&rel).is_some_and(|file| {
+                u64::try_from(text.len()).is_ok_and(|n| n == file.meta.len)
+                    && file.hash == crate::state::sha256_hex(text.as_bytes())
+            });
+        if unchanged {
+            return Ok(());
+        }
+        self.materialize()?;
         let fs = self.stage.ws.fs();
         let target = self.stage.topics.join(&rel);
         let mut dir = self.stage.topics.clone();
@@ -604,6 +646,7 @@ impl Staged {
     /// Removes the staged file at the workspace-relative `path` (`topics/…/x.md`).
     pub fn remove_file(&mut self, path: &str) -> Result<()> {
         let rel = writable_path(path)?;
+        self.materialize()?;
         let target = self.stage.topics.join(&rel);
         self.stage.ws.fs().remove_file(&target).map_err(Error::io("unlink", &target))?;
         self.stage.dirs_changed.insert(parent(&rel).to_owned());
@@ -614,6 +657,20 @@ impl Staged {
     /// The staged text of a workspace-relative `topics/…/x.md` path (`None` when absent).
     pub fn read_file(&self, path: &str) -> Result<Option<String>> {
         let rel = writable_path(path)?;
+        if !self.stage.materialized {
+            // Nothing written yet: the stage is the live tree as `begin` read it.
+            let Some(file) = self.begin.live.files.get(&rel) else { return Ok(None) };
+            let topics = &self.stage.ws.layout().topics;
+            let bytes = self.begin.live.bytes(self.stage.ws.fs(), topics, &rel)?;
+            if crate::state::sha256_hex(&bytes) != file.hash {
+                return Err(Error::io("read", &topics.join(&rel))(std::io::Error::other(
+                    "changed since the transaction began; retry",
+                )));
+            }
+            return String::from_utf8(bytes).map(Some).map_err(|_| {
+                Error::invalid(ErrorCode::InvalidTopicFormat, format!("not UTF-8: {path}"))
+            });
+        }
         let target = self.stage.topics.join(&rel);
         match self.stage.ws.fs().read(&target) {
             Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
@@ -628,6 +685,11 @@ impl Staged {
     /// replay). The baseline read at `begin` stays: it describes exactly that tree. The
     /// transaction keeps its base revision.
     pub fn reset(&mut self) -> Result<()> {
+        if !self.stage.materialized {
+            // Nothing was written.
+            self.dirty.clear();
+            return Ok(());
+        }
         let ws = self.stage.ws.clone();
         let fs = ws.fs();
         if self.opaque.get() {

@@ -177,7 +177,7 @@ fn io_checks_refuse_what_is_not_a_topic_file() {
     ];
     for (name, code, edit) in cases {
         let mut staged = ws.begin(BeginOptions::default()).expect("begin");
-        staged.edit(|stage| edit(stage));
+        staged.edit(|stage| edit(stage)).expect("stage");
         let rejected = staged.validate().expect_err(name);
         assert_eq!(
             rejected.violations().iter().map(|v| v.code).collect::<Vec<_>>(),
@@ -392,9 +392,9 @@ fn revision_ignores_runtime_noise_and_sees_outside_edits() {
 fn dropping_any_stage_cleans_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = fixture(dir.path());
-    let staged = ws.begin(BeginOptions::default()).expect("begin");
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
     assert_eq!(stages(dir.path()).len(), 1);
-    assert!(staged.path().starts_with(dir.path().join(".scriptorium/txn")));
+    assert!(staged.path().expect("stage").starts_with(dir.path().join(".scriptorium/txn")));
     drop(staged);
     assert!(stages(dir.path()).is_empty());
     let validated = ws.begin(BeginOptions::default()).expect("begin").validate().expect("valid");

@@ -179,18 +179,23 @@ fn a_recycled_stage_is_a_private_copy_of_the_live_tree() {
     std::fs::create_dir(spare.join("more")).expect("mkdir");
 
     let mut staged = ws.begin(BeginOptions::default()).expect("begin");
-    assert!(!spare.exists(), "begin took the spare");
-    assert_eq!(files(staged.path()), files(&dir.path().join("topics")));
-    assert!(!staged.path().join("more").exists());
-    for (rel, _) in files(staged.path()) {
-        let meta = std::fs::symlink_metadata(staged.path().join(&rel)).expect("stat");
+    // The stage is filled on first use: handing out its path fills it from the spare.
+    assert!(spare.exists(), "begin copies nothing");
+    staged.path().expect("stage");
+    assert!(!spare.exists(), "the stage took the spare");
+    assert_eq!(files(staged.path().expect("stage")), files(&dir.path().join("topics")));
+    assert!(!staged.path().expect("stage").join("more").exists());
+    for (rel, _) in files(staged.path().expect("stage")) {
+        let meta =
+            std::fs::symlink_metadata(staged.path().expect("stage").join(&rel)).expect("stat");
         assert!(meta.is_file(), "{rel}");
         assert_eq!(meta.nlink(), 1, "{rel} shares its inode");
         assert_eq!(meta.mode() & 0o777, 0o600, "{rel}");
     }
     // An in-place edit of the stage reaches neither the live tree nor the outside link.
     let before = live(dir.path(), "topics/projects/garden.md");
-    std::fs::write(staged.path().join("projects/garden.md"), "edited in place").expect("write");
+    std::fs::write(staged.path().expect("stage").join("projects/garden.md"), "edited in place")
+        .expect("write");
     assert_eq!(live(dir.path(), "topics/projects/garden.md"), before);
     assert_ne!(
         std::fs::read_to_string(outside.path().join("garden.md")).expect("read"),
@@ -201,8 +206,8 @@ fn a_recycled_stage_is_a_private_copy_of_the_live_tree() {
     assert!(installed.changed_files.is_empty(), "{:?}", installed.changed_files);
 
     // The spare the second install left is recycled again, and the stage still matches.
-    let staged = ws.begin(BeginOptions::default()).expect("begin");
-    assert_eq!(files(staged.path()), files(&dir.path().join("topics")));
+    let mut staged = ws.begin(BeginOptions::default()).expect("begin");
+    assert_eq!(files(staged.path().expect("stage")), files(&dir.path().join("topics")));
 }
 
 #[test]
