@@ -13,6 +13,7 @@
 //! enabled = true
 //! trigger_tokens = 16000       # 8000, 16000 or 32000
 //! max_turns = 20
+//! max_tokens_per_day = 2000000 # the writer's daily token budget (absent: none)
 //!
 //! [memory.core]
 //! inject = true
@@ -165,11 +166,33 @@ pub struct WriterSection {
     pub trigger_tokens: usize,
     /// Most model turns per run.
     pub max_turns: u32,
+    /// The most tokens the writer's model may use per day (UTC, counted in
+    /// `<memory>/.scriptorium/writer-usage.jsonl`); once reached, writes end
+    /// `WRITER_BUDGET_REACHED` (retryable) and the turns stay pending. Absent: no limit
+    /// (`scriptorium setup` writes one when it makes the agent the writer).
+    pub max_tokens_per_day: Option<u64>,
 }
 
 impl Default for WriterSection {
     fn default() -> Self {
-        WriterSection { enabled: true, trigger_tokens: 16_000, max_turns: 20 }
+        WriterSection {
+            enabled: true,
+            trigger_tokens: 16_000,
+            max_turns: 20,
+            max_tokens_per_day: None,
+        }
+    }
+}
+
+/// The placeholder in `[model] command` that stands for `[model] name` (so that the model
+/// the agent runs is changed in one place).
+pub const MODEL_PLACEHOLDER: &str = "{model}";
+
+impl ModelConfig {
+    /// The command with [`MODEL_PLACEHOLDER`] replaced by the model name.
+    pub fn command_line(&self) -> Vec<String> {
+        let name = self.name.as_deref().unwrap_or_default();
+        self.command.iter().map(|arg| arg.replace(MODEL_PLACEHOLDER, name)).collect()
     }
 }
 
@@ -237,7 +260,7 @@ impl ModelKind {
 pub struct ModelConfig {
     /// Which model writes.
     pub kind: ModelKind,
-    /// The model ID (openai, anthropic).
+    /// The model ID (openai, anthropic; command: what `{model}` in the command stands for).
     pub name: Option<String>,
     /// The API base URL (openai, anthropic).
     pub base_url: Option<String>,
@@ -380,6 +403,16 @@ impl Config {
                 message: format!("must be 1..=100 (got {})", writer.max_turns),
             });
         }
+        if writer.max_tokens_per_day.is_some_and(|max| max < 1_000) {
+            return Err(ConfigError::Invalid {
+                key: "memory.writer.max_tokens_per_day",
+                message: format!(
+                    "must be at least 1000 (one write uses thousands of tokens; leave it out for \
+                     no limit) (got {})",
+                    writer.max_tokens_per_day.unwrap_or_default()
+                ),
+            });
+        }
         if !(1..=10).contains(&self.memory.recall.top_k) {
             return Err(ConfigError::Invalid {
                 key: "memory.recall.top_k",
@@ -451,6 +484,19 @@ impl Config {
                 message: "the command model needs the program, e.g. [\"claude\", \"-p\"]".into(),
             });
         }
+        let placeholder = self.model.command.iter().any(|arg| arg.contains(MODEL_PLACEHOLDER));
+        if self.model.kind == ModelKind::Command
+            && placeholder
+            && self.model.name.as_deref().is_none_or(str::is_empty)
+        {
+            return Err(ConfigError::Invalid {
+                key: "model.name",
+                message: format!(
+                    "the command names the model as {MODEL_PLACEHOLDER}, so [model] needs a name \
+                     (e.g. name = \"haiku\")"
+                ),
+            });
+        }
         if self.model.kind == ModelKind::Scripted && self.model.script.is_none() {
             return Err(ConfigError::Invalid {
                 key: "model.script",
@@ -514,6 +560,26 @@ mod tests {
         let tuned = Config::parse("[model]\nretries = 0\nmax_tokens = 1024\n").expect("parsed");
         tuned.validate().expect("valid");
         assert_eq!((tuned.model.retries, tuned.model.max_tokens), (0, 1024));
+        let bad = Config::parse("[memory.writer]\nmax_tokens_per_day = 10\n").expect("parsed");
+        let err = bad.validate().expect_err("a budget too small");
+        assert!(err.to_string().contains("memory.writer.max_tokens_per_day"), "{err}");
+        let bad = Config::parse(
+            "[model]\nkind = \"command\"\ncommand = [\"claude\", \"--model\", \"{model}\"]\n",
+        )
+        .expect("parsed");
+        assert!(bad.validate().expect_err("no name").to_string().contains("model.name"));
+    }
+
+    #[test]
+    fn the_command_names_the_configured_model() {
+        let config = Config::parse(
+            "[memory.writer]\nmax_tokens_per_day = 2000000\n[model]\nkind = \"command\"\n\
+             name = \"haiku\"\ncommand = [\"claude\", \"-p\", \"--model\", \"{model}\"]\n",
+        )
+        .expect("parsed");
+        config.validate().expect("valid");
+        assert_eq!(config.memory.writer.max_tokens_per_day, Some(2_000_000));
+        assert_eq!(config.model.command_line(), ["claude", "-p", "--model", "haiku"]);
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl LocalBackend {
         let writer_config = WriterConfig {
             threshold_tokens: config.memory.writer.trigger_tokens,
             max_turns: config.memory.writer.max_turns,
+            max_tokens_per_day: config.memory.writer.max_tokens_per_day,
             ..WriterConfig::default()
         };
         let writer = Writer::new(memory.workspace().clone(), store.shared(), model, writer_config)

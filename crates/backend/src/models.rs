@@ -221,7 +221,8 @@ pub fn build_with_progress(
             Arc::new(model)
         }
         ModelKind::Command => {
-            let (program, args) = config.command.split_first().ok_or(ModelSetupError::Missing(
+            let command = config.command_line();
+            let (program, args) = command.split_first().ok_or(ModelSetupError::Missing(
                 "the command is required (--command, or command in [model])",
             ))?;
             Arc::new(Command::new(CommandConfig {

@@ -48,6 +48,8 @@ use crate::home::Home;
 use crate::init;
 use crate::output::outln;
 
+mod writer;
+
 /// Arguments of `scriptorium setup`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
@@ -63,9 +65,22 @@ pub(crate) struct Args {
     /// Print the changes as a diff and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// The `codex` binary that trusts the installed hooks (default: `codex` on `PATH`).
+    /// The `codex` binary that trusts the installed hooks and writes with `--writer agent`
+    /// (default: `codex` on `PATH`).
     #[arg(long, value_name = "PATH")]
     codex: Option<PathBuf>,
+    /// The `claude` binary that writes with `--writer agent` (default: `claude` on `PATH`).
+    #[arg(long, value_name = "PATH")]
+    claude: Option<PathBuf>,
+    /// Who writes the memory: `agent` (this agent itself, its cheapest capable model, on your
+    /// own login; the default), `journal` (no model) or `none` (capture only). Without it, a
+    /// writer already configured in scriptorium.toml is kept.
+    #[arg(long, value_enum)]
+    writer: Option<writer::WriterArg>,
+    /// The model the agent writes with (default: haiku for Claude Code, gpt-6-luna for Codex);
+    /// `[model] name` in scriptorium.toml.
+    #[arg(long, value_name = "NAME")]
+    writer_model: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -267,6 +282,36 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     edits.push(record_edit(&record_path, record_before, &record, args.uninstall)?);
+    // The writer (the home's scriptorium.toml; an uninstall leaves it as it is).
+    let writer = if args.uninstall {
+        None
+    } else {
+        let claude_code = args.agent == AgentArg::ClaudeCode;
+        let program = match args.agent {
+            AgentArg::ClaudeCode => writer::program(args.claude.as_ref(), "claude")?,
+            AgentArg::Codex => writer::program(args.codex.as_ref(), "codex")?,
+        };
+        // Codex has no switch for "no MCP server": each one configured is turned off by name.
+        // (The user's configuration, which the writer's run loads whatever the scope.)
+        let servers = match args.agent {
+            AgentArg::ClaudeCode => Vec::new(),
+            AgentArg::Codex => {
+                let dir = match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+                    Some(dir) => PathBuf::from(dir),
+                    None => user_home()?.join(".codex"),
+                };
+                writer::codex_mcp_servers(&dir.join("config.toml"))
+            }
+        };
+        Some(writer::configure(
+            home.root(),
+            claude_code,
+            args.writer,
+            &program,
+            args.writer_model.as_deref(),
+            &servers,
+        )?)
+    };
     let changed: Vec<&Edit> = edits.iter().filter(|e| e.changes()).collect();
     let agent_files: Vec<&Edit> =
         changed.iter().copied().filter(|e| e.owner == Owner::Agent).collect();
@@ -283,6 +328,16 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         if agent_files.is_empty() {
             outln!("nothing to change");
         }
+        if let Some(writer) = &writer {
+            let config = home.root().join(scriptorium_backend::config::CONFIG_FILE);
+            let name = config.display().to_string();
+            if let Some(text) = &writer.text {
+                let old = std::fs::read_to_string(&config).unwrap_or_default();
+                let diff = similar::TextDiff::from_lines(&old, text);
+                outln!("{}", diff.unified_diff().header(&name, &name));
+            }
+            outln!("would set up the {}", writer.line);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     // The memory first: hooks installed without it would capture sessions whose every write
@@ -294,6 +349,15 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     apply(&changed, args.uninstall)?;
+    if let Some(writer) = &writer {
+        if let Some(text) = &writer.text {
+            let config = home.root().join(scriptorium_backend::config::CONFIG_FILE);
+            replace(&config, text, 0o600).with_context(|| {
+                format!("writing the writer's configuration {}", config.display())
+            })?;
+        }
+        outln!("{}", writer.line);
+    }
     for edit in &agent_files {
         let done = match (&edit.after, args.uninstall) {
             (None, _) => "removed",

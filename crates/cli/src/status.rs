@@ -21,8 +21,11 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     let memory = memory::open(home, false)?;
     // The one status computation of every face (REST and MCP answer the same JSON).
     let full = memory_status_in(home.root(), &memory)?;
+    let usage = writer_usage(home, memory.workspace().root());
     if args.json {
-        crate::output::document(&full)?;
+        let mut value = serde_json::to_value(&full)?;
+        value["writer_usage"] = serde_json::to_value(&usage)?;
+        crate::output::document(&value)?;
         return Ok(ExitCode::SUCCESS);
     }
     let status = &full.workspace;
@@ -83,6 +86,21 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         }
         _ => outln!("writer      no write yet"),
     }
+    let budget = usage.max_tokens_per_day.map_or_else(
+        || "no daily budget".to_owned(),
+        |max| {
+            let left =
+                if usage.budget_reached { ": reached, writes wait for tomorrow (UTC)" } else { "" };
+            format!("budget {max} a day{left}")
+        },
+    );
+    outln!(
+        "usage       today {} tokens{}, this month {} tokens{} ({budget})",
+        usage.totals.today.total_tokens,
+        cost(&usage.totals.today),
+        usage.totals.month.total_tokens,
+        cost(&usage.totals.month),
+    );
     let git = &status.git;
     match (&git.error, &git.head) {
         (Some(err), _) => outln!("git         unavailable: {err}"),
@@ -98,4 +116,35 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => outln!("git         no commits yet"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the writer's model used (from the ledger) against its daily budget.
+#[derive(Debug, serde::Serialize)]
+struct WriterUsage {
+    /// Today (UTC) and this month.
+    #[serde(flatten)]
+    totals: scriptorium_writer::UsageTotals,
+    /// `[memory.writer] max_tokens_per_day`.
+    max_tokens_per_day: Option<u64>,
+    /// Whether today's usage reached it (writes end `WRITER_BUDGET_REACHED`).
+    budget_reached: bool,
+}
+
+fn writer_usage(home: &Home, memory_root: &std::path::Path) -> WriterUsage {
+    let totals = scriptorium_writer::Ledger::of(memory_root)
+        .totals(scriptorium_backend::memory::wall_clock());
+    let max = crate::config(home).ok().and_then(|c| c.memory.writer.max_tokens_per_day);
+    WriterUsage {
+        totals,
+        max_tokens_per_day: max,
+        budget_reached: max.is_some_and(|max| totals.today.total_tokens >= max),
+    }
+}
+
+/// `, $0.0123` when the cost is known and not zero.
+fn cost(usage: &scriptorium_writer::TokenUsage) -> String {
+    match usage.cost_micro_usd {
+        Some(micros) if micros > 0 => format!(", ${:.4}", micros as f64 / 1e6),
+        _ => String::new(),
+    }
 }

@@ -139,6 +139,7 @@ impl ModelArgs {
         let writer = WriterConfig {
             threshold_tokens: config.memory.writer.trigger_tokens,
             max_turns: self.max_turns.unwrap_or(config.memory.writer.max_turns),
+            max_tokens_per_day: config.memory.writer.max_tokens_per_day,
             ..WriterConfig::default()
         };
         Ok((model, writer))
@@ -238,9 +239,12 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         let out: Vec<serde_json::Value> = outcomes
             .iter()
             .map(|(session, outcome)| match outcome {
-                Ok(report) => {
-                    serde_json::json!({"session": session, "ok": true, "batches": report.batches})
-                }
+                Ok(report) => serde_json::json!({
+                    "session": session,
+                    "ok": true,
+                    "batches": report.batches,
+                    "usage": report_usage(report),
+                }),
                 Err(failure) => {
                     serde_json::json!({"session": session, "ok": false, "error": failure})
                 }
@@ -252,7 +256,8 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
                 outcome.as_ref().err().map(|f| format!("{session}: {} ({})", f.code, f.reason))
             })
             .collect();
-        let mut value = serde_json::json!({ "ok": failed.is_empty(), "sessions": out });
+        // The whole write: every model run, those of failed sessions included.
+        let mut value = serde_json::json!({ "ok": failed.is_empty(), "sessions": out, "usage": writer.spent() });
         if !failed.is_empty() {
             let error = scriptorium_backend::wire::WireError::new(
                 scriptorium_backend::wire::Code::WriteFailed,
@@ -265,6 +270,10 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
         for (session, outcome) in &outcomes {
             print_outcome(session, outcome);
         }
+        let spent = writer.spent();
+        if !spent.is_empty() {
+            outln!("usage: {} ({})", spent.describe(), writer.model_name());
+        }
     }
     let failures: Vec<&WriteFailure> =
         outcomes.iter().filter_map(|(_, o)| o.as_ref().err()).collect();
@@ -275,6 +284,15 @@ pub(crate) fn run(home: &Home, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What the batches of a report used.
+fn report_usage(report: &WriteReport) -> scriptorium_writer::TokenUsage {
+    let mut usage = scriptorium_writer::TokenUsage::default();
+    for batch in &report.batches {
+        usage.add(&batch.usage);
+    }
+    usage
 }
 
 /// The sessions whose last change is older than `cutoff` (milliseconds since the epoch) and
@@ -346,6 +364,9 @@ fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
                 for id in &batch.block_ids {
                     outln!("    new block ^{id}");
                 }
+                if !batch.usage.is_empty() {
+                    outln!("    usage {}", batch.usage.describe());
+                }
                 if !batch.redacted.is_empty() {
                     let counts = scriptorium_redact::Counts(batch.redacted.clone());
                     outln!("    redacted {}", scriptorium_backend::privacy::describe(&counts));
@@ -357,7 +378,11 @@ fn print_outcome(session: &str, outcome: &Result<WriteReport, WriteFailure>) {
         }
         Err(failure) => {
             let kind = if failure.retryable { "retryable" } else { "permanent" };
-            eprintln!("{session}: {} ({kind}): {}", failure.code, failure.reason);
+            // With the time: in the hooks' write log, lines of many writes follow each other.
+            let at = scriptorium_backend::memory::wall_clock()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default();
+            eprintln!("{at} {session}: {} ({kind}): {}", failure.code, failure.reason);
         }
     }
 }
@@ -381,10 +406,12 @@ fn print_organize(prefix: &str, report: &OrganizeReport) {
 pub(crate) fn sleep(home: &Home, args: SleepArgs) -> anyhow::Result<ExitCode> {
     let (model, config) = args.model.build(home)?;
     let memory = memory::open(home, false)?;
-    let writer = Writer::organizer(memory.workspace().clone(), model, config);
+    let writer = Writer::organizer(memory.workspace().clone(), model, config)
+        .with_redactor(memory.redactor().clone());
     let report = writer.reorganize();
     if args.json {
         let mut value = serde_json::to_value(&report)?;
+        value["usage"] = serde_json::to_value(writer.spent())?;
         let ok = matches!(report.status.as_str(), "ok" | "empty");
         value["ok"] = ok.into();
         if !ok {
@@ -399,6 +426,10 @@ pub(crate) fn sleep(home: &Home, args: SleepArgs) -> anyhow::Result<ExitCode> {
         crate::output::document(&value)?;
     } else {
         print_organize("reorganize", &report);
+        let spent = writer.spent();
+        if !spent.is_empty() {
+            outln!("usage: {} ({})", spent.describe(), writer.model_name());
+        }
     }
     Ok(match (report.status.as_str(), &report.error) {
         ("ok" | "empty", _) => ExitCode::SUCCESS,

@@ -688,6 +688,17 @@ function writerLine(w) {
   return `The last write failed: ${f.reason_code || 'unknown'}${f.at ? ` (${fmtTime(Date.parse(f.at) / 1000)})` : ''}.`;
 }
 
+// What the writer's model used (tokens today and this month, the cost when known) and the
+// daily budget.
+function usageLine(u) {
+  if (!u || !u.today) return '';
+  const cost = (x) => (x.cost_usd ? ` ($${x.cost_usd.toFixed(4)})` : '');
+  const budget = u.max_tokens_per_day == null ? 'no daily budget'
+    : u.budget_reached ? `budget of ${u.max_tokens_per_day} reached (WRITER_BUDGET_REACHED): writes wait for tomorrow (UTC)`
+      : `budget ${u.max_tokens_per_day} a day`;
+  return `Writer usage: ${u.today.total_tokens} tokens today${cost(u.today)}, ${u.month.total_tokens} this month${cost(u.month)}; ${budget}.`;
+}
+
 async function writeNow(id) {
   state.writing = true;
   state.written = null;
@@ -735,6 +746,8 @@ function renderSession(body) {
     setHead([el('span', { class: 't', text: 'Sessions' })], rows ? `${rows.length} imported conversation${rows.length === 1 ? '' : 's'}` : '');
     if (state.error) body.append(errorBanner(state.error, () => guarded(loadSessions)));
     body.append(el('p', { class: 'loading', id: 'writer-line', text: state.sessions ? writerLine(state.sessions.writer) : 'Loading…' }));
+    const usage = state.sessions && usageLine(state.sessions.usage);
+    if (usage) body.append(el('p', { class: 'loading', id: 'writer-usage', text: usage }));
     if (rows && rows.length) body.append(el('p', { class: 'loading', text: 'Select a session to read it as a thread.' }));
     return;
   }

@@ -1649,6 +1649,44 @@ fn forked_session(home: &Path) {
     store.set_head(&session, &NodeId("u2".into())).expect("head");
 }
 
+/// The Sessions page shows what the writer's model used (the ledger's today and month) and
+/// whether the daily budget is reached.
+#[tokio::test]
+async fn the_sessions_list_carries_the_writers_usage_and_budget() {
+    use scriptorium_writer::usage::{Ledger, LedgerEntry, TokenUsage};
+    let server = Server::new();
+    let listed = server.get("/api/memory/sessions").await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.body);
+    assert_eq!(listed.body["usage"]["today"]["total_tokens"], 0, "{}", listed.body);
+    assert_eq!(listed.body["usage"]["max_tokens_per_day"], Value::Null);
+    let now = scriptorium_backend::memory::wall_clock()
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("now");
+    let entry = LedgerEntry {
+        at: now,
+        model: "command:claude".into(),
+        stage: "write".into(),
+        usage: TokenUsage::new(1_500, 100, Some(12_000)),
+    };
+    Ledger::of(&server.home.join("memory")).append(&entry).expect("a run");
+    std::fs::write(
+        server.home.join("scriptorium.toml"),
+        "[memory.writer]\nmax_tokens_per_day = 1000\n",
+    )
+    .expect("a budget");
+    // The configuration is read when the server opens the home.
+    let Server { _dir, home, .. } = server;
+    let state = AppState::open(&home).expect("the home opens again");
+    let state = state.with_addr(HOST.parse().expect("an address"));
+    let server = Server { app: app(state.clone()), state, home, _dir };
+    let listed = server.get("/api/memory/sessions").await;
+    let usage = &listed.body["usage"];
+    assert_eq!(usage["today"]["total_tokens"], 1_600, "{usage}");
+    assert_eq!(usage["month"]["cost_usd"], 0.012, "{usage}");
+    assert_eq!(usage["max_tokens_per_day"], 1_000, "{usage}");
+    assert_eq!(usage["budget_reached"], true, "{usage}");
+}
+
 #[tokio::test]
 async fn sessions_are_listed_read_as_a_thread_with_the_fork_marked_and_written_now() {
     let server = Server::new();

@@ -73,6 +73,9 @@ pub struct RunReport {
     pub rounds: u32,
     /// Tokens used, summed over the turns.
     pub usage: Usage,
+    /// The price of the run in millionths of a dollar, when the model reported it (Claude
+    /// Code's `total_cost_usd`).
+    pub cost_micro_usd: Option<u64>,
     /// The last stop reason (`None` for models without turns).
     pub stop: Option<StopReason>,
     /// The model's final text.
@@ -87,6 +90,14 @@ pub trait Model: Send + Sync + fmt::Debug {
     /// Runs `task`, editing the stage through `tools`. An error means the model could not run
     /// (transport, auth, timeout, …); edits it made before failing are discarded by the caller.
     fn run(&self, task: &Task, tools: &mut Tools<'_>) -> Result<RunReport, ModelError>;
+
+    /// Whether a write run that changes no topic file is a failure of its own,
+    /// `WRITER_NO_EDITS` (an external agent told to write: it misunderstood, or could not
+    /// edit), rather than "nothing to write" (a chat model may judge a batch not worth a
+    /// topic when unforced). The turns stay pending either way.
+    fn edits_expected(&self) -> bool {
+        false
+    }
 }
 
 /// One model turn of a [`ChatModel`] run, as its progress callback sees it.

@@ -58,10 +58,12 @@ pub mod model;
 pub mod outcome;
 pub mod prompt;
 pub mod tools;
+pub mod usage;
 pub mod writer;
 
 pub use agent::{ChatModel, Model, Progress, RunReport, Task, TaskKind, TaskTurn, TurnProgress};
 pub use outcome::{FailureCode, WriteFailure};
+pub use usage::{Ledger, TokenUsage, UsageTotals};
 pub use writer::{
     BatchReport, OrganizeReport, PROVIDER, WriteReport, Writer, WriterConfig, archive_path,
     archive_record, source_id,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{ErrorReason, ModelError};
 
-/// Why a write failed: a closed enum (28 values). The string form is part of the public contract
+/// Why a write failed: a closed enum (35 values). The string form is part of the public contract
 /// (writer status, logs, the CLI's `--json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -72,6 +72,19 @@ pub enum FailureCode {
     TransactionFailureUnknown,
     /// Anything else.
     WriterFailureUnknown,
+    /// Today's writer tokens reached `[memory.writer] max_tokens_per_day`: the turns stay
+    /// pending until tomorrow (UTC) or a higher budget (retryable).
+    WriterBudgetReached,
+    /// The agent CLI that writes is not logged in (or its key was refused).
+    WriterNotLoggedIn,
+    /// The agent CLI's provider rate-limited it (retryable).
+    WriterRateLimited,
+    /// The agent CLI that writes is not installed (not on `PATH`).
+    WriterCliMissing,
+    /// The agent CLI is too old for the flags the writer runs it with.
+    WriterCliTooOld,
+    /// The agent ran and edited no topic file.
+    WriterNoEdits,
 }
 
 impl FailureCode {
@@ -107,6 +120,12 @@ impl FailureCode {
             FailureCode::ReadOnlyPath => "READ_ONLY_PATH",
             FailureCode::TransactionFailureUnknown => "TRANSACTION_FAILURE_UNKNOWN",
             FailureCode::WriterFailureUnknown => "WRITER_FAILURE_UNKNOWN",
+            FailureCode::WriterBudgetReached => "WRITER_BUDGET_REACHED",
+            FailureCode::WriterNotLoggedIn => "WRITER_NOT_LOGGED_IN",
+            FailureCode::WriterRateLimited => "WRITER_RATE_LIMITED",
+            FailureCode::WriterCliMissing => "WRITER_CLI_MISSING",
+            FailureCode::WriterCliTooOld => "WRITER_CLI_TOO_OLD",
+            FailureCode::WriterNoEdits => "WRITER_NO_EDITS",
         }
     }
 }
@@ -144,7 +163,7 @@ impl WriteFailure {
 
 impl From<ModelError> for WriteFailure {
     fn from(error: ModelError) -> Self {
-        let code = match error.reason {
+        let code = error.code.unwrap_or(match error.reason {
             ErrorReason::Transport => FailureCode::ModelTransport,
             ErrorReason::RateLimit => FailureCode::ModelRateLimit,
             ErrorReason::Provider => FailureCode::ModelProviderInternal,
@@ -155,7 +174,7 @@ impl From<ModelError> for WriteFailure {
             ErrorReason::Policy => FailureCode::ModelContentPolicy,
             ErrorReason::Timeout => FailureCode::ModelTimeout,
             ErrorReason::Unknown => FailureCode::ModelFailureUnknown,
-        };
+        });
         WriteFailure { reason: error.to_string(), retryable: error.retryable, code }
     }
 }

@@ -86,6 +86,11 @@ impl<'a> Tools<'a> {
         self.staged
     }
 
+    /// The stage, to hand its directory to an external agent.
+    pub fn staged_mut(&mut self) -> &mut Staged {
+        self.staged
+    }
+
     /// Marks the stage as edited by something outside the tools (an external agent).
     pub fn note_external_edits(&mut self) {
         self.file_edits = true;

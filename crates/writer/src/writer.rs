@@ -43,6 +43,7 @@ use crate::agent::{Model, RunReport, Task, TaskKind, TaskTurn};
 use crate::outcome::{FailureCode, WriteFailure};
 use crate::prompt;
 use crate::tools::Tools;
+use crate::usage::{Ledger, LedgerEntry, TokenUsage};
 
 /// The source provider of archived session records (see `docs/format.md#session-source-ids`).
 pub const PROVIDER: &str = "openprogram";
@@ -68,6 +69,10 @@ pub struct WriterConfig {
     pub global_interval: Duration,
     /// Whether the organize triggers run at all.
     pub organize: bool,
+    /// The most tokens the writer's model runs may use per day (UTC), by the ledger
+    /// ([`crate::usage::Ledger`]); once reached, a write ends `WRITER_BUDGET_REACHED`
+    /// (retryable, the turns stay pending) before running the model. `None`: no limit.
+    pub max_tokens_per_day: Option<u64>,
 }
 
 impl Default for WriterConfig {
@@ -82,6 +87,7 @@ impl Default for WriterConfig {
             organize_tokens: 40_000,
             global_interval: Duration::from_secs(86_400),
             organize: true,
+            max_tokens_per_day: None,
         }
     }
 }
@@ -119,6 +125,9 @@ pub struct BatchReport {
     /// the topic text the model wrote. Empty when there was nothing to redact.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub redacted: BTreeMap<String, usize>,
+    /// What the model runs of this batch used (its repair turn and the organize passes it
+    /// triggered included); zero when no model ran or the model reports nothing.
+    pub usage: TokenUsage,
 }
 
 /// What a completed write did (empty: nothing was owed or due).
@@ -153,6 +162,8 @@ pub struct Writer {
     config: WriterConfig,
     clock: Arc<dyn Fn() -> OffsetDateTime + Send + Sync>,
     redactor: Redactor,
+    /// What every model run of this writer (and its clones) used.
+    spent: Arc<std::sync::Mutex<TokenUsage>>,
 }
 
 impl std::fmt::Debug for Writer {
@@ -172,7 +183,7 @@ enum Pass {
     /// (see [`run_summary`]).
     NoChange(String),
     /// Installed and marked.
-    Written(BatchReport),
+    Written(Box<BatchReport>),
 }
 
 impl Writer {
@@ -192,6 +203,7 @@ impl Writer {
             config,
             clock: Arc::new(OffsetDateTime::now_utc),
             redactor: Redactor::builtin(),
+            spent: Arc::default(),
         }
     }
 
@@ -206,6 +218,7 @@ impl Writer {
             config,
             clock: Arc::new(OffsetDateTime::now_utc),
             redactor: Redactor::builtin(),
+            spent: Arc::default(),
         }
     }
 
@@ -230,6 +243,36 @@ impl Writer {
     pub fn with_redactor(mut self, redactor: Redactor) -> Self {
         self.redactor = redactor;
         self
+    }
+
+    /// What the model runs of this writer (and its clones) used so far, whatever their
+    /// outcome.
+    pub fn spent(&self) -> TokenUsage {
+        *self.spent.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The usage ledger of the workspace.
+    pub fn ledger(&self) -> Ledger {
+        Ledger::of(self.ws.root())
+    }
+
+    /// `WRITER_BUDGET_REACHED` (retryable) when today's usage reached the daily budget.
+    fn check_budget(&self) -> Result<(), WriteFailure> {
+        let Some(max) = self.config.max_tokens_per_day else { return Ok(()) };
+        let today = self.ledger().totals((self.clock)()).today;
+        if today.total_tokens < max {
+            return Ok(());
+        }
+        Err(WriteFailure {
+            reason: format!(
+                "the writer used {} tokens today (UTC), its budget is {max} \
+                 ([memory.writer] max_tokens_per_day): the turns stay pending for tomorrow's \
+                 writes, or raise the budget",
+                today.total_tokens
+            ),
+            retryable: true,
+            code: FailureCode::WriterBudgetReached,
+        })
     }
 
     /// The name of the model that writes.
@@ -266,8 +309,12 @@ impl Writer {
         let mut report = WriteReport { session: session.0.clone(), batches: Vec::new() };
         if !force {
             let owed = pending(store, session, None, &workspace).map_err(unavailable)?;
-            if let Pass::Written(batch) = self.pass(session, None, &owed, false)? {
-                report.batches.push(batch);
+            match self.pass(session, None, &owed, false)? {
+                Pass::Written(batch) => report.batches.push(*batch),
+                Pass::NoChange(what) if self.model.edits_expected() => {
+                    return Err(no_edits(&what));
+                }
+                Pass::NoChange(_) | Pass::NotDue => {}
             }
             return Ok(report);
         }
@@ -282,8 +329,11 @@ impl Writer {
                     break;
                 }
                 match self.pass(session, Some(&branch.tip), &owed, true)? {
-                    Pass::Written(batch) => report.batches.push(batch),
+                    Pass::Written(batch) => report.batches.push(*batch),
                     Pass::NotDue => break,
+                    Pass::NoChange(what) if self.model.edits_expected() => {
+                        return Err(no_edits(&what));
+                    }
                     Pass::NoChange(what) => {
                         return Err(WriteFailure::permanent(
                             FailureCode::WriterNoProgress,
@@ -305,7 +355,7 @@ impl Writer {
         force: bool,
     ) -> Result<Pass, WriteFailure> {
         if let Some(report) = self.finish_installed(session, tip, owed)? {
-            return Ok(Pass::Written(report));
+            return Ok(Pass::Written(Box::new(report)));
         }
         let count = |text: &str| tokens::count(text);
         let batch = first_batch(owed, self.config.threshold_tokens, &count);
@@ -318,6 +368,8 @@ impl Writer {
         if !force && !self.due(batch, batch_tokens) {
             return Ok(Pass::NotDue);
         }
+        // Before anything is archived or the model runs: over the budget, nothing happens.
+        self.check_budget()?;
         let records: Vec<ArchiveRecord> =
             batch.iter().map(|n| archive_record(session, n)).collect();
         self.ws
@@ -359,7 +411,7 @@ impl Writer {
                     format!("could not mark records another clone wrote: {e}"),
                 )
             })?;
-            return Ok(Pass::Written(BatchReport {
+            return Ok(Pass::Written(Box::new(BatchReport {
                 tip: tip.map(|t| t.0.clone()),
                 source_ids: turns[..cited].iter().map(|t| t.source_ref.clone()).collect(),
                 tokens: done.iter().map(|n| tokens::count(&n.content)).sum(),
@@ -377,7 +429,8 @@ impl Writer {
                 txn_id: self.ws.installed_txn_id().map_err(WriteFailure::from)?,
                 organized: Vec::new(),
                 redacted: redacted.0,
-            }));
+                usage: TokenUsage::default(),
+            })));
         }
         let prompt_turns: Vec<prompt::Turn<'_>> = turns
             .iter()
@@ -405,7 +458,9 @@ impl Writer {
         counters.local_batches += 1;
         counters.local_tokens += batch_tokens as u64;
         counters.write_commits_since_global += 1;
-        let (installed, repaired, rebases) = match self.run_and_install(staged, task, counters) {
+        let mut usage = TokenUsage::default();
+        let ran = self.run_and_install(staged, task, counters, &mut usage);
+        let (installed, repaired, rebases) = match ran {
             Ok(Ran::Installed { installed, repaired, rebases, redacted: output }) => {
                 redacted.add(&output);
                 (*installed, repaired, rebases)
@@ -421,7 +476,7 @@ impl Writer {
                 ) =>
             {
                 return match self.finish_installed(session, tip, owed)? {
-                    Some(report) => Ok(Pass::Written(report)),
+                    Some(report) => Ok(Pass::Written(Box::new(report))),
                     None => Err(failure),
                 };
             }
@@ -433,8 +488,23 @@ impl Writer {
                 format!("installed {} but could not mark the batch: {e}", installed.revision),
             )
         })?;
+        let before = self.spent();
         let organized = if self.config.organize { self.organize_triggers() } else { Vec::new() };
-        Ok(Pass::Written(BatchReport {
+        let after = self.spent();
+        if after != before {
+            // What the organize passes this batch triggered used.
+            let cost = match (after.cost_micro_usd, before.cost_micro_usd) {
+                (Some(a), Some(b)) => Some(a.saturating_sub(b)),
+                (Some(a), None) if before.total_tokens == 0 => Some(a),
+                _ => None,
+            };
+            usage.add(&TokenUsage::new(
+                after.input_tokens.saturating_sub(before.input_tokens),
+                after.output_tokens.saturating_sub(before.output_tokens),
+                cost,
+            ));
+        }
+        Ok(Pass::Written(Box::new(BatchReport {
             tip: tip.map(|t| t.0.clone()),
             source_ids: turns.iter().map(|t| t.source_ref.clone()).collect(),
             tokens: batch_tokens,
@@ -447,7 +517,8 @@ impl Writer {
             txn_id: installed.txn_id.as_str().to_owned(),
             organized,
             redacted: redacted.0,
-        }))
+            usage,
+        })))
     }
 
     /// `nodes` with their content redacted, adding what was redacted to `counts`.
@@ -530,6 +601,7 @@ impl Writer {
             txn_id: found.txn_id.clone(),
             organized,
             redacted: BTreeMap::new(),
+            usage: TokenUsage::default(),
         }))
     }
 
@@ -567,6 +639,7 @@ impl Writer {
         staged: Staged,
         task: Task,
         counters: Counters,
+        usage: &mut TokenUsage,
     ) -> Result<Ran, WriteFailure> {
         let opts = staged.options().clone();
         let mut staged = staged;
@@ -575,7 +648,7 @@ impl Writer {
         let mut rebases = 0;
         let mut redacted = Counts::default();
         loop {
-            let summary = self.run_model(&mut staged, &current)?;
+            let summary = self.run_model(&mut staged, &current, usage)?;
             self.redact_stage(&mut staged, &mut redacted)?;
             let organize = matches!(current.kind, TaskKind::Organize | TaskKind::OrganizeRepair);
             let violations = match self.settle(staged, &opts, &counters, organize, &mut rebases)? {
@@ -696,12 +769,53 @@ impl Writer {
     }
 
     /// Runs the model; returns what it did, in words ([`run_summary`]).
-    fn run_model(&self, staged: &mut Staged, task: &Task) -> Result<String, WriteFailure> {
+    fn run_model(
+        &self,
+        staged: &mut Staged,
+        task: &Task,
+        usage: &mut TokenUsage,
+    ) -> Result<String, WriteFailure> {
         let mut tools = Tools::new(staged);
         let result = self.model.run(task, &mut tools);
         self.audit(task, &tools, &result);
+        self.account(task, &result, usage);
         let report = result.map_err(WriteFailure::from)?;
         Ok(run_summary(&report, tools.log()))
+    }
+
+    /// Counts what a run used, whatever its outcome: in `usage`, the writer's total and the
+    /// ledger (a run that reported nothing adds nothing).
+    fn account(
+        &self,
+        task: &Task,
+        result: &Result<RunReport, crate::model::ModelError>,
+        usage: &mut TokenUsage,
+    ) {
+        let spent = match result {
+            Ok(report) => TokenUsage::new(
+                report.usage.input_tokens,
+                report.usage.output_tokens,
+                report.cost_micro_usd,
+            ),
+            Err(error) => error.spent,
+        };
+        if spent.is_empty() {
+            return;
+        }
+        usage.add(&spent);
+        self.spent.lock().unwrap_or_else(std::sync::PoisonError::into_inner).add(&spent);
+        let stage = serde_json::to_value(task.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let entry = LedgerEntry {
+            at: (self.clock)().format(&Rfc3339).unwrap_or_default(),
+            model: self.model.name(),
+            stage,
+            usage: spent,
+        };
+        // Best effort: the ledger is derived, a write that installed stays installed.
+        let _ = self.ledger().append(&entry);
     }
 
     /// Appends one line to `.scriptorium/agent-history.jsonl` (best effort), redacted: the
@@ -779,6 +893,9 @@ impl Writer {
     }
 
     fn organize(&self, update: impl FnOnce(&mut Counters)) -> OrganizeReport {
+        if let Err(error) = self.check_budget() {
+            return failed(0, error);
+        }
         let staged = match self.ws.begin(BeginOptions {
             allowed_new_sources: Some(BTreeSet::new()),
             lock_timeout: LockTimeout::new(self.config.organize_lock_timeout),
@@ -810,7 +927,7 @@ impl Writer {
             project: None,
             max_turns: self.config.max_turns,
         };
-        match self.run_and_install(staged, task, counters) {
+        match self.run_and_install(staged, task, counters, &mut TokenUsage::default()) {
             Ok(Ran::Installed { installed, .. }) => OrganizeReport {
                 status: "ok".into(),
                 topics: topics.len(),
@@ -895,6 +1012,14 @@ enum Settled {
 fn failed(topics: usize, error: WriteFailure) -> OrganizeReport {
     let status = if error.code == FailureCode::ConcurrentUpdate { "busy" } else { "failed" };
     OrganizeReport { status: status.into(), topics, changed_files: Vec::new(), error: Some(error) }
+}
+
+/// `WRITER_NO_EDITS`: the agent ran and changed no topic file (`what` it did instead).
+fn no_edits(what: &str) -> WriteFailure {
+    WriteFailure::permanent(
+        FailureCode::WriterNoEdits,
+        format!("the agent ran and edited no topic file; the turns stay pending: {what}"),
+    )
 }
 
 fn unavailable(error: scriptorium_markers::Error) -> WriteFailure {

@@ -153,6 +153,12 @@ enum Block {
 
 /// The Messages API's stream (SSE) of one assistant message holding `block`.
 fn message_stream(model: &str, block: &Block) -> String {
+    message_stream_with(model, block, "toolu_mock", (10, 8))
+}
+
+/// [`message_stream`] with the tool call's `id` (the calls of one conversation differ) and the
+/// `(input, output)` tokens the message reports.
+fn message_stream_with(model: &str, block: &Block, id: &str, usage: (u64, u64)) -> String {
     let (start, delta, stop) = match block {
         Block::Text(text) => (
             json!({ "type": "text", "text": "" }),
@@ -160,7 +166,7 @@ fn message_stream(model: &str, block: &Block) -> String {
             "end_turn",
         ),
         Block::Tool(name, input) => (
-            json!({ "type": "tool_use", "id": "toolu_mock", "name": name, "input": {} }),
+            json!({ "type": "tool_use", "id": id, "name": name, "input": {} }),
             json!({ "type": "input_json_delta", "partial_json": input.to_string() }),
             "tool_use",
         ),
@@ -171,7 +177,7 @@ fn message_stream(model: &str, block: &Block) -> String {
             json!({ "type": "message_start", "message": {
             "id": "msg_mock", "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": { "input_tokens": 10, "output_tokens": 1 } } }),
+            "usage": { "input_tokens": usage.0, "output_tokens": 1 } } }),
         ),
         (
             "content_block_start",
@@ -186,7 +192,7 @@ fn message_stream(model: &str, block: &Block) -> String {
             "message_delta",
             json!({ "type": "message_delta",
             "delta": { "stop_reason": stop, "stop_sequence": null },
-            "usage": { "output_tokens": 8 } }),
+            "usage": { "output_tokens": usage.1 } }),
         ),
         ("message_stop", json!({ "type": "message_stop" })),
     ];
@@ -240,18 +246,29 @@ pub(crate) fn claude_env(command: &mut Command, user: &Path, model: &MockModel) 
 }
 
 /// A user's home (a temporary directory) in which `scriptorium setup claude-code` installed the
-/// hooks and the MCP server of the Scriptorium home `home`.
+/// hooks and the MCP server of the Scriptorium home `home`, keeping the writer configured in
+/// the home, else with the journal writer (these tests are about the hooks; the agent as the
+/// writer setup configures has its own tests).
 fn claude_code_set_up(home: &Path) -> tempfile::TempDir {
+    let configured = home.join("scriptorium.toml").exists();
+    let args: &[&str] = if configured { &[] } else { &["--writer", "journal"] };
+    claude_code_set_up_with(home, args).0
+}
+
+/// [`claude_code_set_up`] with setup's `args`; also returns what setup printed.
+fn claude_code_set_up_with(home: &Path, args: &[&str]) -> (tempfile::TempDir, String) {
     let user = tempfile::tempdir().expect("a user home");
     let setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
         .arg("--home")
         .arg(home)
         .args(["setup", "claude-code"])
+        .args(args)
         .env("HOME", user.path())
+        .env_remove("SCRIPTORIUM_HOME")
         .output()
         .expect("setup runs");
     assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
-    user
+    (user, String::from_utf8_lossy(&setup.stdout).into_owned())
 }
 
 /// The `[model]` configuration that makes the Claude Code CLI at `claude` the writer.
@@ -674,12 +691,8 @@ fn codex_cwd(text: &str) -> Option<&str> {
     text.split("<cwd>").nth(1)?.split("</cwd>").next().map(str::trim)
 }
 
-#[test]
-fn codex_as_the_writer_with_the_hooks_installed_never_feeds_itself() {
-    let Some(codex) = agent_cli("SCRIPTORIUM_CODEX", "codex") else { return };
-    let home = home_with_note();
-    let reaper = Reaper::new(home.path());
-    let model = MockModel::start();
+/// A user's home whose Codex talks to `model` (a provider of its own, `MOCK_API_KEY`).
+fn codex_user(model: &MockModel) -> tempfile::TempDir {
     let user = tempfile::tempdir().expect("a user home");
     std::fs::create_dir(user.path().join(".codex")).expect("mkdir");
     let provider = format!(
@@ -688,14 +701,27 @@ fn codex_as_the_writer_with_the_hooks_installed_never_feeds_itself() {
         model.url
     );
     std::fs::write(user.path().join(".codex/config.toml"), provider).expect("the Codex config");
-    let codex_env = |command: &mut Command| {
-        command
-            .env("HOME", user.path())
-            .env("MOCK_API_KEY", "test-key")
-            .env_remove("CODEX_HOME")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("SCRIPTORIUM_HOME");
-    };
+    user
+}
+
+/// The environment Codex (or a process starting it) runs in for the user at `user`.
+fn codex_user_env(command: &mut Command, user: &Path) {
+    command
+        .env("HOME", user)
+        .env("MOCK_API_KEY", "test-key")
+        .env_remove("CODEX_HOME")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("SCRIPTORIUM_HOME");
+}
+
+#[test]
+fn codex_as_the_writer_with_the_hooks_installed_never_feeds_itself() {
+    let Some(codex) = agent_cli("SCRIPTORIUM_CODEX", "codex") else { return };
+    let home = home_with_note();
+    let reaper = Reaper::new(home.path());
+    let model = MockModel::start();
+    let user = codex_user(&model);
+    let codex_env = |command: &mut Command| codex_user_env(command, user.path());
     // The user's session, before the hooks are installed (so that no hook writes it), imported
     // by hand.
     let project = user.path().join("garden-project");
@@ -721,20 +747,18 @@ fn codex_as_the_writer_with_the_hooks_installed_never_feeds_itself() {
         .expect("setup runs");
     assert_eq!(setup.status.code(), Some(0), "{}", String::from_utf8_lossy(&setup.stderr));
 
-    // Codex as the writer, its hooks trusted and enabled: it answers without editing (the
-    // mock), so the write makes no progress; what matters is what its run fires.
+    // Codex as the writer, exactly as setup configured it (its default), next to its hooks,
+    // trusted and enabled: it answers without editing (the mock), so the write ends
+    // WRITER_NO_EDITS; what matters is what its run fires, and what it cost.
+    let config = std::fs::read_to_string(home.path().join("scriptorium.toml")).expect("config");
+    assert!(config.contains("kind = \"command\"") && config.contains("gpt-6-luna"), "{config}");
     let mut write = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
-    write
-        .arg("--home")
-        .arg(home.path())
-        .args(["write", "--all", "--force", "--model", "command", "--command"])
-        .arg(&codex)
-        .args(["--command-arg", "exec", "--command-arg", "--skip-git-repo-check"])
-        .args(["--timeout", "240", "--json"]);
+    write.arg("--home").arg(home.path()).args(["write", "--all", "--force", "--json"]);
     codex_env(&mut write);
     let out = run_bounded(write, Duration::from_secs(600));
     let report = String::from_utf8_lossy(&out.stdout);
-    assert!(report.contains("WRITER_NO_PROGRESS"), "the writer ran and edited nothing: {report}");
+    assert!(report.contains("WRITER_NO_EDITS"), "the writer ran and edited nothing: {report}");
+    assert_eq!(out.status.code(), Some(1), "a permanent outcome: {report}");
     reaper.settle(Duration::from_secs(600));
 
     let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
@@ -757,6 +781,516 @@ fn codex_as_the_writer_with_the_hooks_installed_never_feeds_itself() {
             .all(|(_, b)| !b.contains("recalled memory context, NOT new")),
         "no memory context in the writer's requests"
     );
+    // Locked down: the model setup chose, no MCP server (setup installed Scriptorium's in the
+    // user's Codex configuration), no shell tool.
+    for (_, body) in bodies.iter().filter(|(_, b)| b.contains("Task: write memory")) {
+        let request: Value = serde_json::from_str(body).expect("a JSON request");
+        assert_eq!(request["model"], "gpt-6-luna", "the default writer model");
+        assert!(!body.contains("mcp__scriptorium"), "no MCP tools reach the writer");
+        assert!(!body.contains("### `exec_command`"), "no shell tool reaches the writer");
+    }
+    // The usage the mock reported (10 in, 8 out per request) reaches `status`.
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    let today = &status["writer_usage"]["today"];
+    assert_eq!(today["total_tokens"], 18 * writer_requests as u64, "{status}");
+    assert_eq!(today["cost_usd"], Value::Null, "Codex reports no price: {status}");
+    let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
+    assert!(log.is_empty(), "no hook failed: {log}");
+}
+
+/// The tokens the writer's model reports for each of its messages: `(input, output)`.
+const WRITER_USAGE: (u64, u64) = (1_000, 50);
+
+/// The tool results in a Messages API request: how far the agent's conversation has come.
+fn tool_results(request: &Value) -> usize {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .count()
+}
+
+/// The tool result of the call `id`, and whether it was an error.
+fn tool_result(bodies: &[(String, String)], id: &str) -> Option<(String, bool)> {
+    bodies.iter().find_map(|(_, body)| {
+        let request: Value = serde_json::from_str(body).ok()?;
+        let messages = request["messages"].as_array()?.clone();
+        messages.iter().filter_map(|m| m["content"].as_array()).flatten().find_map(|b| {
+            (b["type"] == "tool_result" && b["tool_use_id"] == id).then(|| {
+                let mut text = String::new();
+                strings_of(&b["content"], &mut text);
+                (text, b["is_error"] == true)
+            })
+        })
+    })
+}
+
+/// The writer's model as Claude Code (run as setup configured it) meets it through the mock,
+/// beside the user's own session ([`answer`]): to a write task, a `Write` of a topic citing the
+/// task's first turn into its working directory (the stage), then an `Edit` of that paragraph,
+/// then "Done." Every writer message reports [`WRITER_USAGE`].
+fn own_writer_answer(path: &str, body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return answer(path, body);
+    }
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let model = request["model"].as_str().unwrap_or("claude-mock");
+    let mut text = String::new();
+    strings_of(&request, &mut text);
+    if !text.contains("Task: write memory") {
+        return answer(path, body);
+    }
+    let step = tool_results(&request);
+    let reference =
+        text.split("\"ref\":\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default();
+    let file = claude_cwd(&text).map(|cwd| format!("{cwd}/topics/people/dana.md"));
+    let block = match (step, file) {
+        (0, Some(file)) if !reference.is_empty() => {
+            let content = format!(
+                "# Dana\n\nDana asked what she is planning for the garden.[^e1]\n\n\
+                 [^e1]: Time: `2026-12-01`; Sources: [question]({reference})\n"
+            );
+            Block::Tool("Write", json!({ "file_path": file, "content": content }))
+        }
+        (1, Some(file)) => Block::Tool(
+            "Edit",
+            json!({ "file_path": file, "old_string": "planning for the garden.",
+                    "new_string": "planning for her vegetable garden." }),
+        ),
+        _ => Block::Text("Done.".to_owned()),
+    };
+    let id = format!("toolu_writer_{step}");
+    ("text/event-stream", message_stream_with(model, &block, &id, WRITER_USAGE))
+}
+
+/// The tokens the mock reported to the writer's agent runs: every model request whose working
+/// directory (`cwd_of` its text) is a stage of `home`'s memory, the write tasks
+/// ([`WRITER_USAGE`]) and the organize passes they triggered (10 in, 8 out).
+fn writer_runs_usage(
+    bodies: &[(String, String)],
+    home: &Path,
+    cwd_of: impl Fn(&str) -> Option<&str>,
+) -> u64 {
+    let memory = home.join("memory").to_string_lossy().into_owned();
+    bodies
+        .iter()
+        .filter(|(path, _)| {
+            (path.starts_with("/v1/messages") && !path.contains("count_tokens"))
+                || path.starts_with("/v1/responses")
+        })
+        .filter_map(|(_, body)| {
+            let request: Value = serde_json::from_str(body).ok()?;
+            let mut text = String::new();
+            strings_of(&request, &mut text);
+            cwd_of(&text)?.starts_with(&memory).then_some(text)
+        })
+        .map(
+            |text| {
+                if text.contains("Task: write memory") {
+                    WRITER_USAGE.0 + WRITER_USAGE.1
+                } else {
+                    18
+                }
+            },
+        )
+        .sum()
+}
+
+/// The writer's requests among `bodies` (the Messages API, a write task).
+fn writer_requests(bodies: &[(String, String)]) -> Vec<Value> {
+    bodies
+        .iter()
+        .filter(|(path, body)| {
+            path.starts_with("/v1/messages")
+                && !path.contains("count_tokens")
+                && body.contains("Task: write memory")
+        })
+        .filter_map(|(_, body)| serde_json::from_str(body).ok())
+        .collect()
+}
+
+#[test]
+fn setup_makes_claude_code_the_writer_which_writes_the_users_session_with_its_cost_shown() {
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
+    let home = home_with_note();
+    add_core(home.path());
+    let reaper = Reaper::new(home.path());
+    // The default writer: Claude Code itself (its binary named, as a user's PATH would).
+    let claude_arg = claude.to_string_lossy().into_owned();
+    let (user, said) = claude_code_set_up_with(home.path(), &["--claude", &claude_arg]);
+    let line = said.lines().find(|l| l.starts_with("writer:")).expect("the writer line");
+    assert!(line.contains("Claude Code writes the memory with model haiku"), "{said}");
+    assert!(line.contains("your own Claude Code login") && line.contains("--writer journal"));
+
+    // The user's session; its SessionEnd hook starts the write, which runs the writer.
+    let model = MockModel::start_with(own_writer_answer);
+    let project = user.path().join("garden-project");
+    std::fs::create_dir(&project).expect("a project directory");
+    let mut command = Command::new(&claude);
+    command.args(["-p", "What is Dana planning for the garden?"]).current_dir(&project);
+    claude_env(&mut command, user.path(), &model);
+    let out = run_bounded(command, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    reaper.settle(Duration::from_secs(600));
+
+    // One session in the store: the user's, never the writer's.
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    let titles: Vec<&str> = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .filter_map(|s| s["title"].as_str())
+        .collect();
+    assert_eq!(titles.len(), 1, "only the user's session: {listed}");
+    assert!(titles[0].contains("What is Dana planning"), "{listed}");
+    // The writer's run: one stage, the model setup chose, the file tools only, no MCP server,
+    // no recall or core injected.
+    let bodies = model.bodies();
+    let writer = writer_requests(&bodies);
+    assert!(writer.len() >= 3, "Write, Edit, then done: {} request(s)", writer.len());
+    let stages: std::collections::BTreeSet<String> = writer
+        .iter()
+        .filter_map(|r| {
+            let mut text = String::new();
+            strings_of(r, &mut text);
+            claude_cwd(&text).map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(stages.len(), 1, "one writer run, no nested one: {stages:?}");
+    for request in &writer {
+        assert!(
+            request["model"].as_str().is_some_and(|m| m.contains("haiku")),
+            "{}",
+            request["model"]
+        );
+        let tools: Vec<&str> = request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        // (`DeferredToolPlaceholder` is Claude Code's own stand-in for tools loaded later:
+        // with no MCP server there are none.)
+        let allowed = ["Read", "Write", "Edit", "Glob", "Grep", "DeferredToolPlaceholder"];
+        assert!(tools.iter().all(|t| allowed.contains(t)), "the file tools only: {tools:?}");
+        assert!(tools.contains(&"Write") && tools.contains(&"Edit"), "{tools:?}");
+        // (The task shows the topics, the core's master among them; what must not come is
+        // the fenced context the hooks inject.)
+        let text = request.to_string();
+        assert!(!text.contains("recalled memory context, NOT new"), "no memory context");
+        assert!(!text.contains("<memory-context>"), "no memory context");
+    }
+    let user_requests = bodies.iter().filter(|(_, b)| !b.contains("Task: write memory"));
+    assert!(
+        user_requests.clone().any(|(_, b)| b.contains("recalled memory context, NOT new")),
+        "the user's session got its memory context"
+    );
+    // Both edits landed in the stage and were installed, cited.
+    let write = tool_result(&bodies, "toolu_writer_0").expect("the Write's result");
+    assert!(!write.1, "the Write was accepted: {}", write.0);
+    let edit = tool_result(&bodies, "toolu_writer_1").expect("the Edit's result");
+    assert!(!edit.1, "the Edit was accepted: {}", edit.0);
+    let dana = std::fs::read_to_string(home.path().join("memory/topics/people/dana.md"))
+        .expect("the topic the writer wrote");
+    assert!(dana.contains("Dana asked what she is planning for her vegetable garden."), "{dana}");
+    assert!(dana.contains("Sources: [question](../../sources/openprogram/"), "cited: {dana}");
+    // The usage the mock reported reaches `status`, and the hooks' write log.
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    assert_eq!(status["pending_turns"], 0, "{status}");
+    let usage = &status["writer_usage"];
+    let expected = writer_runs_usage(&bodies, home.path(), claude_cwd);
+    assert_eq!(usage["today"]["total_tokens"], expected, "{usage}");
+    assert!(usage["today"]["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "a price: {usage}");
+    assert_eq!(usage["max_tokens_per_day"], 2_000_000, "setup's budget: {usage}");
+    assert_eq!(usage["budget_reached"], false);
+    let log = std::fs::read_to_string(home.path().join("logs/hook-writes.log")).expect("log");
+    assert!(log.contains(&format!("usage: {expected} tokens")), "{log}");
+    let hooks = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
+    assert!(hooks.is_empty(), "no hook failed: {hooks}");
+}
+
+/// A home where setup made the Claude Code at `claude` the writer, with session `s1` to write;
+/// and the environment of a write run against `model`.
+fn claude_writer_home(claude: &Path) -> (tempfile::TempDir, tempfile::TempDir) {
+    let home = home_with_note();
+    let claude_arg = claude.to_string_lossy().into_owned();
+    let (user, _) = claude_code_set_up_with(home.path(), &["--claude", &claude_arg]);
+    crate::support::append_named_session(
+        home.path(),
+        "s1",
+        &["Dana is planning a vegetable garden.", "Noted."],
+    );
+    (home, user)
+}
+
+/// `scriptorium write --session <session> --force --json` in `home`, the writer's agent talking
+/// to `model`; its exit code and JSON report.
+fn write_with_agent(home: &Path, user: &Path, model: &MockModel, session: &str) -> (i32, Value) {
+    let mut write = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    write.arg("--home").arg(home).args(["write", "--session", session, "--force", "--json"]);
+    claude_env(&mut write, user, model);
+    let out = run_bounded(write, Duration::from_secs(600));
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("a JSON report: {}", String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap_or(-1), report)
+}
+
+#[test]
+fn a_write_over_the_daily_budget_is_refused_retryably_and_the_turns_stay_pending() {
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
+    let (home, user) = claude_writer_home(&claude);
+    let _reaper = Reaper::new(home.path());
+    // The smallest budget there is: one writer run passes it.
+    let path = home.path().join("scriptorium.toml");
+    let config = std::fs::read_to_string(&path).expect("config");
+    let config = config.replace("max_tokens_per_day = 2000000", "max_tokens_per_day = 1000");
+    assert!(config.contains("max_tokens_per_day = 1000"), "{config}");
+    std::fs::write(&path, config).expect("the budget");
+
+    let model = MockModel::start_with(own_writer_answer);
+    let (code, report) = write_with_agent(home.path(), user.path(), &model, "s1");
+    assert_eq!(code, 0, "{report:#}");
+    let batch = &report["sessions"][0]["batches"][0];
+    let runs = writer_requests(&model.bodies()).len() as u64;
+    let spent = runs * (WRITER_USAGE.0 + WRITER_USAGE.1);
+    assert_eq!(batch["usage"]["total_tokens"], spent, "the batch's usage: {report:#}");
+    assert_eq!(report["usage"]["total_tokens"], spent, "the write's usage: {report:#}");
+    assert!(report["usage"]["cost_usd"].as_f64().is_some_and(|c| c > 0.0), "{report:#}");
+
+    // Over the budget: the next write is refused before the model runs, retryably.
+    crate::support::append_named_session(home.path(), "s2", &["Dana sowed the beans.", "Good."]);
+    let (code, report) = write_with_agent(home.path(), user.path(), &model, "s2");
+    assert_eq!(code, 75, "retryable: {report:#}");
+    let error = &report["sessions"][0]["error"];
+    assert_eq!(error["reason_code"], "WRITER_BUDGET_REACHED", "{report:#}");
+    assert_eq!(error["retryable"], true);
+    assert_eq!(writer_requests(&model.bodies()).len() as u64, runs, "no writer run started");
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    assert_eq!(status["pending_turns"], 2, "the turns stay pending: {status}");
+    assert_eq!(status["writer_usage"]["budget_reached"], true, "{status}");
+    assert_eq!(status["writer"]["last_failure"]["reason_code"], "WRITER_BUDGET_REACHED");
+    let text = String::from_utf8_lossy(&scriptorium(home.path(), &["status"]).stdout).into_owned();
+    assert!(text.contains("budget 1000 a day: reached"), "{text}");
+}
+
+/// The writer's model asks Claude Code (run as setup configured it) for a shell command, then
+/// for a file outside the stage (`<home>/outside/`), then writes the topic in the stage.
+fn escaping_writer_answer(path: &str, body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return answer(path, body);
+    }
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let model = request["model"].as_str().unwrap_or("claude-mock");
+    let mut text = String::new();
+    strings_of(&request, &mut text);
+    let cwd = claude_cwd(&text).unwrap_or_default().to_owned();
+    let outside = cwd.split("/memory/").next().map(|home| format!("{home}/outside"));
+    let reference =
+        text.split("\"ref\":\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default();
+    let step = tool_results(&request);
+    let block = match (step, outside) {
+        _ if !text.contains("Task: write memory") || cwd.is_empty() => {
+            return answer(path, body);
+        }
+        (0, Some(outside)) => Block::Tool(
+            "Bash",
+            json!({ "command": format!("touch {outside}/ran-by-bash"), "description": "touch" }),
+        ),
+        (1, Some(outside)) => Block::Tool(
+            "Write",
+            json!({ "file_path": format!("{outside}/escaped.md"), "content": "# Escaped\n" }),
+        ),
+        (2, _) => {
+            let content = format!(
+                "# Dana\n\nDana is planning a vegetable garden.[^e1]\n\n\
+                 [^e1]: Time: `2024-03-15`; Sources: [plan]({reference})\n"
+            );
+            let file = format!("{cwd}/topics/people/dana.md");
+            Block::Tool("Write", json!({ "file_path": file, "content": content }))
+        }
+        _ => Block::Text("Done.".to_owned()),
+    };
+    let id = format!("toolu_writer_{step}");
+    ("text/event-stream", message_stream_with(model, &block, &id, WRITER_USAGE))
+}
+
+#[test]
+fn the_writer_setup_configured_can_run_no_shell_and_write_nothing_outside_the_stage() {
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
+    let (home, user) = claude_writer_home(&claude);
+    let _reaper = Reaper::new(home.path());
+    let outside = home.path().join("outside");
+    std::fs::create_dir(&outside).expect("a directory outside the stage");
+    let model = MockModel::start_with(escaping_writer_answer);
+    let (code, report) = write_with_agent(home.path(), user.path(), &model, "s1");
+    assert_eq!(code, 0, "the write went on after the refusals: {report:#}");
+    let bodies = model.bodies();
+    // The agent's own permission settings refused both, and said so to the model.
+    let bash = tool_result(&bodies, "toolu_writer_0").expect("the Bash call's result");
+    assert!(bash.1, "the shell command was refused: {}", bash.0);
+    let escape = tool_result(&bodies, "toolu_writer_1").expect("the outside Write's result");
+    assert!(escape.1, "the write outside the stage was refused: {}", escape.0);
+    assert!(!outside.join("ran-by-bash").exists(), "no command ran");
+    assert!(!outside.join("escaped.md").exists(), "nothing was written outside the stage");
+    let entries: Vec<_> = std::fs::read_dir(&outside).expect("read").collect();
+    assert!(entries.is_empty(), "the outside directory is untouched: {entries:?}");
+    // What it wrote in the stage was installed.
+    let dana = std::fs::read_to_string(home.path().join("memory/topics/people/dana.md"))
+        .expect("the topic");
+    assert!(dana.contains("Dana is planning a vegetable garden.[^"), "{dana}");
+}
+
+/// The Responses API's stream of one output `item`, reporting [`WRITER_USAGE`].
+fn responses_item_stream(item: &Value) -> String {
+    let response = |status: &str, output: Value| {
+        json!({
+            "id": "resp_writer", "object": "response", "created_at": 0, "status": status,
+            "model": "gpt-mock", "output": output,
+            "usage": { "input_tokens": WRITER_USAGE.0, "output_tokens": WRITER_USAGE.1,
+                "total_tokens": WRITER_USAGE.0 + WRITER_USAGE.1,
+                "input_tokens_details": { "cached_tokens": 0 },
+                "output_tokens_details": { "reasoning_tokens": 0 } },
+        })
+    };
+    let events = [
+        json!({ "type": "response.created", "response": response("in_progress", json!([])) }),
+        json!({ "type": "response.output_item.done", "output_index": 0, "item": item }),
+        json!({ "type": "response.completed", "response": response("completed", json!([item])) }),
+    ];
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect()
+}
+
+/// The writer's model as Codex (run as setup configured it, in code mode: its tools are called
+/// from a JavaScript `exec`) meets it through the mock, beside the user's session
+/// ([`answer`]): to a write task, an `apply_patch` adding a topic citing the task's first turn
+/// to the stage; then one adding a file outside it (`<home>/outside/escaped.md`); then "Done.".
+fn codex_writer_answer(path: &str, body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/responses") || !body.contains("Task: write memory") {
+        return answer(path, body);
+    }
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let mut text = String::new();
+    strings_of(&request, &mut text);
+    let step = request["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"] == "custom_tool_call_output")
+        .count();
+    let reference =
+        text.split("\"ref\":\"").nth(1).and_then(|rest| rest.split('"').next()).unwrap_or_default();
+    let home = codex_cwd(&text).and_then(|cwd| cwd.split("/memory/").next()).unwrap_or_default();
+    let patch = match step {
+        0 => format!(
+            "*** Begin Patch\n*** Add File: topics/people/dana.md\n+# Dana\n+\n\
+             +Dana asked what she is planning for the garden.[^e1]\n+\n\
+             +[^e1]: Time: `2026-12-01`; Sources: [question]({reference})\n*** End Patch\n"
+        ),
+        1 => format!(
+            "*** Begin Patch\n*** Add File: {home}/outside/escaped.md\n+# Escaped\n*** End Patch\n"
+        ),
+        _ => {
+            let item = json!({
+                "id": "msg_writer", "type": "message", "role": "assistant", "status": "completed",
+                "content": [{ "type": "output_text", "text": "Done.", "annotations": [] }],
+            });
+            return ("text/event-stream", responses_item_stream(&item));
+        }
+    };
+    let script =
+        format!("const result = await tools.apply_patch({});\ntext(result);\n", json!(patch));
+    let item = json!({
+        "id": format!("ctc_writer_{step}"), "type": "custom_tool_call", "status": "completed",
+        "call_id": format!("call_writer_{step}"), "name": "exec", "input": script,
+    });
+    ("text/event-stream", responses_item_stream(&item))
+}
+
+#[test]
+fn setup_makes_codex_the_writer_which_writes_cited_topics_and_nothing_outside_the_stage() {
+    let Some(codex) = agent_cli("SCRIPTORIUM_CODEX", "codex") else { return };
+    let home = home_with_note();
+    let reaper = Reaper::new(home.path());
+    let outside = home.path().join("outside");
+    std::fs::create_dir(&outside).expect("a directory outside the stage");
+    let model = MockModel::start_with(codex_writer_answer);
+    let user = codex_user(&model);
+    let codex_env = |command: &mut Command| codex_user_env(command, user.path());
+    // Setup with the default writer: Codex itself.
+    let mut setup = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    setup.arg("--home").arg(home.path()).args(["setup", "codex", "--codex"]).arg(&codex);
+    codex_env(&mut setup);
+    let out = setup.output().expect("setup runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("writer: Codex writes the memory with model gpt-6-luna"), "{said}");
+
+    // The user's session, captured by the hooks setup installed and trusted.
+    let project = user.path().join("garden-project");
+    std::fs::create_dir(&project).expect("a project directory");
+    let mut command = Command::new(&codex);
+    command
+        .args(["exec", "--skip-git-repo-check", "What is Dana planning for the garden?"])
+        .current_dir(&project);
+    codex_env(&mut command);
+    let out = run_bounded(command, Duration::from_secs(300));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    reaper.settle(Duration::from_secs(600));
+    // Whatever the hooks' writes did, the session is written to the end.
+    let mut write = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    write.arg("--home").arg(home.path()).args(["write", "--all", "--force", "--json"]);
+    codex_env(&mut write);
+    let out = run_bounded(write, Duration::from_secs(600));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{report}{}", String::from_utf8_lossy(&out.stderr));
+    reaper.settle(Duration::from_secs(600));
+
+    let sessions = scriptorium(home.path(), &["sessions", "list", "--json"]);
+    let listed: Value = serde_json::from_slice(&sessions.stdout).expect("json");
+    assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(1), "the user's only: {listed}");
+    let dana = std::fs::read_to_string(home.path().join("memory/topics/people/dana.md"))
+        .expect("the topic Codex wrote");
+    assert!(dana.contains("Dana asked what she is planning for the garden.[^"), "{dana}");
+    assert!(dana.contains("Sources: [question](../../sources/openprogram/"), "cited: {dana}");
+    // The patch outside the stage was refused by Codex's sandbox settings setup wrote.
+    assert!(!outside.join("escaped.md").exists(), "nothing was written outside the stage");
+    let bodies = model.bodies();
+    let writer: Vec<&String> = bodies
+        .iter()
+        .filter(|(path, b)| path.starts_with("/v1/responses") && b.contains("Task: write memory"))
+        .map(|(_, b)| b)
+        .collect();
+    assert!(
+        writer.iter().any(|b| b.contains("patch rejected")),
+        "the model was told the patch outside the stage was rejected"
+    );
+    let stages: std::collections::BTreeSet<&str> =
+        writer.iter().filter_map(|b| codex_cwd(b)).collect();
+    assert_eq!(stages.len(), 1, "one writer run, no nested one: {stages:?}");
+    for body in &writer {
+        assert!(!body.contains("recalled memory context, NOT new"), "no memory context");
+        assert!(!body.contains("mcp__scriptorium"), "no MCP tools reach the writer");
+    }
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    assert_eq!(status["pending_turns"], 0, "{status}");
+    let today = &status["writer_usage"]["today"];
+    let expected = writer_runs_usage(&bodies, home.path(), codex_cwd);
+    assert_eq!(today["total_tokens"], expected, "{status}");
     let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
     assert!(log.is_empty(), "no hook failed: {log}");
 }

@@ -410,3 +410,90 @@ fn a_failure_on_the_second_file_leaves_the_first_as_it_was() {
     assert_eq!(fs::read_to_string(&settings).expect("read"), SETTINGS, "byte for byte");
     assert_eq!(scriptorium_testkit::file_names(&user.path().join(".claude")), ["settings.json"]);
 }
+
+#[test]
+fn setup_makes_the_agent_the_writer_keeps_a_configured_one_and_says_so() {
+    let home = tempfile::tempdir().expect("a home");
+    let user = tempfile::tempdir().expect("a user home");
+    let config = home.path().join("scriptorium.toml");
+
+    // `--dry-run` shows the writer it would set up and writes nothing.
+    let dry = ok(&setup(home.path(), user.path(), &["claude-code", "--dry-run"]));
+    assert!(dry.contains("would set up the writer: Claude Code writes"), "{dry}");
+    assert!(!config.exists(), "nothing written");
+
+    // The default: Claude Code itself, its cheapest model, locked down, with a budget.
+    let said = ok(&setup(home.path(), user.path(), &["claude-code"]));
+    let line = said.lines().find(|l| l.starts_with("writer:")).expect("one writer line");
+    assert!(line.contains("Claude Code writes the memory with model haiku"), "{said}");
+    assert!(line.contains("on your own Claude Code login"), "{line}");
+    assert!(line.contains("--writer journal") && line.contains("edit [model]"), "{line}");
+    assert_eq!(said.lines().filter(|l| l.starts_with("writer:")).count(), 1);
+    let text = fs::read_to_string(&config).expect("the configuration");
+    let parsed: toml::Value = toml::from_str(&text).expect("TOML");
+    assert_eq!(parsed["model"]["kind"].as_str(), Some("command"));
+    assert_eq!(parsed["model"]["name"].as_str(), Some("haiku"));
+    let command: Vec<&str> = parsed["model"]["command"]
+        .as_array()
+        .expect("the command")
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .collect();
+    assert_eq!(command[..2], ["claude", "-p"]);
+    for flag in ["--restricted", "--strict-mcp-config", "--no-session-persistence", "{model}"] {
+        assert!(command.contains(&flag), "{flag} in {command:?}");
+    }
+    assert_eq!(parsed["memory"]["writer"]["max_tokens_per_day"].as_integer(), Some(2_000_000));
+    assert_eq!(mode(&config), 0o600);
+
+    // Run as configured with no `claude` installed: a failure a user understands.
+    crate::support::append_session(home.path(), &["Dana is planning a vegetable garden.", "Ok."]);
+    let empty = tempfile::tempdir().expect("a PATH without claude");
+    let out = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["write", "--session", "s", "--force", "--json"])
+        .env("PATH", empty.path())
+        .env_remove("SCRIPTORIUM_HOME")
+        .output()
+        .expect("write runs");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["sessions"][0]["error"]["reason_code"], "WRITER_CLI_MISSING", "{report}");
+    let status = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+        .arg("--home")
+        .arg(home.path())
+        .arg("status")
+        .env_remove("SCRIPTORIUM_HOME")
+        .output()
+        .expect("status runs");
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("WRITER_CLI_MISSING (permanent)"), "{status}");
+    assert!(status.contains("usage       today 0 tokens"), "{status}");
+
+    // Switching is explicit; a configured writer is kept by a plain setup.
+    let said = ok(&setup(home.path(), user.path(), &["claude-code", "--writer", "journal"]));
+    assert!(said.contains("writer: the journal"), "{said}");
+    let said = ok(&setup(home.path(), user.path(), &["codex"]));
+    assert!(said.contains("writer: kept the writer configured"), "{said}");
+    let parsed: toml::Value =
+        toml::from_str(&fs::read_to_string(&config).expect("read")).expect("TOML");
+    assert_eq!(parsed["model"]["kind"].as_str(), Some("journal"), "kept");
+    let said = ok(&setup(home.path(), user.path(), &["codex", "--writer", "none"]));
+    assert!(said.contains("writer: none"), "{said}");
+    let parsed: toml::Value =
+        toml::from_str(&fs::read_to_string(&config).expect("read")).expect("TOML");
+    assert_eq!(parsed["memory"]["writer"]["enabled"].as_bool(), Some(false));
+    let said = ok(&setup(home.path(), user.path(), &["codex", "--writer-model", "gpt-5.5"]));
+    assert!(said.contains("writer: kept none"), "a writer turned off stays off: {said}");
+    let said = ok(&setup(
+        home.path(),
+        user.path(),
+        &["codex", "--writer", "agent", "--writer-model", "gpt-5.5"],
+    ));
+    assert!(said.contains("Codex writes the memory with model gpt-5.5"), "{said}");
+    let parsed: toml::Value =
+        toml::from_str(&fs::read_to_string(&config).expect("read")).expect("TOML");
+    assert_eq!(parsed["memory"]["writer"].get("enabled"), None, "on again");
+    assert_eq!(parsed["model"]["command"][0].as_str(), Some("codex"));
+}

@@ -1006,18 +1006,30 @@ async fn list_sessions(
             .map_err(|_| ApiError::invalid("offset must be a whole number of sessions to skip"))?,
     };
     state
-        .blocking(move |_, backend| {
+        .blocking(move |inner, backend| {
             let memory = backend.memory().workspace();
             let writer = WriterStatus::load(memory.root());
+            let usage = writer_usage(memory.root(), inner.config.memory.writer.max_tokens_per_day);
             let page = scriptorium_session_dag::Page { offset, limit };
             let sessions = rows(backend.store(), &writer, page, Some(memory.workspace_id()))
                 .map_err(|e| store_failed(&e))?;
             let mut sessions =
                 serde_json::to_value(sessions).map_err(|e| ApiError::internal(e.to_string()))?;
             mark_forgotten(&mut sessions, &Forgotten::of(memory.root()));
-            Ok(Json(json!({ "sessions": sessions, "writer": writer.to_json() })))
+            Ok(Json(json!({ "sessions": sessions, "writer": writer.to_json(), "usage": usage })))
         })
         .await
+}
+
+/// What the writer's model used today and this month (UTC, from the usage ledger) against the
+/// daily budget: `{today, month, runs_today, max_tokens_per_day, budget_reached}`.
+fn writer_usage(memory_root: &std::path::Path, max: Option<u64>) -> serde_json::Value {
+    let totals = scriptorium_writer::Ledger::of(memory_root)
+        .totals(scriptorium_backend::memory::wall_clock());
+    let mut value = serde_json::to_value(totals).unwrap_or_else(|_| json!({}));
+    value["max_tokens_per_day"] = json!(max);
+    value["budget_reached"] = json!(max.is_some_and(|max| totals.today.total_tokens >= max));
+    value
 }
 
 /// One session's conversation as a thread: `{"thread": Thread}` (the head branch, then each

@@ -181,12 +181,32 @@ pub struct ModelError {
     pub status: Option<u16>,
     /// The diagnostic (may include provider text).
     pub message: String,
+    /// The write failure code this error is, when the reason's code would say less (the
+    /// `command` writer's `WRITER_*` codes: not logged in, rate limited, CLI missing…).
+    pub code: Option<crate::outcome::FailureCode>,
+    /// What the failed run used before it failed (counted like any run's).
+    pub spent: crate::usage::TokenUsage,
 }
 
 impl ModelError {
     /// An error with the reason's default verdict.
     pub fn new(reason: ErrorReason, message: impl Into<String>) -> Self {
-        ModelError { reason, retryable: reason.retryable(), status: None, message: message.into() }
+        ModelError {
+            reason,
+            retryable: reason.retryable(),
+            status: None,
+            message: message.into(),
+            code: None,
+            spent: crate::usage::TokenUsage::default(),
+        }
+    }
+
+    /// The same error reported as `code` (retryable as `retryable` says).
+    #[must_use]
+    pub fn with_code(mut self, code: crate::outcome::FailureCode, retryable: bool) -> Self {
+        self.code = Some(code);
+        self.retryable = retryable;
+        self
     }
 
     /// The same error with an HTTP status.

@@ -101,6 +101,75 @@ fn a_command_that_times_out_is_retryable_and_one_that_fails_is_not() {
 }
 
 #[test]
+fn a_command_agents_usage_is_counted_per_batch_in_the_ledger_and_against_the_budget() {
+    let fx = Fixture::new();
+    session(&fx);
+    let note = topic("Dana", &[("Dana lives in Lyon.", &source("s1", "u1"))]);
+    // Claude Code's result object, as `--output-format json` prints it.
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"Done.",
+        "total_cost_usd":0.0125,"usage":{"input_tokens":700,"cache_read_input_tokens":300,
+        "cache_creation_input_tokens":0,"output_tokens":200}}"#;
+    let script = format!(
+        "cat > /dev/null && mkdir -p topics/people && printf '%s' '{}' > topics/people/dana.md \
+         && printf '%s' '{}'",
+        note.replace('\'', "'\\''"),
+        result.replace('\n', " ")
+    );
+    let config = WriterConfig { max_tokens_per_day: Some(1_000), ..eager() };
+    let writer = fx.writer(command(&script, Duration::from_secs(30)), config);
+    let report = writer.write(&SessionId("s1".into()), true).expect("written");
+    let usage = report.batches[0].usage;
+    assert_eq!((usage.input_tokens, usage.output_tokens, usage.total_tokens), (1_000, 200, 1_200));
+    assert_eq!(usage.cost_micro_usd, Some(12_500));
+    assert_eq!(writer.spent(), usage);
+    // The ledger holds the run; today's total is over the budget of 1 000.
+    // (The fixture's clock: a day after the turns.)
+    let now = time::OffsetDateTime::from_unix_timestamp(1_710_493_200 + 86_400).expect("time");
+    let totals = writer.ledger().totals(now);
+    assert_eq!(totals.today.total_tokens, 1_200);
+    // So the next write of new turns is refused before anything runs, retryably.
+    fx.turns("s1", Some("a2"), &["u3"], &["Dana sowed the beans."]);
+    let failure = writer.write(&SessionId("s1".into()), true).expect_err("over the budget");
+    assert_eq!(failure.code, FailureCode::WriterBudgetReached);
+    assert!(failure.is_retryable());
+    assert_eq!(fx.pending_ids("s1", None), ["u3"], "the turn stays pending");
+    assert_eq!(writer.spent(), usage, "no model ran");
+}
+
+#[test]
+fn a_command_agent_that_edits_nothing_is_writer_no_edits() {
+    let fx = Fixture::new();
+    session(&fx);
+    let idle = fx.writer(
+        command("cat > /dev/null; echo 'Nothing to do.'", Duration::from_secs(30)),
+        eager(),
+    );
+    let failure = idle.write(&SessionId("s1".into()), true).expect_err("no edits");
+    assert_eq!(failure.code, FailureCode::WriterNoEdits);
+    assert!(!failure.is_retryable());
+    assert!(failure.reason.contains("Nothing to do."), "what it said: {failure}");
+    assert_eq!(fx.pending_ids("s1", None), ["u1", "a1", "u2", "a2"]);
+    // Claude Code not logged in: its result object says so.
+    let out = r#"{"type":"result","is_error":true,"api_error_status":null,"result":"Not logged in · Please run /login","usage":{"input_tokens":0,"output_tokens":0}}"#;
+    let script = format!("cat > /dev/null; printf '%s' '{out}'; exit 1");
+    let failure = fx
+        .writer(command(&script, Duration::from_secs(30)), eager())
+        .write(&SessionId("s1".into()), true)
+        .expect_err("not logged in");
+    assert_eq!(failure.code, FailureCode::WriterNotLoggedIn, "{failure}");
+    let missing = fx.writer(
+        Arc::new(Command::new(CommandConfig {
+            program: "scriptorium-no-such-agent".into(),
+            args: Vec::new(),
+            timeout: Duration::from_secs(30),
+        })),
+        eager(),
+    );
+    let failure = missing.write(&SessionId("s1".into()), true).expect_err("missing");
+    assert_eq!(failure.code, FailureCode::WriterCliMissing, "{failure}");
+}
+
+#[test]
 fn journal_files_a_batch_larger_than_one_change_request() {
     let fx = Fixture::new();
     // 70 user turns: two `memory_changes` calls (64 + 6), the second replaying the first.
