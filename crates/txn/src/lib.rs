@@ -32,6 +32,7 @@
 //! | `.scriptorium/txn/<txn-id>/` | a stage: `topics/`; the directory is `flock`ed by the owning process |
 //! | `.scriptorium/txn/spare-stage/` | the empty stage directory the last install left, renamed by the next `begin` into its stage (a cache; recovery keeps it) |
 //! | `.scriptorium/txn/spare/`, `spare.json` | the tree the last install replaced and its manifest, recycled by the next `begin` (a cache it checks file by file; recovery keeps it) |
+//! | `.scriptorium/catalog` | every committed topic file's summary (block IDs with lines and refs, evidence IDs, line-end IDs, link targets, size), keyed by content hash: derived, written by every install and by a `begin` that had to parse; see `validate::catalog` |
 //! | `.scriptorium/tmp-*` | temporaries of atomic writes (deleted by recovery) |
 //!
 //! # Revision
@@ -149,7 +150,15 @@
 //!   it has mode 0600 and a single link, and writes fresh files for the rest.
 //! - `begin` keeps the baseline it read (or that an install of the same handle parsed) for the
 //!   next `begin`, and reuses it only when the revision, the digest of every byte of `topics/`
-//!   and the `sources/` digest are unchanged.
+//!   and the `sources/` digest are unchanged. A new process takes the catalog instead: every
+//!   file whose live hash equals its entry is known by its summary and parsed only when a
+//!   check needs its text; the others are parsed.
+//! - The stage is filled on first use (a write that changes a file, a removal, a handed-out
+//!   path, or an install that adopts outside edits), under the write lock; a transaction that
+//!   writes nothing, or only what the files already hold, copies nothing.
+//! - Still O(tree) per transaction: the stat scans of `topics/` and `sources/`, the revision
+//!   record's manifest, reading and indexing the whole catalog, and, once the stage is
+//!   filled, recycling the spare tree (one `lstat` per file).
 //!
 //! # Example
 //!
