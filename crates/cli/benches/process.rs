@@ -18,61 +18,18 @@
 //! Budgets in `xtask/src/bench.rs`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../../../tests/benches/common/mod.rs"]
 mod common;
+mod support;
+
+use support::{children_cpu, hook, prompt_submit, scriptorium};
 
 const FILES: usize = 10_000 / common::BLOCKS_PER_FILE;
-
-/// Runs `scriptorium hook claude-code <event>` with `payload` on stdin; it must print
-/// nothing on stderr.
-fn hook(home: &Path, event: &str, payload: &[u8]) -> Output {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
-        .arg("--home")
-        .arg(home)
-        .args(["hook", "claude-code", event])
-        .env_remove("SCRIPTORIUM_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the scriptorium binary runs");
-    child.stdin.take().expect("stdin").write_all(payload).expect("the payload is sent");
-    let out = child.wait_with_output().expect("the hook ends");
-    assert!(out.status.success() && out.stderr.is_empty(), "hook {event}: {out:?}");
-    out
-}
-
-fn scriptorium(home: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env_remove("SCRIPTORIUM_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("SCRIPTORIUM_LOG")
-        .output()
-        .expect("the scriptorium binary runs");
-    assert!(out.status.success(), "scriptorium {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-/// CPU time (user + system) of every waited-for child so far.
-fn children_cpu() -> Duration {
-    use nix::sys::resource::{UsageWho, getrusage};
-    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage");
-    let time = |t: nix::sys::time::TimeVal| {
-        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
-    };
-    time(usage.user_time()) + time(usage.system_time())
-}
 
 /// `sync(1)`: every dirty page to disk.
 fn sync() {
@@ -210,15 +167,9 @@ fn bench_processes(c: &mut Criterion) {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 q += 1;
-                let payload = serde_json::json!({
-                    "session_id": "bench", "hook_event_name": "UserPromptSubmit",
-                    "prompt": queries[q % queries.len()],
-                })
-                .to_string();
                 let (wall, before) = (Instant::now(), children_cpu());
-                let out = hook(&home, "UserPromptSubmit", payload.as_bytes());
+                prompt_submit(&home, queries[q % queries.len()]);
                 total += if cpu { children_cpu() - before } else { wall.elapsed() };
-                assert!(!out.stdout.is_empty(), "a recall was injected");
             }
             total
         });
