@@ -198,6 +198,54 @@ fn the_plugin_beside_setups_hooks_is_a_warning_and_alone_needs_scriptorium_on_pa
 }
 
 #[test]
+fn codex_hooks_are_checked_for_this_home_and_their_trust() {
+    let home = home_with_note();
+    let user = tempfile::tempdir().expect("a user home");
+    let codex_home = user.path().join(".codex");
+    std::fs::create_dir(&codex_home).expect("Codex's directory");
+    let empty = tempfile::tempdir().expect("a PATH without codex");
+    let setup = |extra: &[&str], path: &std::ffi::OsStr| {
+        let out = Command::new(env!("CARGO_BIN_EXE_scriptorium"))
+            .arg("--home")
+            .arg(home.path())
+            .args(["setup", "codex", "--writer", "journal"])
+            .args(extra)
+            .env("HOME", user.path())
+            .env("PATH", path)
+            .env_remove("CODEX_HOME")
+            .env_remove("SCRIPTORIUM_HOME")
+            .output()
+            .expect("setup runs");
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    // No codex to record the trust with: it works once the user reviews the hooks.
+    setup(&[], empty.path().as_os_str());
+    let (code, doc) = doctor(home.path(), user.path());
+    assert_eq!(code, Some(0), "{doc:#}");
+    let codex = check(&doc, "codex");
+    assert_eq!(codex["status"], "warn", "{doc:#}");
+    assert!(codex["finding"].as_str().expect("finding").contains("trust"), "{doc:#}");
+    assert_eq!(check(&doc, "claude-code")["status"], "skipped", "{doc:#}");
+
+    // With the real Codex CLI, setup records the trust and the check passes.
+    if let Some(cli) = std::env::var_os("SCRIPTORIUM_CODEX").filter(|v| !v.is_empty()) {
+        // The CLI is a Node.js script: `node` must stay on PATH.
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        setup(&["--codex", cli.to_str().expect("utf-8")], &path);
+        let (code, doc) = doctor(home.path(), user.path());
+        assert_eq!((code, &check(&doc, "codex")["status"]), (Some(0), &"ok".into()), "{doc:#}");
+    }
+
+    // The MCP server moved to another home: a failure.
+    let config = codex_home.join("config.toml");
+    let text = std::fs::read_to_string(&config).expect("config.toml");
+    let home_arg = home.path().to_str().expect("utf-8");
+    assert!(text.contains(home_arg), "{text}");
+    std::fs::write(&config, text.replace(home_arg, "/srv/another-home")).expect("write");
+    fails_with(home.path(), user.path(), "codex", "do not name this home");
+}
+
+#[test]
 fn an_unreachable_remote_fails_the_sync_remote_check() {
     let (home, user) = healthy();
     let missing = home.path().join("no-such-remote.git");
