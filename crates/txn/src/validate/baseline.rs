@@ -291,11 +291,12 @@ impl Baseline {
             }
         }
         for slot in changed {
-            if let Some(old) = self.files.remove(&TreePath(slot.summary.path.clone())) {
+            let summary = Arc::clone(&slot.summary);
+            // One lookup per file: the old entry (if any) comes back from the insert.
+            if let Some(old) = self.files.insert(TreePath(summary.path.clone()), slot) {
                 self.unindex(&old.summary);
             }
-            self.index(&slot.summary);
-            self.files.insert(TreePath(slot.summary.path.clone()), slot);
+            self.index(&summary);
         }
     }
 
