@@ -47,6 +47,11 @@ pub(crate) struct MockModel {
     requests: Arc<Mutex<Vec<(String, String)>>>,
 }
 
+/// The content type a responder gives to have the mock answer `401 Unauthorized`.
+const REFUSED: &str = "application/json; status=401";
+/// The content type a responder gives to have the mock answer `429 Too Many Requests`.
+const LIMITED: &str = "application/json; status=429";
+
 /// What a mock answers to a request: `(path, body)` → `(content type, payload)`.
 type Responder = fn(&str, &str) -> (&'static str, String);
 
@@ -107,8 +112,14 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<(String, String)>>, responder: Resp
         let body = String::from_utf8_lossy(&body).into_owned();
         seen.lock().expect("unpoisoned").push((path.clone(), body.clone()));
         let (content_type, payload) = responder(&path, &body);
+        // An error status rides on the content type ([`REFUSED`], [`LIMITED`]).
+        let (status, content_type) = match content_type {
+            REFUSED => ("401 Unauthorized", "application/json"),
+            LIMITED => ("429 Too Many Requests", "application/json"),
+            other => ("200 OK", other),
+        };
         let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
             payload.len()
         );
         if writer
@@ -1293,6 +1304,60 @@ fn setup_makes_codex_the_writer_which_writes_cited_topics_and_nothing_outside_th
     assert_eq!(today["total_tokens"], expected, "{status}");
     let log = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
     assert!(log.is_empty(), "no hook failed: {log}");
+}
+
+/// The Messages API refusing the key (401), as the provider words it.
+fn refusing_answer(path: &str, _body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return ("application/json", json!({ "input_tokens": 10 }).to_string());
+    }
+    let error = json!({ "type": "error",
+        "error": { "type": "authentication_error", "message": "invalid x-api-key" } });
+    (REFUSED, error.to_string())
+}
+
+/// The Messages API rate-limiting every call (429).
+fn limiting_answer(path: &str, _body: &str) -> (&'static str, String) {
+    if !path.starts_with("/v1/messages") || path.contains("count_tokens") {
+        return ("application/json", json!({ "input_tokens": 10 }).to_string());
+    }
+    let error = json!({ "type": "error", "error": { "type": "rate_limit_error",
+        "message": "Number of request tokens has exceeded your per-minute rate limit" } });
+    (LIMITED, error.to_string())
+}
+
+#[test]
+fn the_agent_writers_failures_get_codes_a_user_understands() {
+    let Some(claude) = agent_cli("SCRIPTORIUM_CLAUDE", "claude") else { return };
+    let (home, user) = claude_writer_home(&claude);
+    let _reaper = Reaper::new(home.path());
+    // The key refused: not logged in, permanent; the turns stay pending.
+    let model = MockModel::start_with(refusing_answer);
+    let (code, report) = write_with_agent(home.path(), user.path(), &model, "s1");
+    assert_eq!(code, 1, "{report:#}");
+    let error = &report["sessions"][0]["error"];
+    assert_eq!(error["reason_code"], "WRITER_NOT_LOGGED_IN", "{report:#}");
+    assert_eq!(error["retryable"], false);
+    // Rate limited: retryable (Claude Code's own retries off, so that the test is quick).
+    let model = MockModel::start_with(limiting_answer);
+    let mut write = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    write.arg("--home").arg(home.path()).args(["write", "--session", "s1", "--force", "--json"]);
+    claude_env(&mut write, user.path(), &model);
+    write.env("CLAUDE_CODE_MAX_RETRIES", "0");
+    let out = run_bounded(write, Duration::from_secs(600));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(out.status.code(), Some(75), "{report:#}");
+    let error = &report["sessions"][0]["error"];
+    assert_eq!(error["reason_code"], "WRITER_RATE_LIMITED", "{report:#}");
+    assert_eq!(error["retryable"], true);
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    assert_eq!(status["writer"]["last_failure"]["reason_code"], "WRITER_RATE_LIMITED");
+    assert_eq!(status["pending_turns"], 2, "the turns stay pending: {status}");
+    // And so does `status`.
+    let text = String::from_utf8_lossy(&scriptorium(home.path(), &["status"]).stdout).into_owned();
+    assert!(text.contains("WRITER_RATE_LIMITED (retryable)"), "{text}");
 }
 
 /// The planted secrets and private text of the privacy test, assembled at run time (so that no scanner flags this file): an AWS key pair and a GitHub token
