@@ -1083,20 +1083,50 @@ fn check_sync_remote(ctx: &Context<'_>) -> Check {
         Ok(Ancestry::Same) => Check::ok(ID, format!("{shown} reachable, in step ({branch})")),
         Ok(Ancestry::Ahead) => Check::warn(
             ID,
-            format!("{shown} reachable; this memory is ahead (commits to push)"),
+            format!(
+                "{shown} reachable; this memory is ahead by {} (to push)",
+                commits(commits_not_in(root, &ours, &theirs))
+            ),
             "run `scriptorium sync`",
         ),
         Ok(Ancestry::Behind) => Check::warn(
             ID,
-            format!("{shown} reachable; this memory is behind (commits to take)"),
+            format!(
+                "{shown} reachable; this memory is behind by {} (to take)",
+                commits(commits_not_in(root, &theirs, &ours))
+            ),
             "run `scriptorium sync`",
         ),
         Ok(Ancestry::Diverged { .. }) => Check::warn(
             ID,
-            format!("{shown} reachable; both sides have new commits"),
+            format!(
+                "{shown} reachable; diverged: {} here, {} there",
+                commits(commits_not_in(root, &ours, &theirs)),
+                commits(commits_not_in(root, &theirs, &ours))
+            ),
             "run `scriptorium sync` (it merges by block)",
         ),
     }
+}
+
+/// How many commits `tip` (hex) has that `other` (hex) lacks, walking the memory's
+/// repository with gix (`None` when the walk fails).
+fn commits_not_in(root: &Path, tip: &str, other: &str) -> Option<usize> {
+    let repo = gix::open_opts(root, gix::open::Options::isolated()).ok()?;
+    let tip = gix::ObjectId::from_hex(tip.as_bytes()).ok()?;
+    let other = gix::ObjectId::from_hex(other.as_bytes()).ok()?;
+    let walk = repo.rev_walk([tip]).with_hidden([other]).all().ok()?;
+    let mut count = 0;
+    for commit in walk {
+        commit.ok()?;
+        count += 1;
+    }
+    Some(count)
+}
+
+/// "3 commit(s)", or "some commits" when they could not be counted.
+fn commits(count: Option<usize>) -> String {
+    count.map_or_else(|| "some commits".to_owned(), |n| format!("{n} commit(s)"))
 }
 
 /// `url` without a password (`https://user:secret@host` → `https://user@host`).

@@ -263,6 +263,16 @@ fn an_unreachable_remote_fails_the_sync_remote_check() {
     assert_eq!(scriptorium(home.path(), &["sync"]).status.code(), Some(0));
     let (code, doc) = doctor(home.path(), user.path());
     assert_eq!((code, &check(&doc, "sync-remote")["status"]), (Some(0), &"ok".into()), "{doc:#}");
+    // One more install: one commit to push, counted.
+    crate::support::add_topic(home.path(), "beans.md", "Dana also grows beans.");
+    let (code, doc) = doctor(home.path(), user.path());
+    assert_eq!(code, Some(0), "{doc:#}");
+    let remote = check(&doc, "sync-remote");
+    assert_eq!(remote["status"], "warn", "{doc:#}");
+    assert!(
+        remote["finding"].as_str().expect("finding").contains("ahead by 1 commit(s)"),
+        "{doc:#}"
+    );
 }
 
 #[test]
