@@ -421,7 +421,13 @@ pub(crate) fn sleep(home: &Home, args: SleepArgs) -> anyhow::Result<ExitCode> {
                 || report.status.clone(),
                 |error| format!("{}: {}", error.code, error.reason),
             );
-            value["error"] = WireError::new(code, reason).to_json()["error"].clone();
+            let mut error = WireError::new(code, reason);
+            // The writer's own code, as `write --json` gives it per session.
+            if let Some(failure) = &report.error {
+                error.details.insert("reason_code".into(), failure.code.as_str().into());
+                error.details.insert("retryable".into(), failure.retryable.into());
+            }
+            value["error"] = error.to_json()["error"].clone();
         }
         crate::output::document(&value)?;
     } else {

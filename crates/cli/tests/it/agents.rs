@@ -1092,6 +1092,14 @@ fn a_write_over_the_daily_budget_is_refused_retryably_and_the_turns_stay_pending
     assert_eq!(status["writer"]["last_failure"]["reason_code"], "WRITER_BUDGET_REACHED");
     let text = String::from_utf8_lossy(&scriptorium(home.path(), &["status"]).stdout).into_owned();
     assert!(text.contains("budget 1000 a day: reached"), "{text}");
+    // `sleep` runs the same writer, held by the same budget.
+    let sleep = scriptorium(home.path(), &["sleep", "--json"]);
+    let report: Value = serde_json::from_slice(&sleep.stdout).expect("a JSON report");
+    assert_eq!(sleep.status.code(), Some(75), "{report:#}");
+    let details = &report["error"]["details"];
+    assert_eq!(details["reason_code"], "WRITER_BUDGET_REACHED", "{report:#}");
+    assert_eq!(details["retryable"], true, "{report:#}");
+    assert_eq!(writer_requests(&model.bodies()).len() as u64, runs, "no writer run started");
 }
 
 /// The writer's model asks Claude Code (run as setup configured it) for a shell command, then
