@@ -163,6 +163,11 @@ impl Staged {
 
         // The changed files, as staged.
         let dirty = self.dirty_paths(&mut violations)?;
+        if !dirty.is_empty() {
+            // Files edited outside any transaction are read from the stage like the
+            // transaction's own: the stage must hold the tree (writes filled it already).
+            self.materialize()?;
+        }
         let mut staged_files: Vec<TopicFile> = Vec::new();
         let mut removed: Vec<String> = Vec::new();
         for rel in &dirty {

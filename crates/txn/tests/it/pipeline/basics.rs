@@ -327,6 +327,27 @@ fn observers_see_installs_and_their_failure_never_uninstalls() {
 }
 
 #[test]
+fn a_transaction_that_writes_nothing_adopts_an_outside_edit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = fixture(dir.path());
+    // Another program rewrites a paragraph by hand, keeping its block ID and citation; the
+    // transaction writes nothing, so its stage is filled only to validate and install that.
+    let path = dir.path().join("topics/people/dana.md");
+    let text = std::fs::read_to_string(&path).expect("read");
+    let edited = text.replacen("Dana prefers", "Dana much prefers", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&path, &edited).expect("write");
+    let staged = ws.begin(BeginOptions::default()).expect("begin");
+    let installed = staged.validate().expect("the edit validates").install().expect("install");
+    assert!(!installed.noop);
+    assert_eq!(installed.adopted, ["topics/people/dana.md"]);
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), edited);
+    // And a transaction after it writes nothing, changes nothing, installs nothing.
+    let staged = ws.begin(BeginOptions::default()).expect("begin");
+    assert!(staged.validate().expect("valid").install().expect("install").noop);
+}
+
+#[test]
 fn an_install_numbers_the_ids_of_the_outside_edits_it_adopts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = fixture(dir.path());
