@@ -101,7 +101,7 @@ fn rejected(
     let before = snapshot(dir);
     let revision = ws.revision().expect("revision");
     let mut staged = ws.begin(options).expect("begin");
-    let stage = staged.path().to_path_buf();
+    let stage = staged.path().expect("the stage").to_path_buf();
     edit(&mut staged, &stage);
     let Err(rejection) = staged.validate() else {
         panic!("the edit should have been rejected");

@@ -38,8 +38,8 @@ use anyhow::{Context, bail};
 mod bench;
 mod deps;
 mod examples;
-mod generator;
 mod gen_workspace;
+mod generator;
 mod tidy;
 mod writer_eval;
 

@@ -25,6 +25,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "../../../tests/benches/common/mod.rs"]
 mod common;
+#[expect(dead_code, reason = "the scale bench uses the rest of the support module")]
 mod support;
 
 use support::{children_cpu, hook, prompt_submit, scriptorium};

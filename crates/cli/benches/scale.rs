@@ -29,7 +29,6 @@ use criterion::{Criterion, SamplingMode};
 use scriptorium_search::watch::{OutsideWatch, ask};
 
 #[path = "../../../xtask/src/generator.rs"]
-#[allow(dead_code, reason = "the generator's summary has more than the benches read")]
 mod generator;
 mod support;
 

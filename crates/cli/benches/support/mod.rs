@@ -1,8 +1,6 @@
 //! What the process benches share: running the `scriptorium` binary and its hooks, and the CPU
 //! time and peak memory of a child process.
 
-#![allow(dead_code, reason = "each bench uses a part")]
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;

@@ -6,7 +6,6 @@
 use crate::support::{ok, scriptorium};
 
 #[path = "../../../../xtask/src/generator.rs"]
-#[allow(dead_code, reason = "the benches use more of the generator than this test")]
 mod generator;
 
 #[test]

@@ -67,7 +67,9 @@ impl Model for Command {
     }
 
     fn run(&self, task: &Task, tools: &mut Tools<'_>) -> Result<RunReport, ModelError> {
-        let topics = tools.staged_mut().path().into_dir()?;
+        let topics = tools.staged_mut().path().map(std::path::Path::to_path_buf).map_err(|e| {
+            ModelError::new(ErrorReason::Unknown, format!("the stage cannot be handed out: {e}"))
+        })?;
         let Some(dir) = topics.parent().map(std::path::Path::to_path_buf) else {
             return Err(ModelError::new(ErrorReason::Unknown, "the stage has no directory"));
         };
@@ -195,26 +197,6 @@ pub fn classify(program: &str, status: &str, parsed: &AgentOutput, stderr: &str)
     };
     error.status = http;
     error
-}
-
-/// The stage's directory from `Staged::path`, which hands it out as it is, or, where the stage
-/// is filled on first use, as the result of filling it.
-trait StageDir {
-    fn into_dir(self) -> Result<std::path::PathBuf, ModelError>;
-}
-
-impl StageDir for &std::path::Path {
-    fn into_dir(self) -> Result<std::path::PathBuf, ModelError> {
-        Ok(self.to_path_buf())
-    }
-}
-
-impl<E: std::fmt::Display> StageDir for Result<&std::path::Path, E> {
-    fn into_dir(self) -> Result<std::path::PathBuf, ModelError> {
-        self.map(std::path::Path::to_path_buf).map_err(|e| {
-            ModelError::new(ErrorReason::Unknown, format!("the stage cannot be handed out: {e}"))
-        })
-    }
 }
 
 fn drain(pipe: Option<&mut impl Read>) -> String {
