@@ -90,7 +90,7 @@ pub(crate) fn is_hook_command(command: &str) -> bool {
 
 /// The first word of a POSIX shell command, unquoted: setup quotes a path that holds anything
 /// but safe characters as `'…'` (a quote inside as `'\''`).
-fn first_word(command: &str) -> String {
+pub(crate) fn first_word(command: &str) -> String {
     let mut word = String::new();
     let mut chars = command.trim_start().chars();
     while let Some(c) = chars.next() {

@@ -220,6 +220,58 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The writer configuration setup gives the home for `args` (see [`writer::configure`]).
+fn writer_of(home: &Home, args: &Args) -> anyhow::Result<writer::Configured> {
+    let claude_code = args.agent == AgentArg::ClaudeCode;
+    let program = match args.agent {
+        AgentArg::ClaudeCode => writer::program(args.claude.as_ref(), "claude")?,
+        AgentArg::Codex => writer::program(args.codex.as_ref(), "codex")?,
+    };
+    // Codex has no switch for "no MCP server": each one configured is turned off by name.
+    // (The user's configuration, which the writer's run loads whatever the scope.)
+    let servers = match args.agent {
+        AgentArg::ClaudeCode => Vec::new(),
+        AgentArg::Codex => {
+            let dir = match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+                Some(dir) => PathBuf::from(dir),
+                None => user_home()?.join(".codex"),
+            };
+            writer::codex_mcp_servers(&dir.join("config.toml"))
+        }
+    };
+    writer::configure(
+        home.root(),
+        claude_code,
+        args.writer,
+        &program,
+        args.writer_model.as_deref(),
+        &servers,
+    )
+}
+
+/// A dry run's account of `writer`: the diff of `scriptorium.toml` and the line.
+fn preview_writer(home: &Home, writer: &writer::Configured) {
+    let config = home.root().join(scriptorium_backend::config::CONFIG_FILE);
+    let name = config.display().to_string();
+    if let Some(text) = &writer.text {
+        let old = std::fs::read_to_string(&config).unwrap_or_default();
+        let diff = similar::TextDiff::from_lines(&old, text);
+        outln!("{}", diff.unified_diff().header(&name, &name));
+    }
+    outln!("would set up the {}", writer.line);
+}
+
+/// Writes `writer`'s `scriptorium.toml` when it changes, and says what the writer is.
+fn apply_writer(home: &Home, writer: &writer::Configured) -> anyhow::Result<()> {
+    if let Some(text) = &writer.text {
+        let config = home.root().join(scriptorium_backend::config::CONFIG_FILE);
+        replace(&config, text, 0o600)
+            .with_context(|| format!("writing the writer's configuration {}", config.display()))?;
+    }
+    outln!("{}", writer.line);
+    Ok(())
+}
+
 /// Whether anything is at `path` (a symlink counts, dangling or not: it is never followed).
 fn present(path: &Path) -> bool {
     !matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
@@ -233,7 +285,15 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         && !args.uninstall
         && let Some(plugin) = crate::plugin::enabled()
     {
-        return crate::plugin::setup_defers(home, &plugin, args.dry_run);
+        // The writer is still setup's to configure: the plugin brings hooks, not a writer.
+        let writer = writer_of(home, args)?;
+        let code = crate::plugin::setup_defers(home, &plugin, args.dry_run)?;
+        if args.dry_run {
+            preview_writer(home, &writer);
+        } else {
+            apply_writer(home, &writer)?;
+        }
+        return Ok(code);
     }
     let exe = std::env::current_exe().context("the scriptorium binary's path")?;
     let base = match args.scope {
@@ -283,35 +343,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
     };
     edits.push(record_edit(&record_path, record_before, &record, args.uninstall)?);
     // The writer (the home's scriptorium.toml; an uninstall leaves it as it is).
-    let writer = if args.uninstall {
-        None
-    } else {
-        let claude_code = args.agent == AgentArg::ClaudeCode;
-        let program = match args.agent {
-            AgentArg::ClaudeCode => writer::program(args.claude.as_ref(), "claude")?,
-            AgentArg::Codex => writer::program(args.codex.as_ref(), "codex")?,
-        };
-        // Codex has no switch for "no MCP server": each one configured is turned off by name.
-        // (The user's configuration, which the writer's run loads whatever the scope.)
-        let servers = match args.agent {
-            AgentArg::ClaudeCode => Vec::new(),
-            AgentArg::Codex => {
-                let dir = match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
-                    Some(dir) => PathBuf::from(dir),
-                    None => user_home()?.join(".codex"),
-                };
-                writer::codex_mcp_servers(&dir.join("config.toml"))
-            }
-        };
-        Some(writer::configure(
-            home.root(),
-            claude_code,
-            args.writer,
-            &program,
-            args.writer_model.as_deref(),
-            &servers,
-        )?)
-    };
+    let writer = if args.uninstall { None } else { Some(writer_of(home, args)?) };
     let changed: Vec<&Edit> = edits.iter().filter(|e| e.changes()).collect();
     let agent_files: Vec<&Edit> =
         changed.iter().copied().filter(|e| e.owner == Owner::Agent).collect();
@@ -329,14 +361,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
             outln!("nothing to change");
         }
         if let Some(writer) = &writer {
-            let config = home.root().join(scriptorium_backend::config::CONFIG_FILE);
-            let name = config.display().to_string();
-            if let Some(text) = &writer.text {
-                let old = std::fs::read_to_string(&config).unwrap_or_default();
-                let diff = similar::TextDiff::from_lines(&old, text);
-                outln!("{}", diff.unified_diff().header(&name, &name));
-            }
-            outln!("would set up the {}", writer.line);
+            preview_writer(home, writer);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -350,13 +375,7 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
     }
     apply(&changed, args.uninstall)?;
     if let Some(writer) = &writer {
-        if let Some(text) = &writer.text {
-            let config = home.root().join(scriptorium_backend::config::CONFIG_FILE);
-            replace(&config, text, 0o600).with_context(|| {
-                format!("writing the writer's configuration {}", config.display())
-            })?;
-        }
-        outln!("{}", writer.line);
+        apply_writer(home, writer)?;
     }
     for edit in &agent_files {
         let done = match (&edit.after, args.uninstall) {
@@ -457,9 +476,10 @@ impl Commands<'_> {
     /// binary path and home it named).
     fn is_ours(&self, command: &str, event: &str) -> bool {
         let suffix = format!(" hook {} {event}", self.agent.name());
-        let program = command.split_whitespace().next().unwrap_or_default().trim_matches('\'');
+        // The binary path as the shell reads it: setup quotes one holding a space.
+        let program = crate::plugin::first_word(command);
         command.ends_with(&suffix)
-            && Path::new(program).file_name().is_some_and(|n| n == "scriptorium")
+            && Path::new(&program).file_name().is_some_and(|n| n == "scriptorium")
     }
 }
 

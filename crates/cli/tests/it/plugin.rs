@@ -41,12 +41,16 @@ fn plugin_dir() -> PathBuf {
     checkout().join(entry["source"].as_str().expect("a relative source"))
 }
 
-/// `scriptorium --home <home> setup claude-code <args>` for the user `user`.
+/// `scriptorium --home <home> setup claude-code <args>` for the user `user`, with the journal
+/// writer (these tests are about the hooks: no agent writer runs whatever `claude` is on PATH).
 fn setup(home: &Path, user: &Path, args: &[&str]) -> Output {
+    let writer: &[&str] =
+        if args.contains(&"--uninstall") { &[] } else { &["--writer", "journal"] };
     Command::new(env!("CARGO_BIN_EXE_scriptorium"))
         .arg("--home")
         .arg(home)
         .args(["setup", "claude-code"])
+        .args(writer)
         .args(args)
         .env("HOME", user)
         .env_remove("SCRIPTORIUM_HOME")
@@ -244,6 +248,15 @@ fn setup_and_the_plugin_never_both_run_hooks() {
         let config = read_json(&user.path().join(".claude.json"));
         assert_eq!(config["mcpServers"]["scriptorium"], Value::Null, "{config}");
         assert_eq!(fresh.path().join("memory").exists(), !dry_run, "{said}");
+        // The writer is still setup's: `--writer` is carried out (or previewed), not dropped.
+        let toml = std::fs::read_to_string(fresh.path().join("scriptorium.toml"));
+        if dry_run {
+            assert!(said.contains("would set up the"), "{said}");
+            assert!(toml.is_err(), "a dry run writes no configuration");
+        } else {
+            let toml = toml.expect("the writer's configuration");
+            assert!(toml.contains("kind = \"journal\""), "{toml}");
+        }
     }
 
     // Setup's hooks installed (with the plugin disabled), then the plugin enabled again: both

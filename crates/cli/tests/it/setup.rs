@@ -106,6 +106,42 @@ fn claude_code_setup_keeps_the_users_settings_is_idempotent_and_reversible() {
     assert!(!user.path().join(".claude.json").exists(), "the file setup created is gone");
 }
 
+/// A binary installed under a path with a space (`/Users/Jane Doe/.cargo/bin`) is written
+/// quoted; setup must still know its own hooks, or every run would add another set.
+#[test]
+fn a_binary_path_with_a_space_is_recognized_on_the_next_run_and_by_uninstall() {
+    let home = tempfile::tempdir().expect("a home");
+    let user = tempfile::tempdir().expect("a user home");
+    let bin = user.path().join("Jane Doe/bin");
+    fs::create_dir_all(&bin).expect("mkdir");
+    let exe = bin.join("scriptorium");
+    fs::copy(env!("CARGO_BIN_EXE_scriptorium"), &exe).expect("copy the binary");
+    let run = |args: &[&str]| {
+        Command::new(&exe)
+            .arg("--home")
+            .arg(home.path())
+            .arg("setup")
+            .args(args)
+            .env("HOME", user.path())
+            .env_remove("CODEX_HOME")
+            .env_remove("SCRIPTORIUM_HOME")
+            .output()
+            .expect("setup runs")
+    };
+    let settings = user.path().join(".claude/settings.json");
+    ok(&run(&["claude-code", "--writer", "journal"]));
+    let installed = fs::read_to_string(&settings).expect("the settings");
+    let stop = commands(&json(&settings), "Stop");
+    assert_eq!(stop.len(), 1, "{stop:?}");
+    assert!(stop[0].starts_with('\'') && stop[0].contains("Jane Doe"), "quoted: {stop:?}");
+    let again = ok(&run(&["claude-code"]));
+    assert!(again.contains("already set up"), "{again}");
+    assert_eq!(fs::read_to_string(&settings).expect("read"), installed, "nothing added");
+    ok(&run(&["claude-code", "--uninstall"]));
+    // Setup created the file: its hooks recognized, uninstall removes it whole.
+    assert!(!settings.exists(), "{}", fs::read_to_string(&settings).unwrap_or_default());
+}
+
 #[test]
 fn codex_setup_keeps_toml_comments_and_uninstall_restores_the_file_byte_for_byte() {
     let home = tempfile::tempdir().expect("a home");
