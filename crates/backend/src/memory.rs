@@ -911,12 +911,23 @@ impl MemoryWorkspace {
         // An editor is a door too: what the edited files hold that memory never keeps (a
         // pasted key, a `<private>` span) is redacted before the install commits it.
         let mut redacted = scriptorium_redact::Counts::default();
+        // The stage is filled on first use, under the write lock again: another process
+        // holding it now is a busy workspace (the next search adopts), never an error.
         for path in files.iter().filter(|p| p.starts_with("topics/") && p.ends_with(".md")) {
-            if let Some(text) = staged.read_file(path)? {
+            let text = match staged.read_file(path) {
+                Ok(text) => text,
+                Err(error) if busy(&error) => return Ok((Adoption::Busy, live)),
+                Err(error) => return Err(error),
+            };
+            if let Some(text) = text {
                 let redaction = self.redactor().redact(&text);
                 if !redaction.counts.is_empty() {
                     redacted.add(&redaction.counts);
-                    staged.write_file(path, &redaction.text)?;
+                    match staged.write_file(path, &redaction.text) {
+                        Ok(()) => {}
+                        Err(error) if busy(&error) => return Ok((Adoption::Busy, live)),
+                        Err(error) => return Err(error),
+                    }
                 }
             }
         }
@@ -933,6 +944,21 @@ impl MemoryWorkspace {
                 Err(error) if busy(&error) => Ok((Adoption::Busy, live)),
                 Err(error) => Err(error),
             },
+            // Filling the stage found the write lock held (validation reports that as a
+            // violation of the whole tree): busy, not a refusal to remember.
+            Err(rejected)
+                if !rejected.violations().is_empty()
+                    && rejected.violations().iter().all(|v| {
+                        v.path.is_none()
+                            && matches!(
+                                v.code,
+                                scriptorium_txn::ErrorCode::Busy
+                                    | scriptorium_txn::ErrorCode::ConcurrentUpdate
+                            )
+                    }) =>
+            {
+                Ok((Adoption::Busy, live))
+            }
             Err(rejected) => {
                 let violations = rejected.violations().len();
                 tracing::warn!(
