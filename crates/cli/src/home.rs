@@ -40,23 +40,4 @@ impl Home {
     pub(crate) fn memory(&self) -> PathBuf {
         self.root.join("memory")
     }
-
-    /// Starts the outside-edit watch of the memory workspace for the life of a long-running
-    /// command (`serve`, `mcp`, `watch`), so that every search of this home, in any process,
-    /// can skip its per-file scan while nothing changed (see `scriptorium_search::watch`).
-    /// `None` when the workspace does not exist yet, another process watches it, the platform
-    /// has no inotify, or the watch cannot start (logged): searches then scan, as without it.
-    pub(crate) fn outside_watch(&self) -> Option<scriptorium_search::watch::OutsideWatch> {
-        let memory = self.memory();
-        if !memory.join(".scriptorium").is_dir() {
-            return None;
-        }
-        match scriptorium_search::watch::OutsideWatch::start(&memory) {
-            Ok(watch) => watch,
-            Err(error) => {
-                tracing::warn!(%error, "the outside-edit watch cannot start; searches scan");
-                None
-            }
-        }
-    }
 }

@@ -17,7 +17,6 @@ pub(crate) struct Args {}
 pub(crate) fn run(home: &Home, _args: &Args) -> anyhow::Result<ExitCode> {
     let config = crate::config(home)?;
     let redactor = config.redactor()?;
-    let _watch = home.outside_watch();
     // Opened before the runtime (a PostgreSQL store runs its own blocking client). A store that
     // cannot be opened leaves the reading tools working: only `memory_forget` refuses. A home
     // without a memory workspace gets nothing created (the tools answer NO_WORKSPACE).

@@ -36,7 +36,6 @@ impl Args {
 /// Serves until SIGINT or SIGTERM.
 pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
     crate::config(home)?;
-    let _watch = home.outside_watch();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

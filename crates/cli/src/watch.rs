@@ -60,7 +60,6 @@ pub(crate) fn run(home: &Home, args: &Args) -> anyhow::Result<ExitCode> {
         .init();
     // The local offset must be read before any other thread exists.
     let offset = local_offset();
-    let _outside = home.outside_watch();
     let model = models::build(&config.model, home.root())?;
     let backend = LocalBackend::open(home.root(), config.clone(), model)?;
     let poll = Duration::from_secs(args.poll.unwrap_or(config.watch.poll_secs).max(1));

@@ -46,8 +46,9 @@ const SOCKET: &str = ".scriptorium/outside-watch.sock";
 /// The lock a watch holds for its life, relative to the workspace root.
 const LOCK: &str = ".scriptorium/outside-watch.lock";
 /// How long a reader waits for an answer before it scans anyway (a watch that is alive answers
-/// in microseconds; this only bounds a stuck one).
-const ANSWER_TIMEOUT: Duration = Duration::from_millis(200);
+/// in microseconds; this only bounds a stuck one, so it is generous: on a loaded machine the
+/// watch's thread may wait for a core).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A watch's answer to [`ask`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
