@@ -383,11 +383,13 @@ fn codex_receives_the_core_and_the_recall_from_trusted_hooks_and_its_session_is_
         model.url
     );
     std::fs::write(user.path().join(".codex/config.toml"), &config).expect("the Codex config");
+    // The journal writer: this test is about the hooks, and a detached agent writer would
+    // outlive it.
     let setup_codex = || {
         Command::new(env!("CARGO_BIN_EXE_scriptorium"))
             .arg("--home")
             .arg(home.path())
-            .args(["setup", "codex", "--codex"])
+            .args(["setup", "codex", "--writer", "journal", "--codex"])
             .arg(&codex)
             .env("HOME", user.path())
             .env_remove("CODEX_HOME")
@@ -1093,7 +1095,12 @@ fn a_write_over_the_daily_budget_is_refused_retryably_and_the_turns_stay_pending
     let text = String::from_utf8_lossy(&scriptorium(home.path(), &["status"]).stdout).into_owned();
     assert!(text.contains("budget 1000 a day: reached"), "{text}");
     // `sleep` runs the same writer, held by the same budget.
-    let sleep = scriptorium(home.path(), &["sleep", "--json"]);
+    // Run as the writes are (the test user, the mock, bounded): were the budget not to hold,
+    // the writer would reach the mock, never a real login.
+    let mut sleep = Command::new(env!("CARGO_BIN_EXE_scriptorium"));
+    sleep.arg("--home").arg(home.path()).args(["sleep", "--json"]);
+    claude_env(&mut sleep, user.path(), &model);
+    let sleep = run_bounded(sleep, Duration::from_secs(600));
     let report: Value = serde_json::from_slice(&sleep.stdout).expect("a JSON report");
     assert_eq!(sleep.status.code(), Some(75), "{report:#}");
     let details = &report["error"]["details"];
@@ -1501,6 +1508,19 @@ fn nothing_planted_reaches_a_file_an_object_a_remote_or_the_writers_model() {
     let writes =
         std::fs::read_to_string(home.path().join("logs/hook-writes.log")).unwrap_or_default();
     assert!(writes.contains("redacted"), "the write said what it redacted: {writes}");
+    // The hook and `status` count what was redacted, by rule (never a value).
+    let hooks = std::fs::read_to_string(home.path().join("logs/hooks.log")).unwrap_or_default();
+    let said = hooks.lines().filter(|l| l.contains(" HOOK_REDACTED: ")).collect::<Vec<_>>();
+    for rule in ["aws-access-token", "github-pat", "private"] {
+        assert!(said.iter().any(|l| l.contains(rule)), "{rule} counted in the hook log: {hooks}");
+    }
+    let status: Value =
+        serde_json::from_slice(&scriptorium(home.path(), &["status", "--json"]).stdout)
+            .expect("status");
+    for rule in ["aws-access-token", "github-pat", "private"] {
+        let counted = status["redactions"]["by_rule"][rule].as_u64().unwrap_or(0);
+        assert!(counted >= 1, "{rule} counted in status: {status}");
+    }
     // Nothing planted anywhere: files (binary ones too), git objects, the remote, and every
     // request the mock received but the first session's own (what the user typed and the
     // assistant answered went to the model before Scriptorium saw it) and a writer run's
