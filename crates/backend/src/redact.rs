@@ -275,6 +275,9 @@ impl Scrub for RedactScrub {
 /// configuration files (`*.toml`) are the owner's and are left alone. Best effort: each of
 /// these is a log or a cache.
 pub(crate) fn redact_internal_files(root: &Path, redactor: &Redactor) {
+    // The Python implementation's BM25 cache holds block text and is rebuilt on demand: it
+    // goes, as a forget removes it.
+    let _ = std::fs::remove_file(root.join(".scriptorium-bm25.json"));
     let counts = RefCell::new(Counts::default());
     let map = counting(redactor, &counts);
     let mut dirs = vec![root.join(".scriptorium")];

@@ -268,9 +268,11 @@ impl Ledger {
         let now = now.to_offset(time::UtcOffset::UTC);
         let mut totals = UsageTotals::default();
         let Ok(file) = std::fs::File::open(&self.path) else { return totals };
-        for line in std::io::BufReader::new(file).lines() {
+        // Split on bytes: a line torn inside a multi-byte character is skipped like any other
+        // torn line, and the runs after it still count.
+        for line in std::io::BufReader::new(file).split(b'\n') {
             let Ok(line) = line else { break };
-            let Ok(entry) = serde_json::from_str::<LedgerEntry>(&line) else { continue };
+            let Ok(entry) = serde_json::from_slice::<LedgerEntry>(&line) else { continue };
             let Ok(at) = OffsetDateTime::parse(&entry.at, &Rfc3339) else { continue };
             let at = at.to_offset(time::UtcOffset::UTC);
             if (at.year(), at.month()) != (now.year(), now.month()) {
