@@ -978,6 +978,19 @@ fn write_advice(code: &str, session: &str, retryable: bool) -> String {
         return format!("run `scriptorium model check` and fix [model], then {again}");
     }
     match code {
+        // The agent writer's own failures (docs/writer.md).
+        "WRITER_BUDGET_REACHED" => format!(
+            "the day's token budget ([memory.writer] max_tokens_per_day) is spent: the turns \
+             stay pending and are written after midnight UTC, or raise the budget, then {again}"
+        ),
+        "WRITER_NOT_LOGGED_IN" => {
+            format!("log the agent in (run it once on its own, e.g. `claude`), then {again}")
+        }
+        "WRITER_CLI_MISSING" | "WRITER_CLI_TOO_OLD" => format!(
+            "install or update the agent CLI [model] command names (or `scriptorium setup … \
+             --writer journal`), then {again}"
+        ),
+        "WRITER_RATE_LIMITED" => format!("the provider rate-limited the writer: later, {again}"),
         "COMMIT_REJECTED" | "INVALID_TOPIC_FORMAT" | "MISSING_SOURCE" | "PATCH_CONFLICT" => {
             format!("run `scriptorium check`, fix what it lists, then {again}")
         }
@@ -1001,8 +1014,10 @@ fn check_last_write(ctx: &Context<'_>) -> Check {
     let mut found = Findings::default();
     for (session, write) in &status.sessions {
         if let Some((code, retryable)) = write.failure {
+            // A spent budget or a rate limit is the configured limit working: a warning.
+            let limit = matches!(code.as_str(), "WRITER_BUDGET_REACHED" | "WRITER_RATE_LIMITED");
             found.add(
-                Status::Fail,
+                if limit { Status::Warn } else { Status::Fail },
                 format!(
                     "session {session}: the last write failed with {} ({})",
                     code.as_str(),
